@@ -1,0 +1,17 @@
+"""tablelog: double-write a Paimon table's changelog into Kafka, Pulsar or any log system.
+
+The Python API starts here::
+
+    import tablelog
+    table = tablelog.create_table("/tmp/wh", "db.orders", schema, primary_key=["id"],
+                                  options={"log.system": "filesystem", "bucket": "2"})
+    with table.writer() as writer:
+        writer.write(arrow_table)          # or a pandas frame, or rows
+        writer.commit()
+    for change in table.reader().changes():
+        print(change.kind, change.row)
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,89 @@
+"""Every error tablelog raises on purpose; each names what went wrong and what is allowed.
+
+Plugins raise the ``Log*`` errors from their hooks so that the core (and users)
+can tell a full topic from a dead broker without knowing the client library.
+"""
+
+from __future__ import annotations
+
+
+class TablelogError(Exception):
+    """Base of all tablelog errors."""
+
+
+class OptionError(TablelogError, ValueError):
+    """A table or reader option is unknown, missing or malformed."""
+
+
+class PluginNotFoundError(TablelogError, LookupError):
+    """No log system is installed under the requested name."""
+
+
+class PluginUnavailableError(TablelogError, ImportError):
+    """The log system is known but its dependencies are not installed."""
+
+
+class SchemaMismatchError(TablelogError, ValueError):
+    """Data handed to a writer does not fit the table's schema."""
+
+
+class TableNotFoundError(TablelogError, LookupError):
+    """The table does not exist in the warehouse."""
+
+
+class CommitError(TablelogError):
+    """A snapshot could not be committed; nothing of this commit is visible."""
+
+
+class LogSystemError(TablelogError):
+    """Base of errors raised by log-system plugins."""
+
+    def __init__(self, message: str, *, topic: str | None = None, partition: int | None = None):
+        where = ""
+        if topic is not None:
+            where = f" [topic {topic!r}" + (f", partition {partition}" if partition is not None else "") + "]"
+        super().__init__(message + where)
+        self.topic = topic
+        self.partition = partition
+
+
+class ProduceError(LogSystemError):
+    """Records could not be made durable in the log (delivery failed or timed out)."""
+
+
+class TopicError(LogSystemError):
+    """The topic is missing (and may not be created) or has too few partitions."""
+
+
+class LogUnavailableError(LogSystemError):
+    """The log system cannot be reached within its time-out."""
+
+
+class PositionOutOfRangeError(LogSystemError):
+    """A fetch asked for a position the log no longer (or never) had."""
+
+
+class LogDataLostError(TablelogError):
+    """Records that a committed snapshot references are gone from the log."""
+
+    def __init__(self, *, table: str, topic: str, partition: int, first: int, last: int, detail: str):
+        super().__init__(
+            f"log data lost for table {table!r}: topic {topic!r}, partition {partition}, "
+            f"positions {first}..{last} are referenced by a committed snapshot but {detail}"
+        )
+        self.table, self.topic, self.partition, self.first, self.last = table, topic, partition, first, last
+
+
+class ForeignRecordError(TablelogError):
+    """A record on the topic was not written by tablelog (no writer token, or undecodable)."""
+
+    def __init__(self, *, topic: str, partition: int, position: int, reason: str):
+        super().__init__(
+            f"foreign record on topic {topic!r}, partition {partition}, position {position}: {reason}; "
+            "set log.foreign-records=skip to skip and count such records"
+        )
+        self.topic, self.partition, self.position = topic, partition, position
+
+
+class CorruptRecordError(LogSystemError):
+    """A stored record failed its checksum or framing; it is never returned as data."""

@@ -1,0 +1,163 @@
+"""The LogSystem hooks: what a log system (Kafka, Pulsar, the built-in file log, a
+third-party plugin) implements so that tablelog can double-write a table's changelog.
+
+A log system is a module (or object) with ``@hookimpl`` functions, published under
+the entry-point group ``tablelog.log_systems``; the entry-point name is the value
+users put in ``log.system``. Each log system gets a plugin manager of its own, so
+a hook call reaches exactly one implementation (plus any hook wrappers someone
+registers for tracing or metrics).
+
+The lifecycle, as the core drives it::
+
+    conn = open_log(config)                 # once per process and table
+    ensure_topic(conn)                      # writers, before the first produce
+    produce(conn, batch) ...                # many, asynchronous
+    flush(conn, timeout_s) -> ranges        # durable: only now may a commit reference them
+    ... table snapshot committed by the core ...
+    commit(conn, committed)                 # after the snapshot, idempotent
+    end_positions / seek / fetch            # readers
+    close_log(conn)
+
+Visibility is decided by the table snapshot, never by the log system: a plugin
+needs no broker transactions. It must keep per-partition order and carry each
+record's writer token and sequence number (``ProduceBatch.token``/``first_seq``)
+so that ``fetch`` can return them.
+
+Every hook raises only :class:`tablelog.errors.LogSystemError` subclasses for
+conditions of the log (unreachable, missing topic, rejected record, gone
+position); programming errors may raise anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+from tablelog.records import (
+    CommittedLog,
+    FetchResult,
+    LogConfig,
+    OptionSpec,
+    ProduceBatch,
+    ProducedRange,
+    SeekSpec,
+)
+
+PROJECT = "tablelog"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+#: What ``open_log`` returns and every other hook receives: the plugin's own state.
+Connection = Any
+
+
+@hookspec(firstresult=True)
+def option_specs() -> list[OptionSpec]:
+    """Declare the options this log system understands (full keys, with prefix).
+
+    Used to check required options before anything is written and to generate
+    the docs' option table. Keys with the system's prefix that are not declared
+    still reach the plugin (they are client settings). Must not do I/O.
+    """
+
+
+@hookspec(firstresult=True)
+def open_log(config: LogConfig) -> Connection:
+    """Connect to the log for one table and return a connection object.
+
+    Must validate ``config.options`` and raise
+    :class:`~tablelog.errors.OptionError` naming the key for a missing or
+    malformed one, before any network I/O. May connect lazily. The connection is
+    used by one thread at a time. Raises
+    :class:`~tablelog.errors.LogUnavailableError` when the log cannot be reached
+    within the configured time-out.
+    """
+
+
+@hookspec
+def close_log(connection: Connection) -> None:
+    """Release the connection. Records produced but not flushed may be lost.
+
+    Idempotent: closing twice is allowed.
+    """
+
+
+@hookspec(firstresult=True)
+def ensure_topic(connection: Connection) -> int:
+    """Make sure the topic exists with at least ``config.partitions`` partitions.
+
+    Creates a missing topic with exactly ``config.partitions`` partitions when
+    ``config.auto_register`` is true. Returns the topic's partition count.
+    Raises :class:`~tablelog.errors.TopicError` when the topic is missing and may
+    not be created, or has fewer partitions than the table needs (the message
+    names both counts). Idempotent.
+    """
+
+
+@hookspec(firstresult=True)
+def produce(connection: Connection, batch: ProduceBatch) -> None:
+    """Send ``batch`` to partition ``batch.partition``, asynchronously.
+
+    Records keep their order within the partition and carry ``batch.token`` and
+    their sequence numbers so that ``fetch`` returns them. Nothing is durable
+    when this returns; a delivery error may be raised here or by the next
+    ``flush``. May block while the client's buffer is full.
+    """
+
+
+@hookspec(firstresult=True)
+def flush(connection: Connection, timeout_s: float) -> list[ProducedRange]:
+    """Wait until every record produced since the last ``flush`` is durable.
+
+    Durable means acknowledged by the log as the client's strongest setting
+    allows (Kafka ``acks=all``): a commit may now reference these records.
+    Returns one :class:`~tablelog.records.ProducedRange` per (token, partition)
+    produced since the last flush, with the first and last position and the
+    count. Raises :class:`~tablelog.errors.ProduceError` naming topic and
+    partition when any record failed or the time-out passed; then the caller
+    commits nothing for this attempt.
+    """
+
+
+@hookspec(firstresult=True)
+def end_positions(connection: Connection, partitions: list[int]) -> dict[int, int]:
+    """Return each partition's end position: the position the next record will get
+    (an exclusive upper bound of the positions written so far).
+    """
+
+
+@hookspec(firstresult=True)
+def seek(connection: Connection, partition: int, spec: SeekSpec) -> int:
+    """Resolve ``spec`` to a concrete position to ``fetch`` from.
+
+    ``EARLIEST``: the first position still in the log. ``LATEST``: the end
+    position. ``TIMESTAMP``: the first record with timestamp >= the given
+    epoch-millis, or the end position when there is none (never the start of
+    the partition). ``POSITION``: the position itself, validated.
+    """
+
+
+@hookspec(firstresult=True)
+def fetch(
+    connection: Connection, partition: int, position: int, max_records: int, timeout_s: float
+) -> FetchResult:
+    """Return up to ``max_records`` records of ``partition`` at positions >= ``position``,
+    in log order, waiting at most ``timeout_s`` for the first one.
+
+    An empty result is not an error (nothing new yet). Raises
+    :class:`~tablelog.errors.PositionOutOfRangeError` when ``position`` is before
+    the earliest record the log still holds (retention, a lost topic). Never
+    returns a torn or corrupt record as data: it raises or skips it and says so.
+    """
+
+
+@hookspec
+def commit(connection: Connection, committed: CommittedLog) -> None:
+    """Called after the table snapshot ``committed.snapshot_id`` is durable.
+
+    Visibility is already decided by the snapshot; use this for bookkeeping
+    (markers, retention hints). Must be idempotent: it may be called again for
+    the same snapshot after a crash.
+    """

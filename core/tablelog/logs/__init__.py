@@ -1,0 +1,1 @@
+"""Log systems that ship inside the core distribution."""

@@ -1,0 +1,310 @@
+"""Table options: one place defines each key, its default, its validation and its doc line.
+
+The docs' option table is generated from :data:`OPTIONS` (``tablelog options
+--markdown``). Keys follow Paimon's names where Paimon had them. Keys prefixed
+with a log system's name (``kafka.*``, ``pulsar.*``, ``filesystem.*``) belong to
+that plugin; Paimon's own table options (``file.format``, ...) pass through to
+the table; anything else is an error with a "did you mean" hint.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from tablelog.errors import OptionError
+
+REDACTED = "******"
+
+_SECRET_KEY = re.compile(
+    r"(password|passwd|secret|token|credential|sasl\.|auth[-_.]?params|"
+    r"private[-_.]?key|ssl\.key\.|keystore\.key|authentication\.params)",
+    re.IGNORECASE,
+)
+
+
+def is_secret(key: str) -> bool:
+    """Whether the option ``key`` holds a secret that must never be shown or stored."""
+    return bool(_SECRET_KEY.search(key))
+
+
+def redact(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``options`` with every secret value replaced by ``******``."""
+    return {k: (REDACTED if is_secret(k) else v) for k, v in options.items()}
+
+
+class Consistency(str, enum.Enum):
+    TRANSACTIONAL = "transactional"
+    EVENTUAL = "eventual"
+
+
+class ChangelogMode(str, enum.Enum):
+    AUTO = "auto"
+    ALL = "all"
+    UPSERT = "upsert"
+
+
+class LogFormat(str, enum.Enum):
+    DEBEZIUM_JSON = "debezium-json"
+    JSON = "json"
+
+
+class KeyFormat(str, enum.Enum):
+    JSON = "json"
+
+
+class ScanMode(str, enum.Enum):
+    LATEST_FULL = "latest-full"
+    LATEST = "latest"
+    EARLIEST = "earliest"
+    FROM_TIMESTAMP = "from-timestamp"
+
+
+class ForeignRecords(str, enum.Enum):
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+def _enum(enum_type: type[enum.Enum]) -> Any:
+    def convert(value: Any) -> Any:
+        if isinstance(value, enum_type):
+            return value
+        try:
+            return enum_type(str(value).strip().lower())
+        except ValueError:
+            allowed = ", ".join(repr(m.value) for m in enum_type)
+            raise _InvalidValue(f"allowed: {allowed}") from None
+
+    return convert
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise _InvalidValue("allowed: 'true', 'false'")
+
+
+def _int(minimum: int) -> Any:
+    def convert(value: Any) -> int | None:
+        if value is None:
+            return None
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            raise _InvalidValue(f"expected an integer >= {minimum}") from None
+        if number < minimum:
+            raise _InvalidValue(f"expected an integer >= {minimum}")
+        return number
+
+    return convert
+
+
+def _name(value: Any) -> str:
+    text = str(value).strip().lower()
+    if not re.fullmatch(r"[a-z][a-z0-9_-]*", text):
+        raise _InvalidValue("expected a log system name such as 'kafka' (letters, digits, '-', '_')")
+    return text
+
+
+class _InvalidValue(ValueError):
+    """Raised by converters; turned into an OptionError that names the key."""
+
+
+def option(key: str, default: Any, doc: str, convert: Any = str) -> Any:
+    """Declare one option: its key, default (already converted) and doc line."""
+    return attrs.field(default=default, metadata={"key": key, "doc": doc, "convert": convert})
+
+
+@attrs.frozen(kw_only=True)
+class TableOptions:
+    """The tablelog options of one table (and the per-read overrides)."""
+
+    log_system: str = option(
+        "log.system", "none",
+        "`none`, `filesystem` (built-in), `kafka`, `pulsar`, or any installed plugin name.",
+        _name,
+    )
+    log_consistency: Consistency = option(
+        "log.consistency", Consistency.TRANSACTIONAL,
+        "`transactional`: readers see a change once, after its snapshot commits. "
+        "`eventual`: at once, at least once (add `normalize`).",
+        _enum(Consistency),
+    )
+    log_changelog_mode: ChangelogMode = option(
+        "log.changelog-mode", ChangelogMode.AUTO,
+        "`auto` (upsert with a primary key, all without), `all`, `upsert` (no `-U` records).",
+        _enum(ChangelogMode),
+    )
+    log_format: LogFormat = option(
+        "log.format", LogFormat.DEBEZIUM_JSON, "Record value format: `debezium-json` or `json`.",
+        _enum(LogFormat),
+    )
+    log_key_format: KeyFormat = option(
+        "log.key.format", KeyFormat.JSON, "Record key format (the primary key): `json`.",
+        _enum(KeyFormat),
+    )
+    log_system_partitions: int | None = option(
+        "log.system.partitions", None,
+        "Partitions of a created topic; default the bucket count. Bucket b goes to partition b.",
+        _int(1),
+    )
+    log_system_auto_register: bool = option(
+        "log.system.auto-register", True,
+        "Create the topic when missing; fail clearly if it has fewer partitions than buckets.",
+        _bool,
+    )
+    log_foreign_records: ForeignRecords = option(
+        "log.foreign-records", ForeignRecords.FAIL,
+        "What readers do with records tablelog did not write: `fail` (name topic, partition, "
+        "position) or `skip` (and count them).",
+        _enum(ForeignRecords),
+    )
+    log_flush_timeout_ms: int = option(
+        "log.flush-timeout-ms", 60_000,
+        "How long a writer waits for the log to acknowledge its records before failing the write.",
+        _int(1),
+    )
+    log_fetch_timeout_ms: int = option(
+        "log.fetch-timeout-ms", 30_000,
+        "How long a transactional reader waits for committed records before reporting them lost.",
+        _int(1),
+    )
+    log_max_record_bytes: int = option(
+        "log.max-record-bytes", 1_000_000,
+        "Largest encoded record a writer accepts; larger rows fail the write before anything "
+        "is produced.",
+        _int(1),
+    )
+    scan_mode: ScanMode = option(
+        "scan.mode", ScanMode.LATEST_FULL,
+        "`latest-full` (current rows, then the log), `latest`, `earliest`, `from-timestamp`.",
+        _enum(ScanMode),
+    )
+    scan_timestamp_millis: int | None = option(
+        "scan.timestamp-millis", None, "Start time (epoch millis) for `scan.mode = from-timestamp`.",
+        _int(0),
+    )
+    primary_key: tuple[str, ...] = option(
+        "primary-key", (), "Primary key columns, comma-separated (table creation).",
+        lambda v: v if isinstance(v, tuple) else tuple(c.strip() for c in str(v).split(",") if c.strip()),
+    )
+    bucket: int = option(
+        "bucket", 1, "Fixed number of buckets (table creation); bucket b maps to log partition b.",
+        _int(1),
+    )
+
+    @property
+    def log_enabled(self) -> bool:
+        return self.log_system != "none"
+
+    @classmethod
+    def parse(
+        cls,
+        raw: Mapping[str, Any],
+        *,
+        log_systems: Iterable[str] = (),
+        passthrough: Iterable[str] = (),
+    ) -> tuple[TableOptions, dict[str, str], dict[str, str]]:
+        """Validate ``raw`` options.
+
+        Returns ``(options, system_options, paimon_options)``: the typed tablelog
+        options, the keys prefixed by a log system (``kafka.topic``...), and
+        Paimon table options to pass through. ``log_systems`` are the prefixes
+        accepted besides the built-ins; ``passthrough`` the Paimon keys allowed.
+        """
+        fields = {f.metadata["key"]: f for f in attrs.fields(cls)}
+        prefixes = {"filesystem", "kafka", "pulsar", *log_systems}
+        allowed_passthrough = set(passthrough)
+        values: dict[str, Any] = {}
+        system_options: dict[str, str] = {}
+        paimon_options: dict[str, str] = {}
+        for key, value in raw.items():
+            key = key.strip().lower()
+            if key in fields:
+                field = fields[key]
+                try:
+                    values[field.name] = field.metadata["convert"](value)
+                except _InvalidValue as err:
+                    shown = REDACTED if is_secret(key) else value
+                    raise OptionError(f"invalid value {shown!r} for option {key!r}: {err}") from None
+            elif "." in key and key.split(".", 1)[0] in prefixes:
+                system_options[key] = str(value)
+            elif key in allowed_passthrough:
+                paimon_options[key] = str(value)
+            else:
+                candidates = list(fields) + sorted(allowed_passthrough)
+                hint = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+                prefix_hint = ""
+                if "." in key and not hint:
+                    prefix_hint = (
+                        f"; keys with a prefix belong to a log system "
+                        f"({', '.join(sorted(prefixes))})"
+                    )
+                raise OptionError(
+                    f"unknown option {key!r}"
+                    + (f"; did you mean {hint[0]!r}?" if hint else "")
+                    + prefix_hint
+                )
+        return cls(**values), system_options, paimon_options
+
+    def to_properties(self) -> dict[str, str]:
+        """The non-default options as strings, for storing as table properties."""
+        result: dict[str, str] = {}
+        for field in attrs.fields(type(self)):
+            value = getattr(self, field.name)
+            if value == field.default or field.name in ("primary_key", "bucket"):
+                continue
+            result[field.metadata["key"]] = _to_text(value)
+        return result
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> TableOptions:
+        """A copy with reader-side overrides (``log.consistency``, ``scan.*``) applied."""
+        parsed, _, _ = TableOptions.parse(overrides)
+        changes = {
+            f.name: getattr(parsed, f.name)
+            for f in attrs.fields(TableOptions)
+            if f.metadata["key"] in {k.strip().lower() for k in overrides}
+        }
+        return attrs.evolve(self, **changes)
+
+
+def _to_text(value: Any) -> str:
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    return str(value)
+
+
+@attrs.frozen
+class OptionDoc:
+    key: str
+    default: str
+    doc: str
+
+
+def option_docs() -> list[OptionDoc]:
+    """Every tablelog option with its default and doc line, in declaration order."""
+    docs = []
+    for field in attrs.fields(TableOptions):
+        default = "—" if field.default in (None, ()) else _to_text(field.default)
+        docs.append(OptionDoc(field.metadata["key"], default, field.metadata["doc"]))
+    return docs
+
+
+def split_system_options(system: str, system_options: Mapping[str, str]) -> dict[str, str]:
+    """The options of ``system`` with its prefix removed (``kafka.acks`` -> ``acks``)."""
+    prefix = system + "."
+    return {k[len(prefix):]: v for k, v in system_options.items() if k.startswith(prefix)}

@@ -1,0 +1,220 @@
+"""Find log systems by name: entry points in the group ``tablelog.log_systems``.
+
+Each log system gets its own pluggy plugin manager, so a hook call reaches the one
+implementation the table's ``log.system`` names. Errors say what to install, the
+way fsspec's known implementations do.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pluggy
+
+from tablelog import hookspecs
+from tablelog.errors import PluginNotFoundError, PluginUnavailableError
+from tablelog.records import (
+    CommittedLog,
+    FetchResult,
+    LogConfig,
+    OptionSpec,
+    ProduceBatch,
+    ProducedRange,
+    SeekSpec,
+)
+
+ENTRY_POINT_GROUP = "tablelog.log_systems"
+
+#: Log systems that ship with tablelog behind an extra: name -> what to install.
+KNOWN_EXTRAS = {
+    "kafka": 'pip install "tablelog[kafka]"',
+    "pulsar": 'pip install "tablelog[pulsar]"',
+}
+
+#: Hooks every log system must implement.
+REQUIRED_HOOKS = (
+    "open_log",
+    "close_log",
+    "ensure_topic",
+    "produce",
+    "flush",
+    "end_positions",
+    "seek",
+    "fetch",
+    "commit",
+)
+
+_registered: dict[str, Any] = {}
+
+
+def register_log_system(name: str, plugin: Any) -> None:
+    """Register ``plugin`` (a module or object with hook implementations) as ``name``
+    without packaging it: for tests and embedding. Entry points are the normal way."""
+    _registered[name] = plugin
+
+
+def unregister_log_system(name: str) -> None:
+    _registered.pop(name, None)
+
+
+@attrs.frozen
+class Installed:
+    """One log system as ``tablelog plugins`` lists it."""
+
+    name: str
+    distribution: str
+    version: str
+    module: str
+    error: str | None = None  # why it cannot be loaded (missing dependency...)
+
+
+def _entry_points() -> dict[str, metadata.EntryPoint]:
+    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def installed_log_systems() -> list[Installed]:
+    """Every log system an entry point declares, with its distribution and whether it loads."""
+    result = []
+    for name, ep in sorted(_entry_points().items()):
+        dist = ep.dist
+        error = None
+        try:
+            ep.load()
+        except ImportError as err:
+            error = f"{err}; {KNOWN_EXTRAS.get(name, 'install its dependencies')}"
+        result.append(
+            Installed(
+                name=name,
+                distribution=dist.name if dist else "?",
+                version=dist.version if dist else "?",
+                module=ep.value,
+                error=error,
+            )
+        )
+    for name, plugin in sorted(_registered.items()):
+        module = getattr(plugin, "__name__", type(plugin).__name__)
+        result.append(Installed(name, "(registered in process)", "-", module))
+    return result
+
+
+def available_names() -> list[str]:
+    return sorted({*_entry_points(), *_registered})
+
+
+def _load_plugin(name: str) -> Any:
+    if name in _registered:
+        return _registered[name]
+    ep = _entry_points().get(name)
+    if ep is None:
+        installed = ", ".join(available_names()) or "none"
+        hint = KNOWN_EXTRAS.get(name, f"install a package that provides the {name!r} log system")
+        raise PluginNotFoundError(
+            f"unknown log.system {name!r}; installed log systems: {installed}. To use {name!r}: {hint}"
+        )
+    try:
+        return ep.load()
+    except ImportError as err:
+        hint = KNOWN_EXTRAS.get(name, "install its dependencies")
+        raise PluginUnavailableError(
+            f"log.system {name!r} is installed but cannot be loaded ({err}); {hint}"
+        ) from err
+
+
+def load_log_system(name: str) -> LogSystem:
+    """The log system ``name`` (the ``log.system`` value), ready to open."""
+    plugin = _load_plugin(name)
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    pm.register(plugin, name=name)
+    pm.check_pending()
+    missing = [h for h in REQUIRED_HOOKS if not getattr(pm.hook, h).get_hookimpls()]
+    if missing:
+        raise PluginUnavailableError(
+            f"log system {name!r} ({getattr(plugin, '__name__', plugin)!r}) does not implement "
+            f"the required hooks: {', '.join(missing)}"
+        )
+    return LogSystem(name, pm)
+
+
+@attrs.define
+class LogSystem:
+    """A loaded log system: typed access to its hooks."""
+
+    name: str
+    pm: pluggy.PluginManager
+
+    def option_specs(self) -> list[OptionSpec]:
+        return list(self.pm.hook.option_specs() or [])
+
+    def open(self, config: LogConfig) -> LogClient:
+        connection = self.pm.hook.open_log(config=config)
+        if connection is None:
+            raise PluginUnavailableError(f"log system {self.name!r} returned no connection")
+        return LogClient(self, config, connection)
+
+
+@attrs.define
+class LogClient:
+    """An open connection to one table's log; each method calls one hook."""
+
+    system: LogSystem
+    config: LogConfig
+    connection: Any
+    closed: bool = False
+
+    @property
+    def _hook(self) -> Any:
+        return self.system.pm.hook
+
+    def ensure_topic(self) -> int:
+        return int(self._hook.ensure_topic(connection=self.connection))
+
+    def produce(self, batch: ProduceBatch) -> None:
+        self._hook.produce(connection=self.connection, batch=batch)
+
+    def flush(self, timeout_s: float) -> list[ProducedRange]:
+        return list(self._hook.flush(connection=self.connection, timeout_s=timeout_s) or [])
+
+    def end_positions(self, partitions: list[int]) -> dict[int, int]:
+        return dict(self._hook.end_positions(connection=self.connection, partitions=partitions))
+
+    def seek(self, partition: int, spec: SeekSpec) -> int:
+        return int(self._hook.seek(connection=self.connection, partition=partition, spec=spec))
+
+    def fetch(self, partition: int, position: int, max_records: int, timeout_s: float) -> FetchResult:
+        result: FetchResult = self._hook.fetch(
+            connection=self.connection,
+            partition=partition,
+            position=position,
+            max_records=max_records,
+            timeout_s=timeout_s,
+        )
+        return result
+
+    def commit(self, committed: CommittedLog) -> None:
+        self._hook.commit(connection=self.connection, committed=committed)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._hook.close_log(connection=self.connection)
+
+    def __enter__(self) -> LogClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def iter_fetch(self, partition: int, start: int, stop: int, timeout_s: float) -> Iterator[FetchResult]:
+        """Fetch ``partition`` from ``start`` until a record at or past ``stop`` or a
+        fetch that returns nothing within ``timeout_s``."""
+        position = start
+        while position < stop:
+            result = self.fetch(partition, position, 10_000, timeout_s)
+            if not result.records:
+                return
+            yield result
+            position = result.next_position

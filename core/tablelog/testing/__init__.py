@@ -1,0 +1,1 @@
+"""Reusable test suites for log-system plugins (import in your plugin's tests)."""

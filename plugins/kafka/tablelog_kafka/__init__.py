@@ -1,0 +1,1 @@
+"""tablelog's kafka log system (log.system = kafka)."""

@@ -1,0 +1,1 @@
+"""tablelog's pulsar log system (log.system = pulsar)."""
