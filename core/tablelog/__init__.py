@@ -15,3 +15,21 @@ The Python API starts here::
 from __future__ import annotations
 
 __version__ = "0.1.0"
+
+from tablelog.errors import TablelogError
+from tablelog.normalize import Normalizer
+from tablelog.reader import Change, ChangelogReader, ReaderPosition
+from tablelog.records import RowKind
+from tablelog.table import Table, create_table, open_table
+
+__all__ = [
+    "Change",
+    "ChangelogReader",
+    "Normalizer",
+    "ReaderPosition",
+    "RowKind",
+    "Table",
+    "TablelogError",
+    "create_table",
+    "open_table",
+]

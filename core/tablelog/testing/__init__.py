@@ -1,1 +1,9 @@
-"""Reusable test suites for log-system plugins (import in your plugin's tests)."""
+"""Reusable test suites for log-system plugins (import in your plugin's tests).
+
+``LogSystemConformance`` is the pytest base class every log system passes; see
+:mod:`tablelog.testing.conformance` for how to use it.
+"""
+
+from tablelog.testing.conformance import LogSystemConformance
+
+__all__ = ["LogSystemConformance"]

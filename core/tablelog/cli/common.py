@@ -1,0 +1,51 @@
+"""Shared CLI pieces: the warehouse option, `-o key=value` options, error display."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from tablelog.errors import TablelogError
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+warehouse_option = click.option(
+    "--warehouse", "-w", envvar="TABLELOG_WAREHOUSE", required=True, show_envvar=True,
+    help="Warehouse directory holding the tables.",
+)
+table_argument = click.argument("table", metavar="DB.NAME")
+options_option = click.option(
+    "--option", "-o", "raw_options", multiple=True, metavar="KEY=VALUE",
+    help="A table option (repeatable), e.g. -o log.system=kafka -o kafka.bootstrap.servers=HOST:PORT.",
+)
+
+
+def parse_options(raw: tuple[str, ...]) -> dict[str, str]:
+    result = {}
+    for item in raw:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {key!r} without '='")
+        result[key.strip()] = value
+    return result
+
+
+def friendly_errors(func: F) -> F:
+    """Show tablelog errors as one clear line and exit 1, instead of a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except TablelogError as err:
+            err_console.print(f"[bold red]error:[/] {err}", markup=True, soft_wrap=True)
+            raise SystemExit(1) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,453 @@
+"""Reading the changelog from the log, with the consistency the table (or reader) asks for.
+
+**Transactional**: the reader walks snapshots in commit order. For each snapshot
+it fetches, per partition, the span covering the ranges of the writer tokens that
+snapshot commits, and returns exactly the records of those tokens inside their
+ranges, each once (duplicates a retrying client wrote are dropped by sequence
+number). Records of failed, speculative or replayed attempts belong to no
+committed token and are never returned. A committed range the log cannot
+produce is reported as lost data, never skipped.
+
+**Eventual**: the reader returns every tablelog record as soon as the log has it
+(at least once); add :class:`tablelog.normalize.Normalizer` for a correct changelog.
+
+**Hybrid** (``scan.mode = latest-full``): first the rows of the latest snapshot as
+``+I``, then the changes after it: transactional readers continue with the next
+snapshot, eventual readers at that snapshot's log end positions.
+
+:attr:`ChangelogReader.position` is a small JSON value; pass it back to resume.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pyarrow as pa
+
+from tablelog.errors import (
+    ForeignRecordError,
+    LogDataLostError,
+    OptionError,
+    PositionOutOfRangeError,
+    TablelogError,
+)
+from tablelog.formats import KIND_COLUMN
+from tablelog.options import Consistency, ForeignRecords, ScanMode
+from tablelog.protocol import LogCommitRecord
+from tablelog.records import FetchResult, LogRecord, ProducedRange, RowKind, SeekSpec
+
+if TYPE_CHECKING:
+    from tablelog.registry import LogClient
+    from tablelog.table import Table
+
+_POLL_SLEEP_S = 0.01
+
+
+@attrs.frozen
+class Change:
+    """One change of the changelog."""
+
+    kind: RowKind
+    row: dict[str, Any]
+    snapshot_id: int | None = None  # the snapshot that committed it (transactional)
+    partition: int | None = None
+    position: int | None = None  # where it is in the log (None for rows of the full scan)
+
+
+@attrs.define
+class ReaderPosition:
+    """Where a reader is: save :meth:`to_json`, resume with ``table.reader(position=...)``.
+
+    ``snapshot``: transactional readers have returned every change committed up
+    to it; with ``full_pending`` its rows are still being returned (from row
+    ``full_offset``). ``offsets``: next log position per partition (transactional:
+    progress inside snapshot ``snapshot + 1``).
+    """
+
+    consistency: Consistency
+    snapshot: int = 0
+    offsets: dict[int, int] = attrs.field(factory=dict)
+    full_pending: bool = False
+    full_offset: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "v": 1,
+                "consistency": self.consistency.value,
+                "snapshot": self.snapshot,
+                "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
+                "full_pending": self.full_pending,
+                "full_offset": self.full_offset,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def parse(cls, value: ReaderPosition | str | dict[str, Any]) -> ReaderPosition:
+        if isinstance(value, ReaderPosition):
+            return attrs.evolve(value, offsets=dict(value.offsets))
+        try:
+            doc = json.loads(value) if isinstance(value, str) else dict(value)
+            return cls(
+                consistency=Consistency(doc["consistency"]),
+                snapshot=int(doc["snapshot"]),
+                offsets={int(p): int(o) for p, o in doc.get("offsets", {}).items()},
+                full_pending=bool(doc.get("full_pending", False)),
+                full_offset=int(doc.get("full_offset", 0)),
+            )
+        except (ValueError, KeyError, TypeError) as err:
+            raise OptionError(f"invalid reader position {value!r}: {err}") from None
+
+
+class ChangelogReader:
+    """Reads a table's changelog; see the module docstring for the semantics."""
+
+    def __init__(
+        self,
+        table: Table,
+        position: ReaderPosition | str | dict[str, Any] | None = None,
+        *,
+        consistency: str | Consistency | None = None,
+        scan_mode: str | ScanMode | None = None,
+        timestamp_millis: int | None = None,
+        **option_keys: Any,
+    ) -> None:
+        overrides = {k.replace("_", "-") if "." not in k else k: v for k, v in option_keys.items()}
+        if consistency is not None:
+            overrides["log.consistency"] = getattr(consistency, "value", consistency)
+        if scan_mode is not None:
+            overrides["scan.mode"] = getattr(scan_mode, "value", scan_mode)
+        if timestamp_millis is not None:
+            overrides["scan.timestamp-millis"] = timestamp_millis
+        self.table = table
+        self.options = table.options.with_overrides(overrides)
+        if self.options.scan_mode is ScanMode.FROM_TIMESTAMP and self.options.scan_timestamp_millis is None:
+            raise OptionError("scan.mode='from-timestamp' needs option 'scan.timestamp-millis'")
+        self._position: ReaderPosition | None = None
+        if position is not None:
+            self._position = ReaderPosition.parse(position)
+            if consistency is not None and self._position.consistency is not self.options.log_consistency:
+                raise OptionError(
+                    f"the saved position is {self._position.consistency.value}, "
+                    f"the reader asks for {self.options.log_consistency.value}"
+                )
+        self._log: LogClient | None = None
+        self._full_rows: list[dict[str, Any]] | None = None
+        self._last_seq: dict[tuple[str, int], int] = {}
+        self._counts: dict[tuple[str, int], int] = defaultdict(int)
+        self._counted_from_start = position is None or not self._position_offsets()
+        self.foreign_skipped = 0
+
+    def _position_offsets(self) -> dict[int, int]:
+        return self._position.offsets if self._position is not None else {}
+
+    @property
+    def consistency(self) -> Consistency:
+        return self._position.consistency if self._position else self.options.log_consistency
+
+    @property
+    def position(self) -> ReaderPosition:
+        """Where the reader is now (changes returned so far are before it)."""
+        return attrs.evolve(self._ensure_position(), offsets=dict(self._ensure_position().offsets))
+
+    # -- public reading ----------------------------------------------------------
+
+    def poll(self, max_records: int = 10_000, timeout_s: float = 0.0) -> list[Change]:
+        """Return the changes available now (up to about ``max_records``), waiting at
+        most ``timeout_s`` for the first one. An empty list means: nothing new yet."""
+        position = self._ensure_position()
+        if position.full_pending:
+            return self._poll_full(max_records)
+        if self.consistency is Consistency.TRANSACTIONAL:
+            return self._poll_transactional(max_records, timeout_s)
+        return self._poll_eventual(max_records, timeout_s)
+
+    def changes(self, follow: bool = False, idle_timeout_s: float = 1.0) -> Iterator[Change]:
+        """Iterate changes. Without ``follow``, stop once nothing new arrived for
+        ``idle_timeout_s``; with it, wait for new changes forever."""
+        while True:
+            batch = self.poll(timeout_s=idle_timeout_s)
+            if not batch and not follow:
+                return
+            yield from batch
+
+    def read_all(self, idle_timeout_s: float = 0.5) -> list[Change]:
+        """Every change available now (until the reader is idle for ``idle_timeout_s``)."""
+        return list(self.changes(follow=False, idle_timeout_s=idle_timeout_s))
+
+    def to_arrow(self, changes: list[Change]) -> pa.Table:
+        """Changes as an Arrow table: a ``_kind`` column, then the table's columns."""
+        kinds = pa.array([c.kind.value for c in changes], pa.string())
+        rows = pa.Table.from_pylist([c.row for c in changes], schema=self.table.schema)
+        return rows.add_column(0, KIND_COLUMN, kinds)
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> ChangelogReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- start position ----------------------------------------------------------
+
+    @property
+    def log(self) -> LogClient:
+        if self._log is None:
+            self._log = self.table.open_log()
+        return self._log
+
+    def _ensure_position(self) -> ReaderPosition:
+        if self._position is None:
+            self._position = self._initial_position()
+        return self._position
+
+    def _initial_position(self) -> ReaderPosition:
+        store = self.table.store
+        mode = self.options.scan_mode
+        latest = store.latest_snapshot()
+        latest_id = latest.id if latest else 0
+        consistency = self.options.log_consistency
+        if mode is ScanMode.LATEST_FULL:
+            snapshot = latest_id
+        elif mode is ScanMode.LATEST:
+            snapshot = latest_id
+        elif mode is ScanMode.EARLIEST:
+            snapshot = (store.earliest_snapshot_id() or 1) - 1
+        else:
+            assert self.options.scan_timestamp_millis is not None
+            before = store.snapshot_at_or_before(self.options.scan_timestamp_millis)
+            snapshot = before.id if before else (store.earliest_snapshot_id() or 1) - 1
+        position = ReaderPosition(
+            consistency=consistency,
+            snapshot=snapshot,
+            full_pending=mode is ScanMode.LATEST_FULL and snapshot > 0,
+        )
+        if consistency is Consistency.EVENTUAL:
+            position.offsets = self._eventual_start(mode, snapshot)
+        return position
+
+    def _eventual_start(self, mode: ScanMode, snapshot: int) -> dict[int, int]:
+        partitions = range(self.table.log_partitions)
+        if mode is ScanMode.LATEST_FULL:
+            ends = self._end_positions_at(snapshot)
+            return {p: ends[p] if p in ends else self.log.seek(p, SeekSpec.earliest()) for p in partitions}
+        if mode is ScanMode.LATEST:
+            spec = SeekSpec.latest()
+        elif mode is ScanMode.EARLIEST:
+            spec = SeekSpec.earliest()
+        else:
+            assert self.options.scan_timestamp_millis is not None
+            spec = SeekSpec.timestamp(self.options.scan_timestamp_millis)
+        return {p: self.log.seek(p, spec) for p in partitions}
+
+    def _end_positions_at(self, snapshot_id: int) -> dict[int, int]:
+        for sid in range(snapshot_id, 0, -1):
+            snapshot = self.table.store.snapshot(sid)
+            if snapshot is None:
+                break
+            record = LogCommitRecord.from_properties(snapshot.properties)
+            if record is not None:
+                return dict(record.end_positions)
+        return {}
+
+    # -- full scan (hybrid read) -------------------------------------------------
+
+    def _poll_full(self, max_records: int) -> list[Change]:
+        position = self._ensure_position()
+        if self._full_rows is None:
+            self._full_rows = self.table.rows(position.snapshot).to_pylist()
+        start = position.full_offset
+        chunk = self._full_rows[start : start + max_records]
+        position.full_offset = start + len(chunk)
+        if position.full_offset >= len(self._full_rows):
+            position.full_pending = False
+            position.full_offset = 0
+            self._full_rows = None
+        return [Change(RowKind.INSERT, row, position.snapshot) for row in chunk]
+
+    # -- transactional -----------------------------------------------------------
+
+    def _poll_transactional(self, budget: int, timeout_s: float) -> list[Change]:
+        position = self._ensure_position()
+        out: list[Change] = []
+        deadline = time.monotonic() + timeout_s
+        while len(out) < budget:
+            snapshot = self.table.store.snapshot(position.snapshot + 1)
+            if snapshot is None:
+                self._check_not_expired(position.snapshot + 1)
+                if out or time.monotonic() >= deadline:
+                    break
+                time.sleep(_POLL_SLEEP_S)
+                continue
+            record = LogCommitRecord.from_properties(snapshot.properties)
+            if record is None or not record.ranges:
+                self._advance(snapshot.id)
+                continue
+            self._check_same_log(record)
+            if not self._read_snapshot(snapshot.id, record, out, budget):
+                break
+            self._advance(snapshot.id)
+        return out
+
+    def _check_not_expired(self, snapshot_id: int) -> None:
+        earliest = self.table.store.earliest_snapshot_id()
+        if earliest is not None and earliest > snapshot_id:
+            raise TablelogError(
+                f"table {self.table.identifier!r}: snapshot {snapshot_id} expired before this reader "
+                f"read it (earliest kept: {earliest}); changes committed there cannot be returned. "
+                "Restart the reader with scan.mode=latest-full"
+            )
+
+    def _check_same_log(self, record: LogCommitRecord) -> None:
+        if record.system != self.table.options.log_system or record.topic != self.table.topic:
+            raise TablelogError(
+                f"table {self.table.identifier!r}: a snapshot committed records to log "
+                f"{record.system!r} topic {record.topic!r}, but this reader reads "
+                f"{self.table.options.log_system!r} topic {self.table.topic!r}"
+            )
+
+    def _advance(self, snapshot_id: int) -> None:
+        position = self._ensure_position()
+        position.snapshot = snapshot_id
+        position.offsets = {}
+        self._last_seq.clear()
+        self._counts.clear()
+        self._counted_from_start = True
+
+    def _read_snapshot(self, snapshot_id: int, record: LogCommitRecord, out: list[Change], budget: int) -> bool:
+        """Append the snapshot's committed changes to ``out``; False if the budget ran out first."""
+        position = self._ensure_position()
+        for partition, ranges in sorted(record.ranges_by_partition().items()):
+            by_token = {r.token: r for r in ranges}
+            lo, hi = min(r.first for r in ranges), max(r.last for r in ranges)
+            pos = position.offsets.get(partition, lo)
+            while pos <= hi:
+                if len(out) >= budget:
+                    position.offsets[partition] = pos
+                    return False
+                result = self._fetch_committed(partition, pos, hi, max(budget - len(out), 500))
+                pos = result.next_position
+                for rec in result.records:
+                    if rec.position > hi:
+                        pos = hi + 1
+                        break
+                    self._take_committed(rec, partition, by_token, snapshot_id, out)
+                position.offsets[partition] = pos
+            if self._counted_from_start:
+                self._check_counts(partition, ranges)
+        return True
+
+    def _fetch_committed(self, partition: int, pos: int, hi: int, max_records: int) -> FetchResult:
+        """Records at ``pos`` or later; waits for them and reports them lost if they never come."""
+        waited_until = time.monotonic() + self.options.log_fetch_timeout_ms / 1000
+        while True:
+            try:
+                result = self.log.fetch(partition, pos, max_records, 0.2)
+            except PositionOutOfRangeError as err:
+                raise self._lost(partition, pos, hi, f"the log no longer holds them ({err})") from err
+            if result.records:
+                return result
+            end = self.log.end_positions([partition]).get(partition, 0)
+            if end <= pos:
+                raise self._lost(partition, pos, hi, f"the log ends at position {end}")
+            if time.monotonic() >= waited_until:
+                raise self._lost(
+                    partition, pos, hi,
+                    f"the log did not return them within log.fetch-timeout-ms={self.options.log_fetch_timeout_ms}",
+                )
+
+    def _take_committed(
+        self,
+        rec: LogRecord,
+        partition: int,
+        by_token: dict[str, ProducedRange],
+        snapshot_id: int,
+        out: list[Change],
+    ) -> None:
+        if rec.token is None:
+            self._foreign(rec, partition, "it carries no tablelog writer token")
+            return
+        committed = by_token.get(rec.token)
+        if committed is None or not committed.first <= rec.position <= committed.last:
+            return  # another attempt's record: failed, replayed, or another snapshot's
+        key = (rec.token, partition)
+        seq = rec.seq if rec.seq is not None else -1
+        if seq <= self._last_seq.get(key, -1):
+            return  # a duplicate a retrying client wrote
+        self._last_seq[key] = seq
+        change = self._decode(rec, partition, snapshot_id)
+        if change is not None:
+            self._counts[key] += 1
+            out.append(change)
+
+    def _check_counts(self, partition: int, ranges: list[ProducedRange]) -> None:
+        for r in ranges:
+            found = self._counts.get((r.token, partition), 0)
+            if found != r.count:
+                raise self._lost(
+                    partition, r.first, r.last,
+                    f"only {found} of the {r.count} records of write {r.token} were found",
+                )
+
+    def _lost(self, partition: int, first: int, last: int, detail: str) -> LogDataLostError:
+        return LogDataLostError(
+            table=self.table.identifier, topic=self.table.topic, partition=partition,
+            first=first, last=last, detail=detail,
+        )
+
+    # -- eventual ------------------------------------------------------------------
+
+    def _poll_eventual(self, budget: int, timeout_s: float) -> list[Change]:
+        position = self._ensure_position()
+        out: list[Change] = []
+        deadline = time.monotonic() + timeout_s
+        partitions = sorted(position.offsets) or list(range(self.table.log_partitions))
+        while True:
+            for partition in partitions:
+                if len(out) >= budget:
+                    break
+                pos = position.offsets.get(partition, 0)
+                try:
+                    result = self.log.fetch(partition, pos, budget - len(out), 0.0)
+                except PositionOutOfRangeError as err:
+                    raise self._lost(partition, pos, pos, f"the log no longer holds them ({err})") from err
+                for rec in result.records:
+                    if rec.token is None:
+                        self._foreign(rec, partition, "it carries no tablelog writer token")
+                        continue
+                    change = self._decode(rec, partition, None)
+                    if change is not None:
+                        out.append(change)
+                position.offsets[partition] = result.next_position
+            if out or time.monotonic() >= deadline:
+                return out
+            time.sleep(min(0.002, max(0.0, deadline - time.monotonic())))
+
+    # -- records -------------------------------------------------------------------
+
+    def _decode(self, rec: LogRecord, partition: int, snapshot_id: int | None) -> Change | None:
+        if rec.value is None:
+            self._foreign(rec, partition, "it has no value")
+            return None
+        try:
+            kind, row = self.table.codec.decode_value(rec.value)
+        except (ValueError, KeyError, TypeError) as err:
+            self._foreign(rec, partition, f"its value does not decode as {self.table.options.log_format.value} ({err})")
+            return None
+        return Change(kind, self.table.codec.python_row(row), snapshot_id, partition, rec.position)
+
+    def _foreign(self, rec: LogRecord, partition: int, reason: str) -> None:
+        if self.options.log_foreign_records is ForeignRecords.SKIP:
+            self.foreign_skipped += 1
+            return
+        raise ForeignRecordError(topic=self.table.topic, partition=partition, position=rec.position, reason=reason)

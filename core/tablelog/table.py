@@ -1,0 +1,292 @@
+"""A tablelog table: Paimon table files plus the log, behind one object.
+
+Start here: :func:`create_table`, :func:`open_table`; then ``table.writer()``,
+``table.reader()``, ``table.rows()``. Distributed engines use
+``table.write_task(...)`` on workers and ``table.commit(...)`` on the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pyarrow as pa
+
+from tablelog import registry
+from tablelog.errors import CommitError, OptionError
+from tablelog.formats import RecordCodec
+from tablelog.options import ChangelogMode, TableOptions, is_secret, split_system_options
+from tablelog.protocol import CommitResult, LogCommitRecord, WriteReceipt, merge_end_positions
+from tablelog.records import CommittedLog, LogConfig
+from tablelog.store import PaimonTable, SnapshotInfo, Warehouse, paimon_option_keys, parse_identifier
+
+if TYPE_CHECKING:
+    from tablelog.reader import ChangelogReader
+    from tablelog.registry import LogClient
+    from tablelog.writer import Writer, WriteTask
+
+
+def _parse(options: Mapping[str, Any]) -> tuple[TableOptions, dict[str, str], dict[str, str]]:
+    return TableOptions.parse(
+        {k: v for k, v in options.items()},
+        log_systems=registry.available_names(),
+        passthrough=paimon_option_keys(),
+    )
+
+
+def create_table(
+    warehouse: str,
+    identifier: str,
+    schema: pa.Schema,
+    *,
+    primary_key: Sequence[str] = (),
+    bucket: int | None = None,
+    options: Mapping[str, Any] | None = None,
+    exist_ok: bool = False,
+) -> Table:
+    """Create a Paimon table in ``warehouse`` with tablelog options.
+
+    Options are the keys of the option table (``log.system``, ``kafka.*``...) and
+    Paimon table options. Secrets among them are used but never stored: give
+    them again to :func:`open_table`.
+    """
+    raw = dict(options or {})
+    if primary_key:
+        raw["primary-key"] = ",".join(primary_key)
+    if bucket is not None:
+        raw["bucket"] = str(bucket)
+    parsed, system_options, paimon_options = _parse(raw)
+    wh = Warehouse(warehouse)
+    if wh.exists(identifier):
+        if not exist_ok:
+            raise OptionError(f"table {identifier!r} already exists in warehouse {wh.path!r}")
+        return open_table(warehouse, identifier, raw)
+    if parsed.log_system_partitions is not None and parsed.log_system_partitions < parsed.bucket:
+        raise OptionError(
+            f"log.system.partitions={parsed.log_system_partitions} is fewer than bucket={parsed.bucket}; "
+            "bucket b is written to partition b, so the topic needs at least one partition per bucket"
+        )
+    # Check the log system and the data types now, before a table exists.
+    if parsed.log_enabled:
+        _check_system_options(parsed, system_options)
+    RecordCodec(schema, tuple(parsed.primary_key), parsed.log_format)
+    stored = {
+        **parsed.to_properties(),
+        **{k: v for k, v in system_options.items() if not is_secret(k)},
+        **paimon_options,
+    }
+    store = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
+    return Table(wh, store, parsed, system_options)
+
+
+def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | None = None) -> Table:
+    """Open an existing table. ``options`` add runtime options (secrets, client settings)."""
+    wh = Warehouse(warehouse)
+    store = wh.open(identifier)
+    table_keys = {"primary-key", "bucket"}
+    stored = {
+        k: v for k, v in store.properties.items()
+        if k not in table_keys and (k.split(".", 1)[0] in ("log", "scan") or "." in k)
+    }
+    extra = {k: v for k, v in (options or {}).items() if k not in table_keys}
+    parsed, system_options, _ = _parse({**_tablelog_keys(stored), **extra})
+    parsed = attrs.evolve(parsed, primary_key=store.primary_key, bucket=store.bucket)
+    return Table(wh, store, parsed, system_options)
+
+
+def _tablelog_keys(properties: Mapping[str, str]) -> dict[str, str]:
+    """The stored properties that are tablelog's (not Paimon's own)."""
+    ours = {f.metadata["key"] for f in attrs.fields(TableOptions)}
+    prefixes = ("filesystem.", "kafka.", "pulsar.", *(n + "." for n in registry.available_names()))
+    return {k: v for k, v in properties.items() if k in ours or k.startswith(prefixes)}
+
+
+def _check_system_options(options: TableOptions, system_options: Mapping[str, str]) -> None:
+    system = registry.load_log_system(options.log_system)
+    for spec in system.option_specs():
+        if spec.required and spec.key not in system_options:
+            raise OptionError(
+                f"log.system={options.log_system!r} needs option {spec.key!r}: {spec.doc}"
+            )
+
+
+@attrs.define
+class Table:
+    warehouse: Warehouse
+    store: PaimonTable
+    options: TableOptions
+    system_options: dict[str, str] = attrs.field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"Table({self.identifier!r}, log.system={self.options.log_system!r}, warehouse={self.warehouse.path!r})"
+
+    @property
+    def identifier(self) -> str:
+        return self.store.identifier
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.store.schema
+
+    @property
+    def primary_key(self) -> tuple[str, ...]:
+        return self.store.primary_key
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        mode = self.options.log_changelog_mode
+        if mode is ChangelogMode.AUTO:
+            return ChangelogMode.UPSERT if self.primary_key else ChangelogMode.ALL
+        return mode
+
+    @cached_property
+    def codec(self) -> RecordCodec:
+        return RecordCodec(self.schema, self.primary_key, self.options.log_format, self.identifier)
+
+    # -- the log ---------------------------------------------------------------
+
+    @property
+    def topic(self) -> str:
+        system = self.options.log_system
+        db, name = parse_identifier(self.identifier)
+        return self.system_options.get(f"{system}.topic") or f"{db}.{name}"
+
+    @property
+    def log_partitions(self) -> int:
+        return self.options.log_system_partitions or self.store.bucket
+
+    def log_config(self) -> LogConfig:
+        system = self.options.log_system
+        return LogConfig(
+            system=system,
+            table=self.identifier,
+            topic=self.topic,
+            partitions=self.log_partitions,
+            auto_register=self.options.log_system_auto_register,
+            options=split_system_options(system, self.system_options),
+            warehouse=self.warehouse.path,
+        )
+
+    def open_log(self) -> LogClient:
+        if not self.options.log_enabled:
+            raise OptionError(f"table {self.identifier!r} has log.system=none: it has no log")
+        system = registry.load_log_system(self.options.log_system)
+        return system.open(self.log_config())
+
+    def route(self, data: pa.Table) -> list[tuple[int, list[int]]]:
+        """Which log partition each row goes to: its Paimon bucket, as row indices per partition."""
+        from tablelog.routing import route_rows
+
+        return route_rows(self.store, data)
+
+    # -- writing ---------------------------------------------------------------
+
+    def writer(self, writer_id: str | None = None) -> Writer:
+        from tablelog.writer import Writer
+
+        return Writer(self, writer_id)
+
+    def write_task(self, writer_id: str, commit_identifier: int, task: str = "0") -> WriteTask:
+        from tablelog.writer import WriteTask
+
+        return WriteTask(self, writer_id, commit_identifier, task)
+
+    def commit(self, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt]) -> CommitResult:
+        """Commit receipts as one snapshot, once per (writer_id, commit_identifier).
+
+        A replay of an identifier that is already committed commits nothing and
+        returns ``committed=False`` with the earlier snapshot. After the
+        snapshot, the log system's ``commit`` hook runs (idempotent).
+        """
+        rows = sum(r.rows for r in receipts)
+        ranges = tuple(rng for r in receipts for rng in r.ranges)
+        records = sum(r.count for r in ranges)
+        existing = self.find_commit(writer_id, commit_identifier)
+        if existing is not None:
+            return CommitResult(existing.id, committed=False, rows=rows, records=records)
+        messages = [m for r in receipts for m in r.paimon_messages]
+        if not messages and not ranges:
+            return CommitResult(None, committed=True, rows=0, records=0)
+        record = LogCommitRecord(
+            writer=writer_id,
+            commit_identifier=commit_identifier,
+            system=self.options.log_system,
+            topic=self.topic if self.options.log_enabled else "",
+            ranges=ranges,
+            end_positions=merge_end_positions(self._previous_end_positions(), ranges),
+        )
+        builder = self.store.paimon.new_stream_write_builder()._with_commit_user(writer_id)
+        commit = builder.new_commit()
+        try:
+            commit.commit(messages, commit_identifier, snapshot_properties=record.to_properties())
+        except Exception as err:
+            raise CommitError(
+                f"table {self.identifier!r}: commit {commit_identifier} of writer {writer_id!r} failed: {err}"
+            ) from err
+        finally:
+            commit.close()
+        snapshot = self.find_commit(writer_id, commit_identifier)
+        if snapshot is None:
+            raise CommitError(
+                f"table {self.identifier!r}: commit {commit_identifier} of writer {writer_id!r} "
+                "produced no snapshot"
+            )
+        if self.options.log_enabled:
+            with self.open_log() as log:
+                log.commit(
+                    CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions)
+                )
+        return CommitResult(snapshot.id, committed=True, rows=rows, records=records)
+
+    def _previous_end_positions(self) -> dict[int, int]:
+        for snapshot in self.snapshots(newest_first=True):
+            record = LogCommitRecord.from_properties(snapshot.properties)
+            if record is not None:
+                return dict(record.end_positions)
+        return {}
+
+    def find_commit(self, writer_id: str, commit_identifier: int) -> SnapshotInfo | None:
+        """The snapshot in which ``writer_id`` committed ``commit_identifier``, if any."""
+        for snapshot in self.snapshots(newest_first=True):
+            record = LogCommitRecord.from_properties(snapshot.properties)
+            if record is None or record.writer != writer_id:
+                continue
+            if record.commit_identifier == commit_identifier:
+                return snapshot
+            if record.commit_identifier < commit_identifier:
+                return None  # a writer's identifiers only grow
+        return None
+
+    def last_commit_identifier(self, writer_id: str) -> int | None:
+        for snapshot in self.snapshots(newest_first=True):
+            record = LogCommitRecord.from_properties(snapshot.properties)
+            if record is not None and record.writer == writer_id:
+                return record.commit_identifier
+        return None
+
+    # -- reading ---------------------------------------------------------------
+
+    def snapshots(self, newest_first: bool = False) -> Iterator[SnapshotInfo]:
+        latest = self.store.latest_snapshot()
+        if latest is None:
+            return
+        earliest = self.store.earliest_snapshot_id() or 1
+        ids = range(latest.id, earliest - 1, -1) if newest_first else range(earliest, latest.id + 1)
+        for snapshot_id in ids:
+            snapshot = latest if snapshot_id == latest.id else self.store.snapshot(snapshot_id)
+            if snapshot is not None:
+                yield snapshot
+
+    def rows(self, snapshot_id: int | None = None) -> pa.Table:
+        """The table's rows at a snapshot (default: the latest)."""
+        return self.store.read_rows(snapshot_id)
+
+    def reader(self, position: Any = None, **options: Any) -> ChangelogReader:
+        """A changelog reader. ``options``: ``consistency``, ``scan_mode``,
+        ``timestamp_millis`` or option keys (``log.consistency``, ``scan.mode``...).
+        ``position``: a saved :attr:`ChangelogReader.position` to resume from."""
+        from tablelog.reader import ChangelogReader
+
+        return ChangelogReader(self, position=position, **options)

@@ -1,0 +1,191 @@
+"""Exactly-once scenarios, proven by counting, for any log system.
+
+Subclass :class:`ExactlyOnceScenarios` in a test module and provide a fixture
+``log_options`` returning the table options that select and configure the log
+system (``{"log.system": "kafka", "kafka.bootstrap.servers": ...}``). Each test
+injects failures (attempts that die after producing, replayed commits, a process
+killed after producing) and counts every record on both sides.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from tablelog.normalize import Normalizer
+from tablelog.reader import Change
+from tablelog.table import Table, create_table, open_table
+from tablelog.verify import verify
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
+ROWS = 300
+
+
+def rows(count: int = ROWS, start: int = 0, tag: str = "v1") -> list[dict[str, Any]]:
+    return [{"id": i, "name": f"{tag}-{i}", "score": i * 0.5} for i in range(start, start + count)]
+
+
+def ids(changes: list[Change]) -> Counter[int]:
+    return Counter(c.row["id"] for c in changes)
+
+
+def replay(changes: list[Change]) -> dict[int, dict[str, Any]]:
+    state: dict[int, dict[str, Any]] = {}
+    for change in changes:
+        if change.kind.is_retraction:
+            state.pop(change.row["id"], None)
+        else:
+            state[change.row["id"]] = change.row
+    return state
+
+
+def table_state(table: Table) -> dict[int, dict[str, Any]]:
+    return {r["id"]: r for r in table.rows().to_pylist()}
+
+
+def read_transactional(table: Table, **kwargs: Any) -> list[Change]:
+    kwargs.setdefault("scan_mode", "earliest")
+    with table.reader(consistency="transactional", **kwargs) as reader:
+        return reader.read_all(idle_timeout_s=0.5)
+
+
+class ExactlyOnceScenarios:
+    """Provide fixture ``log_options``; the tests below need nothing else."""
+
+    @pytest.fixture
+    def log_options(self) -> dict[str, str]:
+        raise NotImplementedError("provide a `log_options` fixture with log.system and its options")
+
+    @pytest.fixture
+    def warehouse(self, tmp_path: Path) -> str:
+        return str(tmp_path / "warehouse")
+
+    @pytest.fixture
+    def table(self, warehouse: str, log_options: dict[str, str]) -> Table:
+        name = f"db.t_{uuid.uuid4().hex[:10]}"
+        return create_table(warehouse, name, SCHEMA, primary_key=["id"], bucket=2, options=log_options)
+
+    def _attempts(self, table: Table, writer: str, commit_id: int, count: int, data: list[dict[str, Any]]) -> list[Any]:
+        receipts = []
+        for attempt in range(count):
+            task = table.write_task(writer, commit_id, task=f"0-attempt-{attempt}")
+            task.write(data)
+            receipts.append(task.finish())  # produced and durable; only the last one is committed
+        return receipts
+
+    def test_three_attempts_two_dying_after_producing_give_each_record_once_to_transactional_readers(
+        self, table: Table
+    ) -> None:
+        receipts = self._attempts(table, "w", 1, 3, rows())
+        result = table.commit("w", 1, [receipts[-1]])
+        assert result.committed and result.records == ROWS
+        changes = read_transactional(table)
+        assert len(changes) == ROWS
+        assert ids(changes) == Counter(range(ROWS))
+        assert all(c.snapshot_id == result.snapshot_id for c in changes)
+
+    def test_eventual_reader_sees_every_attempt_and_normalize_gives_the_table_rows(self, table: Table) -> None:
+        receipts = self._attempts(table, "w", 1, 3, rows())
+        table.commit("w", 1, [receipts[-1]])
+        with table.reader(consistency="eventual", scan_mode="earliest") as reader:
+            changes = reader.read_all()
+        assert len(changes) == 3 * ROWS  # at least once: every attempt's records
+        assert ids(changes) == Counter({i: 3 for i in range(ROWS)})
+        normalizer = Normalizer(table.primary_key)
+        normalized = normalizer.apply(changes)
+        assert len(normalized) == ROWS  # duplicates dropped
+        assert {k[0]: dict(v) for k, v in normalizer.state.items()} == table_state(table)
+
+    def test_replayed_commit_with_same_identifier_changes_nothing(self, table: Table) -> None:
+        first = table.commit("w", 1, self._attempts(table, "w", 1, 1, rows()))
+        snapshots_before = [s.id for s in table.snapshots()]
+        replay_receipts = self._attempts(table, "w", 1, 1, rows(tag="replayed"))
+        again = table.commit("w", 1, replay_receipts)
+        assert not again.committed and again.snapshot_id == first.snapshot_id
+        assert [s.id for s in table.snapshots()] == snapshots_before
+        assert {r["name"] for r in table_state(table).values()} == {f"v1-{i}" for i in range(ROWS)}
+        changes = read_transactional(table)
+        assert ids(changes) == Counter(range(ROWS))
+        assert all(c.row["name"].startswith("v1-") for c in changes)
+
+    def test_attempt_killed_in_another_process_after_producing_is_never_returned(
+        self, table: Table, warehouse: str, log_options: dict[str, str]
+    ) -> None:
+        script = textwrap.dedent(f"""
+            import os, tablelog
+            from tablelog.testing.scenarios import rows
+            table = tablelog.open_table({warehouse!r}, {table.identifier!r}, {log_options!r})
+            task = table.write_task("w", 1, task="killed")
+            task.write(rows(tag="killed"))
+            task.finish()
+            os._exit(9)  # dies after producing, before its receipt reaches the committer
+        """)
+        killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert killed.returncode == 9, killed.stderr
+        with table.reader(consistency="eventual", scan_mode="earliest") as reader:
+            assert len(reader.read_all()) == ROWS  # the dead attempt's records are in the log
+        table.commit("w", 1, self._attempts(table, "w", 1, 1, rows()))
+        changes = read_transactional(table)
+        assert ids(changes) == Counter(range(ROWS))
+        assert not any(c.row["name"].startswith("killed") for c in changes)
+
+    def test_uncommitted_writes_are_invisible_to_transactional_readers_until_the_commit(self, table: Table) -> None:
+        table.commit("w", 1, self._attempts(table, "w", 1, 1, rows(50)))
+        with table.reader(consistency="transactional", scan_mode="latest") as reader:
+            pending = self._attempts(table, "w", 2, 1, rows(40, start=50))
+            assert reader.poll(timeout_s=0.3) == []
+            table.commit("w", 2, pending)
+            seen = reader.read_all()
+        assert ids(seen) == Counter(range(50, 90))
+
+    def test_hybrid_read_has_no_gap_and_no_overlap_across_a_snapshot_boundary(self, table: Table) -> None:
+        table.commit("w", 1, self._attempts(table, "w", 1, 1, rows(100)))
+        with table.reader(consistency="transactional") as reader:  # scan.mode latest-full
+            full = reader.poll(max_records=10_000)
+            assert len(full) == 100 and all(c.position is None for c in full)
+            updates = [("+U", {**r, "name": "updated"}) for r in rows(20)]
+            deletes = [("-D", r) for r in rows(10, start=90)]
+            table.commit("w", 2, self._attempts(table, "w", 2, 1, updates + deletes + rows(30, start=100)))
+            self._attempts(table, "w", 3, 1, rows(5, start=500))  # produced, never committed
+            after = reader.read_all()
+        assert len(after) == 20 + 10 + 30  # upsert mode: +U, -D, +I each once
+        assert replay(full + after) == table_state(table)
+
+    def test_reader_resumes_from_saved_position_without_gap_or_duplicate(self, table: Table) -> None:
+        for commit_id in (1, 2, 3):
+            data = rows(60, start=(commit_id - 1) * 60)
+            table.commit("w", commit_id, self._attempts(table, "w", commit_id, 2, data)[-1:])
+        with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+            first = reader.poll(max_records=45)
+            first += reader.poll(max_records=45)
+            saved = reader.position.to_json()
+        reopened = open_table(table.warehouse.path, table.identifier, dict(table.system_options))
+        with reopened.reader(position=saved) as resumed:
+            rest = resumed.read_all()
+        assert 0 < len(first) < 180
+        assert ids(first + rest) == Counter(range(180)), (len(first), len(rest), saved)
+
+    def test_updates_and_deletes_round_trip_with_their_row_kinds(self, table: Table) -> None:
+        table.commit("w", 1, self._attempts(table, "w", 1, 1, rows(10)))
+        changes_in = [("+U", {**rows(1)[0], "name": "new"}), ("-D", rows(1, start=5)[0])]
+        table.commit("w", 2, self._attempts(table, "w", 2, 1, changes_in))
+        tail = read_transactional(table)[10:]
+        # order holds within a partition (bucket), not across them
+        assert sorted((c.kind.value, c.row["id"], c.row["name"]) for c in tail) == [("+U", 0, "new"), ("-D", 5, "v1-5")]
+
+    def test_verify_is_consistent_after_failed_and_replayed_attempts(self, table: Table) -> None:
+        receipts = self._attempts(table, "w", 1, 3, rows())
+        table.commit("w", 1, [receipts[-1]])
+        table.commit("w", 1, self._attempts(table, "w", 1, 1, rows(tag="replay")))
+        table.commit("w", 2, self._attempts(table, "w", 2, 2, [("-D", r) for r in rows(25)])[-1:])
+        report = verify(table)
+        assert report.consistent, report.summary()
+        assert report.table_rows == ROWS - 25 and report.changes_replayed == ROWS + 25

@@ -1,0 +1,201 @@
+"""Writing: a write attempt produces to the log and writes Paimon data files; a commit
+publishes both in one snapshot.
+
+:class:`WriteTask` is one attempt (a Spark task attempt, or one round of a
+:class:`Writer`): it has its own writer token, sends records to the log at once
+(readers in eventual mode see them immediately) and returns a
+:class:`~tablelog.protocol.WriteReceipt`. The committer, possibly in another
+process, turns receipts into a snapshot (:meth:`tablelog.table.Table.commit`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from tablelog import inputs
+from tablelog.errors import SchemaMismatchError
+from tablelog.options import ChangelogMode
+from tablelog.protocol import CommitResult, WriteReceipt, new_token
+from tablelog.records import ProduceBatch, ProducedRange, RowKind
+from tablelog.store import KIND_FIELD
+
+if TYPE_CHECKING:
+    from tablelog.registry import LogClient
+    from tablelog.table import Table
+
+
+class WriteTask:
+    """One write attempt for one commit identifier of one writer."""
+
+    def __init__(self, table: Table, writer: str, commit_identifier: int, task: str = "0") -> None:
+        self.table = table
+        self.writer = writer
+        self.commit_identifier = commit_identifier
+        self.task = task
+        self.token = new_token()
+        self.rows = 0
+        self._seq: dict[int, int] = defaultdict(int)
+        self._log: LogClient | None = None
+        self._paimon_write: Any = None
+        self._finished = False
+
+    # Paimon and the log are opened on first use: an empty task costs nothing.
+    def _open(self) -> None:
+        if self._paimon_write is None:
+            builder = self.table.store.paimon.new_stream_write_builder()
+            self._paimon_write = builder.new_write()
+        if self._log is None and self.table.options.log_enabled:
+            self._log = self.table.open_log()
+            self._log.ensure_topic()
+
+    def write(self, data: Any, kind: RowKind | str | None = None) -> int:
+        """Write rows (Arrow, pandas, dicts, or (kind, dict) pairs); returns how many.
+
+        Everything is validated and encoded before anything is sent, so bad input
+        leaves no trace in the log or the table.
+        """
+        if self._finished:
+            raise RuntimeError("this write task is finished; start a new one")
+        table = self.table
+        arrow, kinds = inputs.prepare(
+            data, table.schema, table.primary_key, kind, table=table.identifier
+        )
+        if arrow.num_rows == 0:
+            return 0
+        batches = self._encode(arrow, kinds) if table.options.log_enabled else []
+        self._open()
+        self._paimon_write.write_arrow(self._with_kind_column(arrow, kinds))
+        assert self._log is not None or not batches
+        for batch in batches:
+            self._log.produce(batch)  # type: ignore[union-attr]
+        self.rows += arrow.num_rows
+        return arrow.num_rows
+
+    def _with_kind_column(self, arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
+        if not self.table.store.has_kind_field:
+            return arrow
+        return arrow.append_column(
+            pa.field(KIND_FIELD, pa.string()), pa.array([k.value for k in kinds], pa.string())
+        )
+
+    def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> list[ProduceBatch]:
+        table = self.table
+        keep_before = table.changelog_mode is not ChangelogMode.UPSERT
+        now = int(time.time() * 1000)
+        limit = table.options.log_max_record_bytes
+        batches = []
+        for partition, indices in table.route(arrow):
+            part = arrow.take(pa.array(indices)) if len(indices) != arrow.num_rows else arrow
+            part_kinds = [kinds[i] for i in indices]
+            if not keep_before:
+                keep = [i for i, k in enumerate(part_kinds) if k is not RowKind.UPDATE_BEFORE]
+                if len(keep) != len(part_kinds):
+                    part = part.take(pa.array(keep, pa.int64()))
+                    part_kinds = [part_kinds[i] for i in keep]
+                    indices = [indices[i] for i in keep]
+            if part.num_rows == 0:
+                continue
+            encoded = table.codec.encode(part, part_kinds, now)
+            for i, value in enumerate(encoded.values):
+                if len(value) > limit:
+                    raise SchemaMismatchError(
+                        f"table {table.identifier!r}: row {indices[i]} encodes to {len(value)} bytes, "
+                        f"more than log.max-record-bytes={limit}; nothing was written"
+                    )
+            batches.append(
+                ProduceBatch(
+                    token=self.token,
+                    partition=partition,
+                    keys=encoded.keys,
+                    values=encoded.values,
+                    timestamp_ms=now,
+                    first_seq=self._seq[partition],
+                )
+            )
+            self._seq[partition] += len(encoded.values)
+        return batches
+
+    def finish(self) -> WriteReceipt:
+        """Make the log records durable and prepare the data files; returns the receipt
+        the committer needs. Raises (and the caller commits nothing) when the log
+        does not acknowledge every record within ``log.flush-timeout-ms``."""
+        if self._finished:
+            raise RuntimeError("this write task is already finished")
+        self._finished = True
+        ranges: list[ProducedRange] = []
+        messages: list[Any] = []
+        try:
+            if self._log is not None:
+                ranges = self._log.flush(self.table.options.log_flush_timeout_ms / 1000)
+            if self._paimon_write is not None:
+                messages = list(self._paimon_write.prepare_commit(self.commit_identifier))
+        finally:
+            self._close()
+        return WriteReceipt(
+            token=self.token, task=self.task, rows=self.rows, ranges=tuple(ranges),
+            paimon_messages=messages,
+        )
+
+    def abort(self) -> None:
+        """Give up this attempt: nothing it wrote is ever committed."""
+        self._finished = True
+        self._close()
+
+    def _close(self) -> None:
+        try:
+            if self._paimon_write is not None:
+                self._paimon_write.close()
+                self._paimon_write = None
+        finally:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
+
+class Writer:
+    """A single-process writer: write, then commit, repeatedly.
+
+    Commit identifiers grow by one per commit, resuming after the last one this
+    ``writer_id`` committed, so a writer restarted with the same id after a crash
+    never commits a round twice.
+    """
+
+    def __init__(self, table: Table, writer_id: str | None = None) -> None:
+        self.table = table
+        self.writer_id = writer_id or uuid.uuid4().hex
+        last = table.last_commit_identifier(self.writer_id)
+        self.commit_identifier = (last or 0) + 1
+        self._task: WriteTask | None = None
+
+    @property
+    def task(self) -> WriteTask:
+        if self._task is None:
+            self._task = WriteTask(self.table, self.writer_id, self.commit_identifier)
+        return self._task
+
+    def write(self, data: Any, kind: RowKind | str | None = None) -> int:
+        return self.task.write(data, kind)
+
+    def commit(self) -> CommitResult:
+        """Publish everything written since the last commit in one snapshot."""
+        task, self._task = self.task, None
+        receipt = task.finish()
+        result = self.table.commit(self.writer_id, self.commit_identifier, [receipt])
+        self.commit_identifier += 1
+        return result
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.abort()
+            self._task = None
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
