@@ -8,7 +8,7 @@ first snapshot and compares the resulting rows with the rows Paimon returns.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -24,8 +24,8 @@ class VerifyReport:
     changes_replayed: int
     table_rows: int
     log_rows: int
-    missing_from_log: list[Mapping[str, Any]] = attrs.field(factory=list)  # in the table, not in the replay
-    unexpected_in_log: list[Mapping[str, Any]] = attrs.field(factory=list)  # in the replay, not in the table
+    missing_from_log: Sequence[Mapping[str, Any]] = attrs.field(factory=list)  # in the table, not in the replay
+    unexpected_in_log: Sequence[Mapping[str, Any]] = attrs.field(factory=list)  # in the replay, not in the table
     differing: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = attrs.field(factory=list)  # (table, log)
     error: str | None = None
 
@@ -96,11 +96,11 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
         extra = [dict(k) for k, n in (bag - table_bag).items() for _ in range(n)]
         return VerifyReport(table.identifier, latest.id, replayed, len(table_rows), len(log_rows), missing, extra)
     table_state = {key_of(r): r for r in table_rows}
-    missing = [r for k, r in table_state.items() if k not in state]
-    extra = [r for k, r in state.items() if k not in table_state]
+    missing_rows = [r for k, r in table_state.items() if k not in state]
+    extra_rows = [r for k, r in state.items() if k not in table_state]
     differing = [(table_state[k], state[k]) for k in table_state if k in state and table_state[k] != state[k]]
     return VerifyReport(
-        table.identifier, latest.id, replayed, len(table_rows), len(state), missing, extra, differing
+        table.identifier, latest.id, replayed, len(table_rows), len(state), missing_rows, extra_rows, differing
     )
 
 

@@ -73,7 +73,7 @@ class ExactlyOnceScenarios:
         name = f"db.t_{uuid.uuid4().hex[:10]}"
         return create_table(warehouse, name, SCHEMA, primary_key=["id"], bucket=2, options=log_options)
 
-    def _attempts(self, table: Table, writer: str, commit_id: int, count: int, data: list[dict[str, Any]]) -> list[Any]:
+    def _attempts(self, table: Table, writer: str, commit_id: int, count: int, data: list[Any]) -> list[Any]:
         receipts = []
         for attempt in range(count):
             task = table.write_task(writer, commit_id, task=f"0-attempt-{attempt}")
