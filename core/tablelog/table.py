@@ -20,7 +20,13 @@ from tablelog.formats import RecordCodec
 from tablelog.options import ChangelogMode, TableOptions, is_secret, split_system_options
 from tablelog.protocol import CommitResult, LogCommitRecord, WriteReceipt, merge_end_positions
 from tablelog.records import CommittedLog, LogConfig
-from tablelog.store import PaimonTable, SnapshotInfo, Warehouse, paimon_option_keys, parse_identifier
+from tablelog.store import (
+    PaimonTable,
+    SnapshotInfo,
+    Warehouse,
+    paimon_option_keys,
+    parse_identifier,
+)
 
 if TYPE_CHECKING:
     from tablelog.reader import ChangelogReader
@@ -77,8 +83,27 @@ def create_table(
         **{k: v for k, v in system_options.items() if not is_secret(k)},
         **paimon_options,
     }
+    if parsed.log_enabled and parsed.log_system_auto_register:
+        _register_topic(wh, identifier, parsed, system_options)
     store = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
     return Table(wh, store, parsed, system_options)
+
+
+def _register_topic(wh: Warehouse, identifier: str, options: TableOptions, system_options: dict[str, str]) -> None:
+    """Create the table's topic now, so that a wrong address fails before the table exists
+    and readers can start before the first write."""
+    system = options.log_system
+    config = LogConfig(
+        system=system,
+        table=identifier,
+        topic=default_topic(identifier, system, system_options),
+        partitions=options.log_system_partitions or options.bucket,
+        auto_register=True,
+        options=split_system_options(system, system_options),
+        warehouse=wh.path,
+    )
+    with registry.load_log_system(system).open(config) as log:
+        log.ensure_topic()
 
 
 def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | None = None) -> Table:
@@ -94,6 +119,12 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
     parsed, system_options, _ = _parse({**_tablelog_keys(stored), **extra})
     parsed = attrs.evolve(parsed, primary_key=store.primary_key, bucket=store.bucket)
     return Table(wh, store, parsed, system_options)
+
+
+def default_topic(identifier: str, system: str, system_options: Mapping[str, str]) -> str:
+    """The `<system>.topic` option, else ``db.name``."""
+    db, name = parse_identifier(identifier)
+    return system_options.get(f"{system}.topic") or f"{db}.{name}"
 
 
 def _tablelog_keys(properties: Mapping[str, str]) -> dict[str, str]:
@@ -149,9 +180,7 @@ class Table:
 
     @property
     def topic(self) -> str:
-        system = self.options.log_system
-        db, name = parse_identifier(self.identifier)
-        return self.system_options.get(f"{system}.topic") or f"{db}.{name}"
+        return default_topic(self.identifier, self.options.log_system, self.system_options)
 
     @property
     def log_partitions(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -11,8 +12,10 @@ from rich.console import Console
 
 from tablelog.errors import TablelogError
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# Piped output (files, CI logs) gets wide tables instead of rich's 80-column default.
+_PIPED_WIDTH = None if sys.stdout.isatty() else 160
+console = Console(highlight=False, width=_PIPED_WIDTH)
+err_console = Console(stderr=True, highlight=False, width=_PIPED_WIDTH)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,0 +1,24 @@
+"""The docs stay true to the code."""
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tablelog.cli import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_option_reference_page_is_the_generated_table() -> None:
+    generated = CliRunner().invoke(cli, ["options", "--markdown"]).output.strip()
+    page = (ROOT / "docs" / "options.md").read_text()
+    inside = page.split("<!-- BEGIN GENERATED -->")[1].split("<!-- END GENERATED -->")[0].strip()
+    assert inside == generated, "docs/options.md is stale: regenerate with `tablelog options --markdown`"
+
+
+def test_readme_has_the_two_setup_commands_that_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    test_command = 'python3 -m pip install "tox>=4.11" "tox-uv>=1.11" && python3 -m tox'
+    assert test_command in readme and test_command in ci
+    assert "tablelog demo" in readme

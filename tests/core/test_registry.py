@@ -1,0 +1,53 @@
+"""Plugin discovery: entry points, clear errors that say what to install."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tablelog import registry
+from tablelog.errors import PluginNotFoundError, PluginUnavailableError
+
+
+def test_builtin_filesystem_log_is_discovered_through_the_entry_point_group() -> None:
+    names = {item.name: item for item in registry.installed_log_systems()}
+    assert names["filesystem"].distribution == "tablelog"
+    assert names["filesystem"].error is None
+    assert registry.load_log_system("filesystem").name == "filesystem"
+
+
+def test_unknown_log_system_lists_the_installed_ones() -> None:
+    with pytest.raises(PluginNotFoundError) as err:
+        registry.load_log_system("rabbitmq")
+    message = str(err.value)
+    assert "unknown log.system 'rabbitmq'" in message
+    assert "filesystem" in message and "kafka" in message
+
+
+def test_kafka_without_its_extra_says_what_to_pip_install() -> None:
+    # Block the client library in a fresh interpreter, as if the extra were not installed.
+    script = (
+        "import sys; sys.modules['confluent_kafka'] = None\n"
+        "from tablelog import registry\n"
+        "try:\n    registry.load_log_system('kafka')\n"
+        "except Exception as err:\n    print(type(err).__name__, err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("PluginUnavailableError")
+    assert 'pip install "tablelog[kafka]"' in out
+
+
+def test_plugin_missing_required_hooks_is_refused_with_their_names() -> None:
+    class HalfPlugin:
+        from tablelog.hookspecs import hookimpl
+
+        @hookimpl
+        def open_log(self, config):  # type: ignore[no-untyped-def]
+            return object()
+
+    registry.register_log_system("half", HalfPlugin())
+    try:
+        with pytest.raises(PluginUnavailableError, match="does not implement the required hooks: close_log"):
+            registry.load_log_system("half")
+    finally:
+        registry.unregister_log_system("half")
