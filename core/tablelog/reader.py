@@ -217,9 +217,7 @@ class ChangelogReader:
         latest = store.latest_snapshot()
         latest_id = latest.id if latest else 0
         consistency = self.options.log_consistency
-        if mode is ScanMode.LATEST_FULL:
-            snapshot = latest_id
-        elif mode is ScanMode.LATEST:
+        if mode is ScanMode.LATEST_FULL or mode is ScanMode.LATEST:
             snapshot = latest_id
         elif mode is ScanMode.EARLIEST:
             snapshot = (store.earliest_snapshot_id() or 1) - 1
