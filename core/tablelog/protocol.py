@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -87,14 +87,6 @@ class LogCommitRecord:
             ranges=ranges,
             end_positions={int(p): int(e) for p, e in json.loads(properties.get(P_END, "{}")).items()},
         )
-
-
-def merge_end_positions(previous: Mapping[int, int], ranges: Iterable[ProducedRange]) -> dict[int, int]:
-    """The log end per partition after ``ranges``: never moves backwards."""
-    result = dict(previous)
-    for r in ranges:
-        result[r.partition] = max(result.get(r.partition, 0), r.last + 1)
-    return result
 
 
 @attrs.frozen

@@ -74,6 +74,9 @@ class ReaderPosition:
     offsets: dict[int, int] = attrs.field(factory=dict)
     full_pending: bool = False
     full_offset: int = 0
+    # Eventual hybrid reads: where the log part started. A write committed after the
+    # full scan whose records lie before it would otherwise fall into a gap.
+    horizon: dict[int, int] = attrs.field(factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -84,6 +87,7 @@ class ReaderPosition:
                 "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
                 "full_pending": self.full_pending,
                 "full_offset": self.full_offset,
+                "horizon": {str(p): o for p, o in sorted(self.horizon.items())},
             },
             separators=(",", ":"),
         )
@@ -91,7 +95,7 @@ class ReaderPosition:
     @classmethod
     def parse(cls, value: ReaderPosition | str | dict[str, Any]) -> ReaderPosition:
         if isinstance(value, ReaderPosition):
-            return attrs.evolve(value, offsets=dict(value.offsets))
+            return attrs.evolve(value, offsets=dict(value.offsets), horizon=dict(value.horizon))
         try:
             doc = json.loads(value) if isinstance(value, str) else dict(value)
             return cls(
@@ -100,6 +104,7 @@ class ReaderPosition:
                 offsets={int(p): int(o) for p, o in doc.get("offsets", {}).items()},
                 full_pending=bool(doc.get("full_pending", False)),
                 full_offset=int(doc.get("full_offset", 0)),
+                horizon={int(p): int(o) for p, o in doc.get("horizon", {}).items()},
             )
         except (ValueError, KeyError, TypeError) as err:
             raise OptionError(f"invalid reader position {value!r}: {err}") from None
@@ -154,7 +159,8 @@ class ChangelogReader:
     @property
     def position(self) -> ReaderPosition:
         """Where the reader is now (changes returned so far are before it)."""
-        return attrs.evolve(self._ensure_position(), offsets=dict(self._ensure_position().offsets))
+        position = self._ensure_position()
+        return attrs.evolve(position, offsets=dict(position.offsets), horizon=dict(position.horizon))
 
     # -- public reading ----------------------------------------------------------
 
@@ -232,6 +238,8 @@ class ChangelogReader:
         )
         if consistency is Consistency.EVENTUAL:
             position.offsets = self._eventual_start(mode, snapshot)
+            if mode is ScanMode.LATEST_FULL:
+                position.horizon = dict(position.offsets)
         return position
 
     def _eventual_start(self, mode: ScanMode, snapshot: int) -> dict[int, int]:
@@ -407,7 +415,7 @@ class ChangelogReader:
 
     def _poll_eventual(self, budget: int, timeout_s: float) -> list[Change]:
         position = self._ensure_position()
-        out: list[Change] = []
+        out: list[Change] = self._late_writes() if position.horizon else []
         deadline = time.monotonic() + timeout_s
         partitions = sorted(position.offsets) or list(range(self.table.log_partitions))
         while True:
@@ -430,6 +438,35 @@ class ChangelogReader:
             if out or time.monotonic() >= deadline:
                 return out
             time.sleep(min(0.002, max(0.0, deadline - time.monotonic())))
+
+    def _late_writes(self) -> list[Change]:
+        """Records of writes committed after the full scan but produced before the log
+        part began (a concurrent writer's): returned once, so the hybrid read has no gap."""
+        position = self._ensure_position()
+        out: list[Change] = []
+        while (snapshot := self.table.store.snapshot(position.snapshot + 1)) is not None:
+            record = LogCommitRecord.from_properties(snapshot.properties)
+            for r in record.ranges if record is not None else ():
+                horizon = position.horizon.get(r.partition, 0)
+                if r.first < horizon:
+                    out.extend(self._token_records(r, min(r.last, horizon - 1)))
+            position.snapshot = snapshot.id
+        return out
+
+    def _token_records(self, committed: ProducedRange, last: int) -> list[Change]:
+        out: list[Change] = []
+        pos = committed.first
+        while pos <= last:
+            result = self._fetch_committed(committed.partition, pos, last, 10_000)
+            for rec in result.records:
+                if rec.position > last:
+                    return out
+                if rec.token == committed.token:
+                    change = self._decode(rec, committed.partition, None)
+                    if change is not None:
+                        out.append(change)
+            pos = result.next_position
+        return out
 
     # -- records -------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from tablelog import registry
 from tablelog.errors import CommitError, OptionError
 from tablelog.formats import RecordCodec
 from tablelog.options import ChangelogMode, TableOptions, is_secret, split_system_options
-from tablelog.protocol import CommitResult, LogCommitRecord, WriteReceipt, merge_end_positions
+from tablelog.protocol import CommitResult, LogCommitRecord, WriteReceipt
 from tablelog.records import CommittedLog, LogConfig
 from tablelog.store import (
     PaimonTable,
@@ -238,14 +238,27 @@ class Table:
         messages = [m for r in receipts for m in r.paimon_messages]
         if not messages and not ranges:
             return CommitResult(None, committed=True, rows=0, records=0)
-        record = LogCommitRecord(
-            writer=writer_id,
-            commit_identifier=commit_identifier,
-            system=self.options.log_system,
-            topic=self.topic if self.options.log_enabled else "",
-            ranges=ranges,
-            end_positions=merge_end_positions(self._previous_end_positions(), ranges),
-        )
+        log = self.open_log() if self.options.log_enabled else None
+        try:
+            record = LogCommitRecord(
+                writer=writer_id,
+                commit_identifier=commit_identifier,
+                system=self.options.log_system,
+                topic=self.topic if log is not None else "",
+                ranges=ranges,
+                end_positions=self._end_positions(log),
+            )
+            snapshot = self._commit_snapshot(writer_id, commit_identifier, messages, record)
+            if log is not None:
+                log.commit(CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions))
+        finally:
+            if log is not None:
+                log.close()
+        return CommitResult(snapshot.id, committed=True, rows=rows, records=records)
+
+    def _commit_snapshot(
+        self, writer_id: str, commit_identifier: int, messages: list[Any], record: LogCommitRecord
+    ) -> SnapshotInfo:
         builder = self.store.paimon.new_stream_write_builder()._with_commit_user(writer_id)
         commit = builder.new_commit()
         try:
@@ -262,19 +275,22 @@ class Table:
                 f"table {self.identifier!r}: commit {commit_identifier} of writer {writer_id!r} "
                 "produced no snapshot"
             )
-        if self.options.log_enabled:
-            with self.open_log() as log:
-                log.commit(
-                    CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions)
-                )
-        return CommitResult(snapshot.id, committed=True, rows=rows, records=records)
+        return snapshot
 
-    def _previous_end_positions(self) -> dict[int, int]:
+    def _end_positions(self, log: LogClient | None) -> dict[int, int]:
+        """The log's end per partition now, after every committed record: where an
+        eventual hybrid read of this snapshot continues. Records of other writers'
+        attempts may lie before it; readers catch those up when they commit."""
+        previous: dict[int, int] = {}
         for snapshot in self.snapshots(newest_first=True):
             record = LogCommitRecord.from_properties(snapshot.properties)
             if record is not None:
-                return dict(record.end_positions)
-        return {}
+                previous = dict(record.end_positions)
+                break
+        if log is None:
+            return previous
+        ends = log.end_positions(list(range(self.log_partitions)))
+        return {p: max(previous.get(p, 0), ends.get(p, 0)) for p in sorted({*previous, *ends})}
 
     def find_commit(self, writer_id: str, commit_identifier: int) -> SnapshotInfo | None:
         """The snapshot in which ``writer_id`` committed ``commit_identifier``, if any."""

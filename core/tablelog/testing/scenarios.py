@@ -189,3 +189,16 @@ class ExactlyOnceScenarios:
         report = verify(table)
         assert report.consistent, report.summary()
         assert report.table_rows == ROWS - 25 and report.changes_replayed == ROWS + 25
+
+    def test_hybrid_reads_include_a_concurrent_writers_later_commit_of_earlier_records(self, table: Table) -> None:
+        slow = self._attempts(table, "slow-writer", 1, 1, rows(40))  # produced first, committed last
+        table.commit("fast-writer", 1, self._attempts(table, "fast-writer", 1, 1, rows(30, start=100)))
+        readers = [table.reader(consistency=mode) for mode in ("transactional", "eventual")]
+        full = [reader.poll() for reader in readers]  # rows of snapshot 1: the fast writer's
+        assert all(ids(f) == Counter(range(100, 130)) for f in full)
+        table.commit("slow-writer", 1, slow)
+        for reader, first in zip(readers, full, strict=True):
+            with reader:
+                rest = reader.read_all()
+            assert ids(rest) == Counter(range(40)), reader.consistency
+            assert replay(first + rest) == table_state(table)
