@@ -119,7 +119,8 @@ def flush(connection: Connection, timeout_s: float) -> list[ProducedRange]:
     produced since the last flush, with the first and last position and the
     count. Raises :class:`~tablelog.errors.ProduceError` naming topic and
     partition when any record failed or the time-out passed; then the caller
-    commits nothing for this attempt.
+    commits nothing for this attempt. The time-out is best effort where the
+    storage cannot be interrupted (an ``fsync``).
     """
 
 
@@ -137,7 +138,8 @@ def seek(connection: Connection, partition: int, spec: SeekSpec) -> int:
     ``EARLIEST``: the first position still in the log. ``LATEST``: the end
     position. ``TIMESTAMP``: the first record with timestamp >= the given
     epoch-millis, or the end position when there is none (never the start of
-    the partition). ``POSITION``: the position itself, validated.
+    the partition). ``POSITION``: the position itself, validated
+    (:class:`~tablelog.errors.PositionOutOfRangeError` when it is not one).
     """
 
 
@@ -150,8 +152,10 @@ def fetch(
 
     An empty result is not an error (nothing new yet). Raises
     :class:`~tablelog.errors.PositionOutOfRangeError` when ``position`` is before
-    the earliest record the log still holds (retention, a lost topic). Never
-    returns a torn or corrupt record as data: it raises or skips it and says so.
+    the earliest record the log still holds (retention, a lost topic), past the
+    end, or not the position of a record. Never returns a torn or corrupt record
+    as data: the records before it are returned, and a fetch that starts at it
+    raises :class:`~tablelog.errors.CorruptRecordError` naming the position.
     """
 
 

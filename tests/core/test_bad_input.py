@@ -2,9 +2,13 @@
 
 import pyarrow as pa
 import pytest
-
 import tablelog
-from tablelog.errors import OptionError, PluginNotFoundError, SchemaMismatchError, TableNotFoundError
+from tablelog.errors import (
+    OptionError,
+    PluginNotFoundError,
+    SchemaMismatchError,
+    TableNotFoundError,
+)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 

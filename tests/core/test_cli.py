@@ -5,9 +5,8 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
 import tablelog
+from click.testing import CliRunner
 from tablelog.cli import cli
 from tablelog.logs.filesystem.frames import encode_batch
 from tablelog.logs.filesystem.log import partition_file_name

@@ -389,3 +389,72 @@ def test_writer_processes_appending_to_one_partition_lose_nothing(
         assert sum(count for _, _, count in ranges) == per_writer
         assert all(first in positions and last in positions for first, last, _ in ranges)
     assert reader.end_positions([0])[0] == _partition_path(config).stat().st_size
+
+
+_BIG_WRITER = textwrap.dedent(
+    """
+    import sys
+    from tablelog.records import LogConfig, ProduceBatch
+    from tablelog.registry import load_log_system
+
+    warehouse, topic = sys.argv[1:]
+    client = load_log_system("filesystem").open(
+        LogConfig("filesystem", "db.t", topic, 1, True, {}, warehouse))
+    client.ensure_topic()
+    value = b"v" * (4 << 20)  # big frames: a kill often lands inside a write
+    print("started", flush=True)
+    for seq in range(25):
+        client.produce(ProduceBatch("big", 0, [None], [value], 1, seq))
+    """
+)
+
+
+def test_writer_killed_while_appending_leaves_only_whole_records(
+    tmp_path: Path, clients: Callable[[LogConfig], LogClient]
+) -> None:
+    config = _config(tmp_path, partitions=1)
+    clients(config).ensure_topic()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BIG_WRITER, str(tmp_path), config.topic],
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == b"started\n"
+    time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+
+    reader = clients(config)
+    records = _fetch_all(reader)
+    assert [r.seq for r in records] == list(range(len(records)))
+    assert all(r.value == b"v" * (4 << 20) for r in records)
+    end = reader.end_positions([0])[0]
+    frame_length = frames.OVERHEAD + frames.FIXED_SIZE + len(b"big") + (4 << 20)
+    assert end == (records[-1].position + frame_length if records else 0)
+    assert end <= _partition_path(config).stat().st_size
+
+    writer = clients(config)
+    writer.produce(_batch("after", 1))
+    (produced,) = writer.flush(1.0)
+    assert produced.first == end
+    assert [r.token for r in reader.fetch(0, end, 10, 1.0).records] == ["after"]
+    assert _partition_path(config).stat().st_size == reader.end_positions([0])[0]
+
+
+def test_forked_child_gets_its_own_files_and_reports_only_its_own_ranges(log: LogClient) -> None:
+    log.produce(_batch("parent", 1))
+    pid = os.fork()
+    if pid == 0:  # the child: any failure becomes its exit status
+        status = 1
+        try:
+            log.produce(_batch("child", 2))
+            ranges = log.flush(1.0)
+            status = 0 if [(r.token, r.count) for r in ranges] == [("child", 2)] else 2
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [(r.token, r.count) for r in log.flush(1.0)] == [("parent", 1)]
+    assert [r.token for r in _fetch_all(log)] == ["parent", "child", "child"]

@@ -1,7 +1,6 @@
 """The pure-Python Paimon write path keeps working beside the native one."""
 
 import pyarrow as pa
-
 import tablelog
 from tablelog.verify import verify
 

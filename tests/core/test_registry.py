@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-
 from tablelog import registry
 from tablelog.errors import PluginNotFoundError, PluginUnavailableError
 

@@ -1,0 +1,112 @@
+"""The built-in ``filesystem`` log system: an embedded, append-only file log.
+
+It needs no server, so it is the default for trying tablelog out and for tests,
+and it is safe with several writer processes appending to one partition at once.
+
+* Storage: ``<filesystem.path>/<topic>/`` or, without that option,
+  ``<warehouse>/.tablelog/log/<topic>/``; one file per partition
+  (see :mod:`.log` for the layout and locking, :mod:`.frames` for the format).
+* Positions: the byte offset of a record's frame in its partition file; the end
+  position is the length of the valid data. Positions are not dense.
+* Durability: ``produce`` appends synchronously under an exclusive ``flock``;
+  ``flush`` fsyncs. A torn tail left by a dead writer is never returned and is cut
+  off by the next appender; a corrupt record raises
+  :class:`~tablelog.errors.CorruptRecordError` naming its position.
+"""
+
+from __future__ import annotations
+
+from tablelog.hookspecs import hookimpl
+from tablelog.records import (
+    CommittedLog,
+    FetchResult,
+    LogConfig,
+    OptionSpec,
+    ProduceBatch,
+    ProducedRange,
+    SeekSpec,
+)
+
+from .log import FileLog
+
+__all__ = [
+    "FileLog",
+    "close_log",
+    "commit",
+    "end_positions",
+    "ensure_topic",
+    "fetch",
+    "flush",
+    "open_log",
+    "option_specs",
+    "produce",
+    "seek",
+]
+
+
+@hookimpl
+def option_specs() -> list[OptionSpec]:
+    return [
+        OptionSpec(
+            "filesystem.path",
+            "Root directory of the file log; each topic is a directory below it. "
+            "Default: `<warehouse>/.tablelog/log`.",
+        ),
+        OptionSpec(
+            "filesystem.topic", "Topic (directory) name. Default: derived from the table name."
+        ),
+    ]
+
+
+@hookimpl
+def open_log(config: LogConfig) -> FileLog:
+    # Only validates options; files are opened on first use.
+    return FileLog(config)
+
+
+@hookimpl
+def close_log(connection: FileLog) -> None:
+    connection.close()
+
+
+@hookimpl
+def ensure_topic(connection: FileLog) -> int:
+    return connection.ensure_topic()
+
+
+@hookimpl
+def produce(connection: FileLog, batch: ProduceBatch) -> None:
+    connection.produce(batch)
+
+
+@hookimpl
+def flush(connection: FileLog, timeout_s: float) -> list[ProducedRange]:
+    return connection.flush()
+
+
+@hookimpl
+def end_positions(connection: FileLog, partitions: list[int]) -> dict[int, int]:
+    return {partition: connection.end_position(partition) for partition in partitions}
+
+
+@hookimpl
+def seek(connection: FileLog, partition: int, spec: SeekSpec) -> int:
+    return connection.seek(partition, spec)
+
+
+@hookimpl
+def fetch(
+    connection: FileLog, partition: int, position: int, max_records: int, timeout_s: float
+) -> FetchResult:
+    return connection.fetch(partition, position, max_records, timeout_s)
+
+
+@hookimpl
+def commit(connection: FileLog, committed: CommittedLog) -> None:
+    """A no-op, which is trivially idempotent.
+
+    Visibility is decided by the table snapshot, and the file log has nothing to
+    keep in step with it: no consumer groups, no retention to hint (records are
+    kept until the topic directory is removed), no broker-side transaction. A
+    marker file would cost an fsync per commit and nobody would read it.
+    """
