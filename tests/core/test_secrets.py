@@ -1,0 +1,83 @@
+"""A secret given in options never appears in logs, errors, reprs, stored files,
+snapshot properties or CLI output."""
+
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
+import attrs
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+import tablelog
+import tablelog.logs.filesystem as filesystem_log
+from tablelog import registry
+from tablelog.cli import cli
+from tablelog.hookspecs import hookimpl
+from tablelog.records import LogConfig
+
+SENTINEL = "SENTINEL-s3cr3t-9f2c"
+
+
+class SecretAwareFileLog:
+    """The filesystem log behind a system that takes credentials (like a broker would)."""
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(filesystem_log, name)
+
+    @hookimpl
+    def open_log(self, config: LogConfig):  # type: ignore[no-untyped-def]
+        assert config.options["sasl.password"] == SENTINEL  # the plugin does receive it
+        return filesystem_log.open_log(attrs.evolve(config, options={}))
+
+
+@pytest.fixture
+def secret_table(tmp_path: Path):  # type: ignore[no-untyped-def]
+    plugin = SecretAwareFileLog()
+    hooks = {name: getattr(filesystem_log, name) for name in registry.REQUIRED_HOOKS if name != "open_log"}
+    registry.register_log_system("vault", SimpleNamespace(**hooks, open_log=plugin.open_log))
+    options = {"log.system": "vault", "vault.sasl.password": SENTINEL, "vault.user": "ada"}
+    table = tablelog.create_table(str(tmp_path / "wh"), "db.s", pa.schema([("id", pa.int64())]),
+                                  primary_key=["id"], options=options)
+    with table.writer() as writer:
+        writer.write([{"id": 1}])
+        writer.commit()
+    yield table, options
+    registry.unregister_log_system("vault")
+
+
+def test_secret_is_not_stored_in_any_table_file(secret_table) -> None:  # type: ignore[no-untyped-def]
+    table, _ = secret_table
+    for path in Path(table.warehouse.path).rglob("*"):
+        if path.is_file():
+            assert SENTINEL.encode() not in path.read_bytes(), path
+    assert "vault.user" in table.store.properties  # non-secret options are stored
+
+
+def test_secret_is_not_in_snapshot_properties_or_reprs(secret_table) -> None:  # type: ignore[no-untyped-def]
+    table, _ = secret_table
+    for snapshot in table.snapshots():
+        assert SENTINEL not in str(snapshot.properties)
+    assert SENTINEL not in repr(table) and SENTINEL not in repr(table.log_config())
+    assert SENTINEL not in repr(table.options)
+
+
+def test_secret_is_not_in_cli_output(secret_table) -> None:  # type: ignore[no-untyped-def]
+    table, options = secret_table
+    result = CliRunner().invoke(cli, ["describe", "-w", table.warehouse.path, "db.s",
+                                      "-o", f"vault.sasl.password={SENTINEL}"])
+    assert result.exit_code == 0, result.output
+    assert "vault.sasl.password" in result.output and SENTINEL not in result.output
+
+
+def test_secret_is_not_in_logs_or_errors(secret_table, caplog) -> None:  # type: ignore[no-untyped-def]
+    table, options = secret_table
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(tablelog.TablelogError) as err:
+        tablelog.create_table(table.warehouse.path, "db.s", pa.schema([("id", pa.int64())]), options=options)
+    assert SENTINEL not in str(err.value)
+    reopened = tablelog.open_table(table.warehouse.path, "db.s", {"vault.sasl.password": SENTINEL})
+    with reopened.reader(consistency="transactional", scan_mode="earliest") as reader:
+        assert len(reader.read_all(idle_timeout_s=0.1)) == 1
+    assert SENTINEL not in caplog.text
