@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 import orjson
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -70,20 +71,25 @@ def check_loggable(schema: pa.Schema) -> None:
             raise SchemaMismatchError(f"column {field.name!r}: {err}") from None
 
 
-def _to_json_column(column: pa.ChunkedArray | pa.Array) -> list[Any]:
+def _to_json_array(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """The column in the types it has in JSON (see the module docstring)."""
     data_type = column.type
     if pa.types.is_timestamp(data_type):
-        micros = pc.cast(column, pa.timestamp("us", tz=data_type.tz))
-        return pc.cast(micros, pa.int64()).to_pylist()  # type: ignore[no-any-return]
+        return pc.cast(pc.cast(column, pa.timestamp("us", tz=data_type.tz)), pa.int64())
     if pa.types.is_time(data_type):
-        return pc.cast(pc.cast(column, pa.time64("us")), pa.int64()).to_pylist()  # type: ignore[no-any-return]
+        return pc.cast(pc.cast(column, pa.time64("us")), pa.int64())
     if pa.types.is_date(data_type):
-        return pc.cast(pc.cast(column, pa.date32()), pa.int32()).to_pylist()  # type: ignore[no-any-return]
+        return pc.cast(pc.cast(column, pa.date32()), pa.int32())
     if pa.types.is_decimal(data_type):
-        return pc.cast(column, pa.string()).to_pylist()  # type: ignore[no-any-return]
+        return pc.cast(column, pa.string())
     if pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type):
-        return [None if v is None else base64.b64encode(v).decode() for v in column.to_pylist()]
-    return column.to_pylist()  # type: ignore[no-any-return]
+        return pa.chunked_array(
+            [pa.array([None if v is None else base64.b64encode(v).decode() for v in column.to_pylist()],
+                      pa.string())]
+        )
+    if pa.types.is_large_string(data_type):
+        return pc.cast(column, pa.string())
+    return column
 
 
 def _from_json_column(values: list[Any], data_type: pa.DataType) -> pa.Array:
@@ -103,11 +109,10 @@ def _from_json_column(values: list[Any], data_type: pa.DataType) -> pa.Array:
 
 @attrs.frozen
 class Encoded:
-    """One partition's encoded records, in input order."""
+    """Encoded records, one per input row, in input order."""
 
     keys: list[bytes | None]
     values: list[bytes]
-    row_indices: list[int]  # which input rows these are (for error messages)
 
 
 @attrs.define
@@ -125,41 +130,39 @@ class RecordCodec:
     # -- writing ---------------------------------------------------------------
 
     def encode(self, data: pa.Table, kinds: Sequence[RowKind], timestamp_ms: int) -> Encoded:
-        """Encode every row of ``data`` (already cast to the table schema)."""
-        names = data.schema.names
-        columns = [_to_json_column(data.column(i)) for i in range(data.num_columns)]
-        rows = [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
-        if not names:
-            rows = [{} for _ in range(data.num_rows)]
-        values = self._encode_values(rows, kinds, timestamp_ms)
-        keys: list[bytes | None]
-        if self.primary_key:
-            key_index = [names.index(k) for k in self.primary_key]
-            key_names = self.primary_key
-            keys = [
-                orjson.dumps({n: columns[i][r] for n, i in zip(key_names, key_index, strict=True)})
-                for r in range(data.num_rows)
-            ]
-        else:
-            keys = [None] * data.num_rows
-        return Encoded(keys, values, list(range(data.num_rows)))
+        """Encode every row of ``data`` (already cast to the table schema), column-wise.
 
-    def _encode_values(self, rows: list[dict[str, Any]], kinds: Sequence[RowKind], ts: int) -> list[bytes]:
-        dumps = orjson.dumps
+        Polars builds the JSON of all rows in native code: several times faster than
+        a dumps call per row, which matters because encoding sits on the writer's
+        hot path between Arrow and the log client.
+        """
+        json_level = pa.Table.from_arrays(
+            [_to_json_array(data.column(i)) for i in range(data.num_columns)], names=data.schema.names
+        )
+        frame = pl.from_arrow(json_level, rechunk=False)
+        assert isinstance(frame, pl.DataFrame)
+        row = pl.struct(pl.all()) if data.num_columns else pl.lit(None)
         if self.value_format is LogFormat.JSON:
-            out = []
-            for row, kind in zip(rows, kinds, strict=True):
-                row[KIND_COLUMN] = kind.value
-                out.append(dumps(row))
-            return out
-        result = []
-        for row, kind in zip(rows, kinds, strict=True):
-            if kind.is_retraction:
-                envelope = {"before": row, "after": None, "op": _OPS[kind], "ts_ms": ts}
-            else:
-                envelope = {"before": None, "after": row, "op": _OPS[kind], "ts_ms": ts}
-            result.append(dumps(envelope))
-        return result
+            kind_values = pl.Series(KIND_COLUMN, [k.value for k in kinds], dtype=pl.String)
+            value_expr = pl.struct(pl.all(), kind_values.alias(KIND_COLUMN)).struct.json_encode()
+        else:
+            retraction = pl.Series("retraction", [k.is_retraction for k in kinds], dtype=pl.Boolean)
+            ops = pl.Series("op", [_OPS[k] for k in kinds], dtype=pl.String)
+            value_expr = pl.struct(
+                pl.when(retraction).then(row).otherwise(None).alias("before"),
+                pl.when(retraction).then(None).otherwise(row).alias("after"),
+                ops.alias("op"),
+                pl.lit(timestamp_ms, dtype=pl.Int64).alias("ts_ms"),
+            ).struct.json_encode()
+        columns = [value_expr.cast(pl.Binary).alias("value")]
+        if self.primary_key:
+            columns.append(pl.struct(list(self.primary_key)).struct.json_encode().cast(pl.Binary).alias("key"))
+        encoded = frame.select(columns)
+        values: list[bytes] = encoded.get_column("value").to_list()
+        keys: list[bytes | None] = (
+            encoded.get_column("key").to_list() if self.primary_key else [None] * data.num_rows
+        )
+        return Encoded(keys, values)
 
     # -- reading ---------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -121,8 +121,13 @@ class ChangelogReader:
         consistency: str | Consistency | None = None,
         scan_mode: str | ScanMode | None = None,
         timestamp_millis: int | None = None,
+        partitions: Iterable[int] | None = None,
+        until_snapshot: int | None = None,
         **option_keys: Any,
     ) -> None:
+        """``partitions``: read only these log partitions (and, in the full scan, only
+        the rows of the buckets with those numbers). ``until_snapshot``: transactional
+        readers stop after this snapshot (a bounded read, e.g. one Spark micro-batch)."""
         overrides = {k.replace("_", "-") if "." not in k else k: v for k, v in option_keys.items()}
         if consistency is not None:
             overrides["log.consistency"] = getattr(consistency, "value", consistency)
@@ -142,6 +147,8 @@ class ChangelogReader:
                     f"the saved position is {self._position.consistency.value}, "
                     f"the reader asks for {self.options.log_consistency.value}"
                 )
+        self._partitions = None if partitions is None else frozenset(partitions)
+        self._until_snapshot = until_snapshot
         self._log: LogClient | None = None
         self._full_rows: list[dict[str, Any]] | None = None
         self._last_seq: dict[tuple[str, int], int] = {}
@@ -243,7 +250,9 @@ class ChangelogReader:
         return position
 
     def _eventual_start(self, mode: ScanMode, snapshot: int) -> dict[int, int]:
-        partitions = range(self.table.log_partitions)
+        partitions = [
+            p for p in range(self.table.log_partitions) if self._partitions is None or p in self._partitions
+        ]
         if mode is ScanMode.LATEST_FULL:
             ends = self._end_positions_at(snapshot)
             return {p: ends[p] if p in ends else self.log.seek(p, SeekSpec.earliest()) for p in partitions}
@@ -271,7 +280,8 @@ class ChangelogReader:
     def _poll_full(self, max_records: int) -> list[Change]:
         position = self._ensure_position()
         if self._full_rows is None:
-            self._full_rows = self.table.rows(position.snapshot).to_pylist()
+            buckets = None if self._partitions is None else sorted(self._partitions)
+            self._full_rows = self.table.rows(position.snapshot, buckets).to_pylist()
         start = position.full_offset
         chunk = self._full_rows[start : start + max_records]
         position.full_offset = start + len(chunk)
@@ -288,6 +298,8 @@ class ChangelogReader:
         out: list[Change] = []
         deadline = time.monotonic() + timeout_s
         while len(out) < budget:
+            if self._until_snapshot is not None and position.snapshot >= self._until_snapshot:
+                break
             snapshot = self.table.store.snapshot(position.snapshot + 1)
             if snapshot is None:
                 self._check_not_expired(position.snapshot + 1)
@@ -334,6 +346,8 @@ class ChangelogReader:
         """Append the snapshot's committed changes to ``out``; False if the budget ran out first."""
         position = self._ensure_position()
         for partition, ranges in sorted(record.ranges_by_partition().items()):
+            if self._partitions is not None and partition not in self._partitions:
+                continue
             by_token = {r.token: r for r in ranges}
             lo, hi = min(r.first for r in ranges), max(r.last for r in ranges)
             pos = position.offsets.get(partition, lo)
@@ -418,6 +432,8 @@ class ChangelogReader:
         out: list[Change] = self._late_writes() if position.horizon else []
         deadline = time.monotonic() + timeout_s
         partitions = sorted(position.offsets) or list(range(self.table.log_partitions))
+        if self._partitions is not None:
+            partitions = [p for p in partitions if p in self._partitions]
         while True:
             for partition in partitions:
                 if len(out) >= budget:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -214,8 +214,9 @@ class PaimonTable:
 
     # -- rows ----------------------------------------------------------------
 
-    def read_rows(self, snapshot_id: int | None = None) -> pa.Table:
-        """Every row of the table at ``snapshot_id`` (default latest), without the kind column."""
+    def read_rows(self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None) -> pa.Table:
+        """Every row of the table at ``snapshot_id`` (default latest), without the kind column;
+        with ``buckets``, only the rows of those buckets."""
         if snapshot_id is None:
             latest = self.latest_snapshot()
             if latest is None:
@@ -224,6 +225,9 @@ class PaimonTable:
         table = self.paimon.copy({"scan.snapshot-id": str(snapshot_id)})
         builder = table.new_read_builder()
         splits = builder.new_scan().plan().splits()
+        if buckets is not None:
+            wanted = set(buckets)
+            splits = [s for s in splits if s.bucket in wanted]
         result = builder.new_read().to_arrow(splits)
         if result is None:
             return self.schema.empty_table()

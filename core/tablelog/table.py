@@ -324,9 +324,9 @@ class Table:
             if snapshot is not None:
                 yield snapshot
 
-    def rows(self, snapshot_id: int | None = None) -> pa.Table:
-        """The table's rows at a snapshot (default: the latest)."""
-        return self.store.read_rows(snapshot_id)
+    def rows(self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None) -> pa.Table:
+        """The table's rows at a snapshot (default: the latest); ``buckets``: only those buckets'."""
+        return self.store.read_rows(snapshot_id, buckets)
 
     def reader(self, position: Any = None, **options: Any) -> ChangelogReader:
         """A changelog reader. ``options``: ``consistency``, ``scan_mode``,

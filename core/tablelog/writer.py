@@ -85,39 +85,38 @@ class WriteTask:
 
     def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> list[ProduceBatch]:
         table = self.table
-        keep_before = table.changelog_mode is not ChangelogMode.UPSERT
+        input_rows: list[int] | None = None  # input row of each kept row, when some are dropped
+        if table.changelog_mode is ChangelogMode.UPSERT and RowKind.UPDATE_BEFORE in kinds:
+            # upsert logs carry no -U: the +U that follows holds the new row
+            input_rows = [i for i, k in enumerate(kinds) if k is not RowKind.UPDATE_BEFORE]
+            arrow, kinds = arrow.take(pa.array(input_rows, pa.int64())), [kinds[i] for i in input_rows]
+        if arrow.num_rows == 0:
+            return []
         now = int(time.time() * 1000)
+        encoded = table.codec.encode(arrow, kinds, now)
         limit = table.options.log_max_record_bytes
+        sizes = [len(v) for v in encoded.values]
+        if max(sizes) > limit:
+            row = next(i for i, size in enumerate(sizes) if size > limit)
+            raise SchemaMismatchError(
+                f"table {table.identifier!r}: row {input_rows[row] if input_rows else row} "
+                f"encodes to {sizes[row]} bytes, "
+                f"more than log.max-record-bytes={limit}; nothing was written"
+            )
         batches = []
         for partition, indices in table.route(arrow):
-            part = arrow.take(pa.array(indices)) if len(indices) != arrow.num_rows else arrow
-            part_kinds = [kinds[i] for i in indices]
-            if not keep_before:
-                keep = [i for i, k in enumerate(part_kinds) if k is not RowKind.UPDATE_BEFORE]
-                if len(keep) != len(part_kinds):
-                    part = part.take(pa.array(keep, pa.int64()))
-                    part_kinds = [part_kinds[i] for i in keep]
-                    indices = [indices[i] for i in keep]
-            if part.num_rows == 0:
-                continue
-            encoded = table.codec.encode(part, part_kinds, now)
-            for i, value in enumerate(encoded.values):
-                if len(value) > limit:
-                    raise SchemaMismatchError(
-                        f"table {table.identifier!r}: row {indices[i]} encodes to {len(value)} bytes, "
-                        f"more than log.max-record-bytes={limit}; nothing was written"
-                    )
+            if len(indices) == len(encoded.values):
+                keys, values = encoded.keys, encoded.values
+            else:
+                keys = [encoded.keys[i] for i in indices]
+                values = [encoded.values[i] for i in indices]
             batches.append(
                 ProduceBatch(
-                    token=self.token,
-                    partition=partition,
-                    keys=encoded.keys,
-                    values=encoded.values,
-                    timestamp_ms=now,
-                    first_seq=self._seq[partition],
+                    token=self.token, partition=partition, keys=keys, values=values,
+                    timestamp_ms=now, first_seq=self._seq[partition],
                 )
             )
-            self._seq[partition] += len(encoded.values)
+            self._seq[partition] += len(values)
         return batches
 
     def finish(self) -> WriteReceipt:

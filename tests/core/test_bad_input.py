@@ -2,6 +2,7 @@
 
 import pyarrow as pa
 import pytest
+
 import tablelog
 from tablelog.errors import (
     OptionError,

@@ -5,8 +5,9 @@ import os
 from pathlib import Path
 
 import pytest
-import tablelog
 from click.testing import CliRunner
+
+import tablelog
 from tablelog.cli import cli
 from tablelog.logs.filesystem.frames import encode_batch
 from tablelog.logs.filesystem.log import partition_file_name

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from click.testing import CliRunner
+
 from tablelog.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]

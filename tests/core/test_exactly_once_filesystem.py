@@ -1,6 +1,7 @@
 """The core's exactly-once scenarios against the built-in `filesystem` log."""
 
 import pytest
+
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 
 

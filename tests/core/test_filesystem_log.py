@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
 from tablelog.errors import CorruptRecordError, OptionError, PositionOutOfRangeError, TopicError
 from tablelog.logs.filesystem import frames
 from tablelog.logs.filesystem.log import partition_file_name

@@ -6,6 +6,7 @@ import decimal
 import orjson
 import pyarrow as pa
 import pytest
+
 from tablelog.errors import SchemaMismatchError
 from tablelog.formats import RecordCodec
 from tablelog.options import LogFormat

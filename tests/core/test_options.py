@@ -1,6 +1,7 @@
 """Table options: defaults, validation, did-you-mean, secrets."""
 
 import pytest
+
 from tablelog.errors import OptionError
 from tablelog.options import Consistency, ScanMode, TableOptions, is_secret, option_docs, redact
 

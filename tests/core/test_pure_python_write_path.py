@@ -1,6 +1,7 @@
 """The pure-Python Paimon write path keeps working beside the native one."""
 
 import pyarrow as pa
+
 import tablelog
 from tablelog.verify import verify
 

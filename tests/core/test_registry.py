@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+
 from tablelog import registry
 from tablelog.errors import PluginNotFoundError, PluginUnavailableError
 
