@@ -50,9 +50,11 @@ def test_plugins_lists_the_builtin_and_bundled_log_systems(runner: CliRunner) ->
 
 
 def test_describe_shows_snapshots_with_writes_and_log_positions(runner: CliRunner) -> None:
-    populated(runner)
-    out = invoke(runner, "describe", "db.users")
+    table = populated(runner)
+    out = invoke(runner, "describe", "db.users", "--tokens")
     assert "snapshots" in out and "cli-test" in out and "log end positions" in out
+    record = LogCommitRecord.from_properties(table.store.snapshot(2).properties)  # type: ignore[union-attr]
+    assert record is not None and all(r.token in out for r in record.ranges)
 
 
 def test_tail_prints_each_committed_change_and_a_resumable_position(runner: CliRunner) -> None:

@@ -80,8 +80,9 @@ def create(warehouse: str, table: str, schema_text: str, primary_key: str, bucke
 @table_argument
 @options_option
 @click.option("--limit", default=20, show_default=True, help="How many of the newest snapshots to show.")
+@click.option("--tokens", is_flag=True, help="Also list each committed write: token, partition, positions.")
 @friendly_errors
-def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: int) -> None:
+def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: int, tokens: bool) -> None:
     """Show a table: schema, options, snapshots with their log positions and committed writes."""
     t = open_table(warehouse, table, parse_options(raw_options))
     console.print(f"[bold]{t.identifier}[/]  warehouse {t.warehouse.path}")
@@ -114,6 +115,14 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
             json.dumps({str(p): e for p, e in sorted(record.end_positions.items())}),
         )
     console.print(snaps)
+    if tokens:
+        writes = RichTable("snapshot", "writer token", "partition", "first position", "last position",
+                           "records", title="committed writes (newest first)")
+        for i, snapshot in enumerate(t.snapshots(newest_first=True)):
+            record = LogCommitRecord.from_properties(snapshot.properties) if i < limit else None
+            for r in record.ranges if record else ():
+                writes.add_row(str(snapshot.id), r.token, str(r.partition), str(r.first), str(r.last), str(r.count))
+        console.print(writes)
 
 
 @click.command()
