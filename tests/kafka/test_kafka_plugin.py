@@ -341,9 +341,7 @@ def test_records_without_tablelog_headers_come_back_as_foreign(
 def test_kafka_python_consumer_reads_key_value_and_token_header_written_by_the_plugin(
     kafka_log_config_factory: Factory, open_client: Callable[[LogConfig], LogClient], kafka_bootstrap: str
 ) -> None:
-    # kafka-python decodes the plugin's default lz4 batches only with the `lz4`
-    # package installed, which the test extra does not pull in: write uncompressed.
-    client = open_client(kafka_log_config_factory(options={"compression.type": "none"}))
+    client = open_client(kafka_log_config_factory())  # default lz4: kafka-python decodes it with `lz4`
     client.ensure_topic()
     tok = token()
     client.produce(batch(tok, 1, 3, first_seq=7))
