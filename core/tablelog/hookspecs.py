@@ -91,7 +91,8 @@ def ensure_topic(connection: Connection) -> int:
     """Make sure the topic exists with at least ``config.partitions`` partitions.
 
     Creates a missing topic with exactly ``config.partitions`` partitions when
-    ``config.auto_register`` is true. Returns the topic's partition count.
+    ``config.auto_register`` is true. A log that cannot tell a missing topic from
+    an empty one may keep its own metadata record (the Pulsar plugin does). Returns the topic's partition count.
     Raises :class:`~tablelog.errors.TopicError` when the topic is missing and may
     not be created, or has fewer partitions than the table needs (the message
     names both counts). Idempotent.
@@ -148,7 +149,8 @@ def fetch(
     connection: Connection, partition: int, position: int, max_records: int, timeout_s: float
 ) -> FetchResult:
     """Return up to ``max_records`` records of ``partition`` at positions >= ``position``,
-    in log order, waiting at most ``timeout_s`` for the first one.
+    in log order, waiting at most ``timeout_s`` for the first one. Records a
+    broker redelivers are the plugin's to drop: positions only grow.
 
     An empty result is not an error (nothing new yet). Raises
     :class:`~tablelog.errors.PositionOutOfRangeError` when ``position`` is before

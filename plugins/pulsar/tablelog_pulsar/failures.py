@@ -1,0 +1,52 @@
+"""Turn pulsar-client exceptions into tablelog's LogSystemError family.
+
+The client's exception text never carries credentials (it is a result code such
+as ``Pulsar error: Timeout``), but we still build our own messages: what failed,
+where (topic, partition) and the client's error class.
+"""
+
+from __future__ import annotations
+
+import _pulsar
+
+from tablelog.errors import (
+    LogSystemError,
+    LogUnavailableError,
+    PositionOutOfRangeError,
+    TopicError,
+)
+
+_UNAVAILABLE = (
+    _pulsar.Timeout,
+    _pulsar.ConnectError,
+    _pulsar.LookupError,
+    _pulsar.ServiceUnitNotReady,
+    _pulsar.NotConnected,
+    _pulsar.TooManyLookupRequestException,
+)
+_TOPIC = (_pulsar.TopicNotFound, _pulsar.InvalidTopicName, _pulsar.TopicTerminated)
+
+PulsarException = _pulsar.PulsarException
+
+
+def describe(err: BaseException) -> str:
+    """The client's error class and result, e.g. ``Timeout (Pulsar error: TimeOut)``."""
+    return f"{type(err).__name__} ({err})"
+
+
+def translate(
+    err: BaseException, what: str, *, topic: str | None = None, partition: int | None = None
+) -> LogSystemError:
+    """A LogSystemError for the client exception ``err`` raised while doing ``what``."""
+    message = f"pulsar: {what} failed: {describe(err)}"
+    if isinstance(err, _UNAVAILABLE):
+        return LogUnavailableError(message + "; is the broker reachable?", topic=topic, partition=partition)
+    if isinstance(err, _TOPIC):
+        return TopicError(message, topic=topic, partition=partition)
+    if isinstance(err, (_pulsar.AuthenticationError, _pulsar.AuthorizationError)):
+        return LogSystemError(message + "; check pulsar.auth-plugin / pulsar.token", topic=topic,
+                              partition=partition)
+    return LogSystemError(message, topic=topic, partition=partition)
+
+
+__all__ = ["PositionOutOfRangeError", "PulsarException", "describe", "translate"]
