@@ -8,6 +8,8 @@ column. Secrets are never stored: they are given again when a table is opened.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -184,6 +186,20 @@ class PaimonTable:
     @property
     def has_kind_field(self) -> bool:
         return self.properties.get("rowkind.field") == KIND_FIELD
+
+    @property
+    def path(self) -> str:
+        return str(self.paimon.table_path)
+
+    @contextlib.contextmanager
+    def commit_lock(self) -> Iterator[None]:
+        """An exclusive lock on this table's commits, across processes (local warehouse)."""
+        fd = os.open(os.path.join(self.path, ".tablelog-commit.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def refresh(self, warehouse: Warehouse) -> PaimonTable:
         return warehouse.open(self.identifier)

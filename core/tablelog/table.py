@@ -229,6 +229,12 @@ class Table:
         returns ``committed=False`` with the earlier snapshot. After the
         snapshot, the log system's ``commit`` hook runs (idempotent).
         """
+        # The check and the commit hold the table's commit lock: two committers of
+        # the same identifier (a replay racing the original) cannot both commit.
+        with self.store.commit_lock():
+            return self._commit_once(writer_id, commit_identifier, receipts)
+
+    def _commit_once(self, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt]) -> CommitResult:
         rows = sum(r.rows for r in receipts)
         ranges = tuple(rng for r in receipts for rng in r.ranges)
         records = sum(r.count for r in ranges)

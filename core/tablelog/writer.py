@@ -167,7 +167,8 @@ class Writer:
     def __init__(self, table: Table, writer_id: str | None = None) -> None:
         self.table = table
         self.writer_id = writer_id or uuid.uuid4().hex
-        last = table.last_commit_identifier(self.writer_id)
+        # A fresh id has committed nothing: skip reading the table's snapshots.
+        last = table.last_commit_identifier(writer_id) if writer_id else None
         self.commit_identifier = (last or 0) + 1
         self._task: WriteTask | None = None
 

@@ -44,3 +44,32 @@ def test_two_processes_committing_concurrently_both_land_and_readers_see_each_re
         changes = reader.read_all()
     assert Counter(c.row["id"] for c in changes) == Counter(r["id"] for r in rows)
     assert verify(table).consistent
+
+
+def test_a_replay_racing_the_original_commit_commits_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    schema = pa.schema([("id", pa.int64()), ("writer", pa.string())])
+    table = tablelog.create_table(str(tmp_path), "db.race", schema, primary_key=["id"],
+                                  options={"log.system": "filesystem"})
+    receipts = []
+    for attempt in ("original", "replay"):
+        task = table.write_task("w", 1, task=attempt)
+        task.write([{"id": i, "writer": attempt} for i in range(20)])
+        receipts.append(task.finish())
+    start = threading.Barrier(2)
+    results = []
+
+    def commit(receipt):  # type: ignore[no-untyped-def]
+        start.wait()
+        results.append(table.commit("w", 1, [receipt]))
+
+    threads = [threading.Thread(target=commit, args=(r,)) for r in receipts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(r.committed for r in results) == [False, True]
+    assert len(list(table.snapshots())) == 1
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        assert len(reader.read_all()) == 20
