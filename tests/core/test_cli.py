@@ -107,7 +107,7 @@ def test_errors_are_one_clear_line_without_a_traceback(runner: CliRunner) -> Non
 
 
 def test_demo_runs_the_pipeline_and_ends_consistent(runner: CliRunner, tmp_path: Path) -> None:
-    out = invoke(runner, "demo", "--warehouse", str(tmp_path / "demo"), "--batches", "3", "--rows", "50")
+    out = invoke(runner, "demo", "--engine", "python", "--warehouse", str(tmp_path / "demo"), "--batches", "3", "--rows", "50")
     assert "died before committing" in out
     assert "equal to the table's" in out
     assert "consistent: table demo.orders" in out

@@ -14,14 +14,18 @@ from tablelog.cli.common import console, friendly_errors
               show_default=True, help="Where the changelog goes.")
 @click.option("--kafka-bootstrap", default=None, metavar="HOST:PORT", help="Kafka bootstrap servers.")
 @click.option("--pulsar-url", default=None, metavar="pulsar://HOST:PORT", help="Pulsar service URL.")
+@click.option("--engine", type=click.Choice(["spark", "python"]), default="spark", show_default=True,
+              help="spark: a PySpark streaming pipeline (local[2]); python: the same in plain Python (fast).")
 @click.option("--batches", default=5, show_default=True, help="How many commits to write.")
 @click.option("--rows", default=200, show_default=True, help="New rows per commit.")
 @friendly_errors
 def demo(warehouse: str | None, log_system: str, kafka_bootstrap: str | None, pulsar_url: str | None,
-         batches: int, rows: int) -> None:
+         engine: str, batches: int, rows: int) -> None:
     """Write inserts, updates and deletes; read the changelog back live; verify.
 
-    Needs no arguments: a local warehouse and the built-in `filesystem` log.
+    Needs no arguments: a local warehouse and the built-in `filesystem` log, on local
+    Spark (a streaming write, a streaming read printed live). `--engine python` runs
+    the same pipeline without Spark.
     """
     from tablelog.demo import demo_options, run_demo
 
@@ -29,8 +33,18 @@ def demo(warehouse: str | None, log_system: str, kafka_bootstrap: str | None, pu
         raise click.UsageError("--log-system kafka needs --kafka-bootstrap HOST:PORT")
     if log_system == "pulsar" and not pulsar_url:
         raise click.UsageError("--log-system pulsar needs --pulsar-url pulsar://HOST:PORT")
-    result = run_demo(warehouse, demo_options(log_system, kafka_bootstrap, pulsar_url), batches, rows,
-                      say=lambda line: console.print(line, markup=False, soft_wrap=True))
+    def say(line: str) -> None:
+        console.print(line, markup=False, soft_wrap=True)
+
+    options = demo_options(log_system, kafka_bootstrap, pulsar_url)
+    if engine == "spark":
+        try:
+            from tablelog.spark.demo import run_spark_demo
+        except ImportError as err:
+            raise click.ClickException(f"{err}; or run `tablelog demo --engine python`") from None
+        result = run_spark_demo(warehouse, options, batches, rows, say=say)
+    else:
+        result = run_demo(warehouse, options, batches, rows, say=say)
     ok = (result.report is not None and result.report.consistent and result.normalized_matches_table
           and result.changes_read == result.committed_changes)
     if not ok:

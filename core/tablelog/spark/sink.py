@@ -1,0 +1,299 @@
+"""The sink: ``df.write.format("tablelog")`` and ``df.writeStream.format("tablelog")``.
+
+Driver (writer factory, :func:`plan_write`): parse the options, create the table when
+it does not exist, check the DataFrame's schema against it. Anything wrong fails here,
+before a task runs, so nothing reaches the log or the table.
+
+Executors (:func:`write_partition`): each task attempt opens a
+:class:`~tablelog.writer.WriteTask` (a writer token of its own), writes the Arrow
+batches, and ``finish()`` makes its records durable; the receipt is the commit message.
+
+Driver (:func:`commit_messages`): ``Table.commit(writer_id, commit_identifier, receipts)``,
+idempotent per (writer id, commit identifier). Streaming writes use
+``commit_identifier = batchId + 1`` and, unless ``writer.id`` is given, the writer id
+``spark-<queryId>``: Spark keeps the query id in the checkpoint, so a query restarted
+from its checkpoint replays a batch under the same (writer id, identifier) and the
+replay commits nothing twice.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pyarrow as pa
+from pyspark.sql import datasource as _ds
+
+from tablelog.errors import OptionError, TablelogError
+from tablelog.options import TableOptions
+from tablelog.protocol import CommitResult, WriteReceipt
+from tablelog.spark.options import CREATE_KEYS, SourceOptions
+from tablelog.spark.schema import check_write_schema, data_columns, to_arrow
+from tablelog.table import Table, create_table, open_table
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+#: Local properties Spark sets on every task of a streaming micro-batch.
+BATCH_ID_KEY = "streaming.sql.batchId"
+QUERY_ID_KEY = "sql.streaming.queryId"
+
+#: Table options a write may repeat for an existing table, but not change.
+_FIXED_KEYS = ("log.system", "log.format", "log.key.format", "log.changelog-mode", "log.system.partitions")
+
+_ROW_CHUNK = 10_000
+
+
+class InjectedFailure(RuntimeError):
+    """Raised by a task attempt that the ``testing.fail-after-finish`` option tells to fail."""
+
+
+@dataclass
+class TablelogCommitMessage(_ds.WriterCommitMessage):
+    """One task attempt's receipt, sent from the executor to the driver's commit."""
+
+    writer_id: str
+    commit_identifier: int
+    receipt: WriteReceipt
+
+
+@attrs.frozen
+class WritePlan:
+    """What the driver decided for a write; pickled to the executors and the committer."""
+
+    options: SourceOptions
+    data_schema: pa.Schema
+    streaming: bool
+    writer_id: str | None  # None: streaming writes use the query id
+    commit_identifier: int | None  # batch writes only (streaming: batchId + 1)
+
+    def open(self) -> Table:
+        return open_table(self.options.warehouse, self.options.table, self.options.runtime_options)
+
+
+def query_writer_id(query_id: str) -> str:
+    """The writer id of a streaming query that sets no ``writer.id``."""
+    return f"spark-{query_id}"
+
+
+# -- driver: plan ---------------------------------------------------------------------
+
+
+def plan_write(options: Mapping[str, str], schema: StructType, overwrite: bool, streaming: bool) -> WritePlan:
+    """Validate a write and create its table if needed; raises before anything is written."""
+    parsed = SourceOptions.parse(options)
+    if overwrite:
+        raise OptionError(
+            f"table {parsed.table!r}: the tablelog sink only appends changes (save mode 'append', "
+            "output mode 'append' or 'update'); to remove rows, write them with _kind '-D'"
+        )
+    data_schema = to_arrow(schema)
+    table = open_or_create(parsed, data_schema)
+    check_write_schema(table.identifier, table.schema, data_schema)
+    writer_id, commit_identifier = parsed.writer_id, None
+    if not streaming:
+        if writer_id is None:
+            writer_id, commit_identifier = f"spark-batch-{uuid.uuid4().hex}", 1
+        else:
+            commit_identifier = (table.last_commit_identifier(writer_id) or 0) + 1
+    return WritePlan(parsed, data_schema, streaming, writer_id, commit_identifier)
+
+
+def open_or_create(parsed: SourceOptions, data_schema: pa.Schema) -> Table:
+    """The table named by the options; created from the DataFrame's columns when missing."""
+    try:
+        table = open_table(parsed.warehouse, parsed.table, parsed.runtime_options)
+    except TablelogError as err:
+        from tablelog.errors import TableNotFoundError
+
+        if not isinstance(err, TableNotFoundError):
+            raise
+        check_write_schema(parsed.table, data_columns(data_schema), data_schema)  # the _kind column
+        return create_table(
+            parsed.warehouse, parsed.table, data_columns(data_schema),
+            options=parsed.table_options, exist_ok=True,
+        )
+    _check_same_table(table, parsed.table_options)
+    return table
+
+
+def _check_same_table(table: Table, given: Mapping[str, str]) -> None:
+    """Options that define an existing table may be repeated, not changed."""
+    for key in (*_FIXED_KEYS, *CREATE_KEYS):
+        if key not in given:
+            continue
+        parsed, _, _ = TableOptions.parse({key: given[key]})
+        name = next(f.name for f in attrs.fields(TableOptions) if f.metadata["key"] == key)
+        wanted = getattr(parsed, name)
+        if key == "primary-key":
+            actual: Any = table.primary_key
+        elif key == "bucket":
+            actual = table.store.bucket
+        else:
+            actual = getattr(table.options, name)
+        if wanted != actual:
+            shown = ",".join(actual) if isinstance(actual, tuple) else getattr(actual, "value", actual)
+            raise OptionError(
+                f"table {table.identifier!r} already exists with {key}={shown!r}; the write asks for "
+                f"{key}={given[key]!r}. Table options are fixed when the table is created"
+            )
+
+
+# -- executors: write -----------------------------------------------------------------
+
+
+def write_partition(plan: WritePlan, data: Iterable[Any]) -> TablelogCommitMessage:
+    """Write one task attempt's data (Arrow batches, or row chunks) and return its receipt."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    partition = context.partitionId() if context else 0
+    attempt = context.attemptNumber() if context else 0
+    batch_id: int | None = None
+    if plan.streaming:
+        batch_text = context.getLocalProperty(BATCH_ID_KEY) if context else None
+        query_id = context.getLocalProperty(QUERY_ID_KEY) if context else None
+        if batch_text is None or (plan.writer_id is None and query_id is None):
+            raise TablelogError(
+                "the tablelog streaming sink found no micro-batch id / query id in the task context; "
+                "set option 'writer.id' to a name that is stable across restarts of this query"
+            )
+        batch_id = int(batch_text)
+        writer_id = plan.writer_id or query_writer_id(str(query_id))
+        commit_identifier = batch_id + 1
+    else:
+        assert plan.writer_id is not None and plan.commit_identifier is not None
+        writer_id, commit_identifier = plan.writer_id, plan.commit_identifier
+    table = plan.open()
+    label = f"{'' if batch_id is None else f'b{batch_id}-'}p{partition}-a{attempt}"
+    task = table.write_task(writer_id, commit_identifier, task=label)
+    try:
+        for chunk in data:
+            task.write(chunk)
+    except BaseException:
+        task.abort()
+        raise
+    receipt = task.finish()
+    if plan.options.fail_after_finish(batch_id, partition, attempt):
+        raise InjectedFailure(
+            f"testing.fail-after-finish: task attempt {label} fails after producing "
+            f"{sum(r.count for r in receipt.ranges)} records (token {receipt.token})"
+        )
+    return TablelogCommitMessage(writer_id, commit_identifier, receipt)
+
+
+def row_chunks(plan: WritePlan, rows: Iterator[Any]) -> Iterator[pa.Table]:
+    """Spark Rows (the row writers, for PySpark without Arrow writers) as Arrow tables."""
+    chunk: list[dict[str, Any]] = []
+    for row in rows:
+        chunk.append(row.asDict(recursive=True))
+        if len(chunk) >= _ROW_CHUNK:
+            yield pa.Table.from_pylist(chunk, schema=plan.data_schema)
+            chunk = []
+    if chunk:
+        yield pa.Table.from_pylist(chunk, schema=plan.data_schema)
+
+
+# -- driver: commit / abort -------------------------------------------------------------
+
+
+def commit_messages(plan: WritePlan, messages: list[Any], batch_id: int | None) -> CommitResult | None:
+    """Commit the receipts of one job (or micro-batch) as one snapshot, once."""
+    received = [m for m in messages if m is not None]
+    if not received:
+        return None  # no task ran: nothing to commit
+    writer_ids = {m.writer_id for m in received}
+    identifiers = {m.commit_identifier for m in received}
+    expected = None if batch_id is None else batch_id + 1
+    if len(writer_ids) != 1 or len(identifiers) != 1 or (expected is not None and identifiers != {expected}):
+        raise TablelogError(
+            f"inconsistent commit messages: writer ids {sorted(writer_ids)}, commit identifiers "
+            f"{sorted(identifiers)} (micro-batch {batch_id}); nothing was committed"
+        )
+    table = plan.open()
+    result = table.commit(writer_ids.pop(), identifiers.pop(), [m.receipt for m in received])
+    if batch_id is not None:
+        pause = plan.options.pause_after_commit(batch_id)
+        if pause:
+            time.sleep(pause)
+    return result
+
+
+def abort_messages(plan: WritePlan, messages: list[Any]) -> None:
+    """Nothing is committed; delete the data files the successful attempts prepared."""
+    paimon_messages = [m for msg in messages if msg is not None for m in msg.receipt.paimon_messages]
+    if not paimon_messages:
+        return
+    try:
+        commit = plan.open().store.paimon.new_stream_write_builder().new_commit()
+        try:
+            commit.abort(paimon_messages)
+        finally:
+            commit.close()
+    except Exception:  # best effort: unreferenced files are harmless (Paimon's orphan clean-up)
+        pass
+
+
+# -- the writer classes Spark calls -----------------------------------------------------
+
+_ArrowWriter: Any = getattr(_ds, "DataSourceArrowWriter", None)
+_StreamArrowWriter: Any = getattr(_ds, "DataSourceStreamArrowWriter", None)
+#: Whether this PySpark hands writers Arrow batches (4.0+ batch, 4.1+ streaming).
+ARROW_BATCH_WRITES = _ArrowWriter is not None
+ARROW_STREAM_WRITES = _StreamArrowWriter is not None
+
+
+class _BatchWriterBase:
+    def __init__(self, plan: WritePlan) -> None:
+        self.plan = plan
+
+    def commit(self, messages: list[Any]) -> None:
+        commit_messages(self.plan, messages, None)
+
+    def abort(self, messages: list[Any]) -> None:
+        abort_messages(self.plan, messages)
+
+
+class _StreamWriterBase:
+    def __init__(self, plan: WritePlan) -> None:
+        self.plan = plan
+
+    def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 (Spark's name)
+        commit_messages(self.plan, messages, batchId)
+
+    def abort(self, messages: list[Any], batchId: int) -> None:  # noqa: N803
+        abort_messages(self.plan, messages)
+
+
+class BatchArrowWriter(_BatchWriterBase, _ArrowWriter or _ds.DataSourceWriter):  # type: ignore[misc]
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TablelogCommitMessage:
+        return write_partition(self.plan, iterator)
+
+
+class BatchRowWriter(_BatchWriterBase, _ds.DataSourceWriter):
+    def write(self, iterator: Iterator[Any]) -> TablelogCommitMessage:
+        return write_partition(self.plan, row_chunks(self.plan, iterator))
+
+
+class StreamArrowWriter(_StreamWriterBase, _StreamArrowWriter or _ds.DataSourceStreamWriter):  # type: ignore[misc]
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TablelogCommitMessage:
+        return write_partition(self.plan, iterator)
+
+
+class StreamRowWriter(_StreamWriterBase, _ds.DataSourceStreamWriter):
+    def write(self, iterator: Iterator[Any]) -> TablelogCommitMessage:
+        return write_partition(self.plan, row_chunks(self.plan, iterator))
+
+
+def batch_writer(options: Mapping[str, str], schema: StructType, overwrite: bool) -> Any:
+    plan = plan_write(options, schema, overwrite, streaming=False)
+    return BatchArrowWriter(plan) if ARROW_BATCH_WRITES else BatchRowWriter(plan)
+
+
+def stream_writer(options: Mapping[str, str], schema: StructType, overwrite: bool) -> Any:
+    plan = plan_write(options, schema, overwrite, streaming=True)
+    return StreamArrowWriter(plan) if ARROW_STREAM_WRITES else StreamRowWriter(plan)

@@ -1,0 +1,242 @@
+"""Exactly-once through Spark, proven by counting, for any log system.
+
+Subclass :class:`SparkExactlyOnceScenarios` in a test module and provide two
+fixtures: ``log_options`` (the table options selecting the log system, as for
+:class:`tablelog.testing.scenarios.ExactlyOnceScenarios`) and ``spark`` (a
+SparkSession from :func:`spark_test_session`; its master must allow a task retry,
+e.g. ``local[2,2]``). The input is deterministic: JSON files with inserts,
+updates and deletes, two files per micro-batch, read with ``maxFilesPerTrigger``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tablelog.normalize import Normalizer
+from tablelog.protocol import LogCommitRecord
+from tablelog.table import Table, open_table
+
+INPUT_SCHEMA = "id long, name string, score double, _kind string"
+BATCHES = 3
+FILES_PER_BATCH = 2
+
+
+def spark_test_session(master: str = "local[2,2]") -> Any:
+    """The SparkSession of a test run (one per process): fails, never skips, without Java."""
+    from tablelog.spark.session import java_available, local_session
+
+    if java_available() is None:
+        pytest.fail("Spark tests need Java 17: no java on PATH or in JAVA_HOME", pytrace=False)
+    return local_session(master, "tablelog-tests", log_level="ERROR")
+
+
+def input_batches() -> list[list[dict[str, Any]]]:
+    """Three micro-batches of changes; a key changes at most once per batch."""
+    def row(i: int, tag: str, kind: str) -> dict[str, Any]:
+        return {"id": i, "name": f"{tag}-{i}", "score": i * 0.5, "_kind": kind}
+
+    b0 = [row(i, "v1", "+I") for i in range(60)]
+    b1 = [row(i, "v2", "+U") for i in range(20)] + [row(i, "v1", "-D") for i in range(50, 60)]
+    b1 += [row(i, "v1", "+I") for i in range(60, 90)]
+    b2 = [c for i in range(20, 30) for c in (row(i, "v1", "-U"), row(i, "v3", "+U"))]
+    b2 += [row(i, "v2", "-D") for i in range(0, 5)] + [row(i, "v1", "+I") for i in range(90, 100)]
+    return [b0, b1, b2]
+
+
+def expected_rows() -> dict[int, dict[str, Any]]:
+    state: dict[int, dict[str, Any]] = {}
+    for batch in input_batches():
+        for change in batch:
+            row = {k: v for k, v in change.items() if k != "_kind"}
+            if change["_kind"] in ("-U", "-D"):
+                state.pop(row["id"], None)
+            if change["_kind"] in ("+I", "+U"):
+                state[row["id"]] = row
+    return state
+
+
+def expected_log() -> Counter[tuple[str, int, str]]:
+    """The committed changes a transactional reader returns (upsert log: no -U)."""
+    return Counter((c["_kind"], c["id"], c["name"]) for b in input_batches() for c in b if c["_kind"] != "-U")
+
+
+def write_input(directory: Path) -> Path:
+    """The input files, with modification times in batch order (the file source's order)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    now = time.time() - 1000
+    for b, batch in enumerate(input_batches()):
+        for f in range(FILES_PER_BATCH):
+            path = directory / f"batch{b}-file{f}.json"
+            path.write_text("".join(json.dumps(c) + "\n" for c in batch if c["id"] % FILES_PER_BATCH == f))
+            os.utime(path, (now + b * 10 + f, now + b * 10 + f))
+    return directory
+
+
+def table_rows(table: Table) -> dict[int, dict[str, Any]]:
+    return {r["id"]: r for r in table.rows().to_pylist()}
+
+
+def log_snapshots(table: Table) -> list[LogCommitRecord]:
+    records = [LogCommitRecord.from_properties(s.properties) for s in table.snapshots()]
+    return [r for r in records if r is not None]
+
+
+def eventual_count(table: Table) -> int:
+    with table.reader(consistency="eventual", scan_mode="earliest") as reader:
+        return len(reader.read_all(idle_timeout_s=0.5))
+
+
+def collect_stream(df: Any, checkpoint: Path, output_mode: str = "append") -> list[dict[str, Any]]:
+    """Run a streaming DataFrame with Trigger.AvailableNow; every row it emitted, in batch order."""
+    out: list[dict[str, Any]] = []
+
+    def collect(batch: Any, batch_id: int) -> None:
+        out.extend(r.asDict() for r in batch.collect())
+
+    query = (df.writeStream.outputMode(output_mode).foreachBatch(collect)
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    if query.exception() is not None:
+        raise AssertionError(f"streaming query failed: {query.exception()}")
+    return out
+
+
+def replay(changes: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    state: dict[int, dict[str, Any]] = {}
+    for c in changes:
+        row = {k: v for k, v in c.items() if k != "_kind"}
+        if c["_kind"] in ("-U", "-D"):
+            state.pop(row["id"], None)
+        else:
+            state[row["id"]] = row
+    return state
+
+
+class SparkExactlyOnceScenarios:
+    """Provide fixtures ``log_options`` and ``spark``."""
+
+    @pytest.fixture
+    def log_options(self) -> dict[str, str]:
+        raise NotImplementedError("provide a `log_options` fixture with log.system and its options")
+
+    @pytest.fixture
+    def spark(self) -> Any:
+        raise NotImplementedError("provide a `spark` fixture (tablelog.testing.spark_scenarios.spark_test_session)")
+
+    def _stream_write(self, spark: Any, inputs: Path, warehouse: Path, name: str, checkpoint: Path,
+                      log_options: dict[str, str], **extra: str) -> Any:
+        source = spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", FILES_PER_BATCH).json(str(inputs))
+        writer = (source.writeStream.format("tablelog").option("warehouse", str(warehouse)).option("table", name)
+                  .option("primary-key", "id").option("bucket", "2").option("checkpointLocation", str(checkpoint)))
+        for key, value in {**log_options, **extra}.items():
+            writer = writer.option(key, value)
+        return writer.trigger(availableNow=True).start()
+
+    def _check_exactly_once(self, spark: Any, table: Table, warehouse: Path, tmp_path: Path) -> None:
+        snapshots = log_snapshots(table)
+        assert [s.commit_identifier for s in snapshots] == list(range(1, BATCHES + 1))
+        assert len({s.writer for s in snapshots}) == 1 and snapshots[0].writer.startswith("spark-")
+        committed = sum(r.count for s in snapshots for r in s.ranges)
+        assert committed == sum(expected_log().values())
+        assert table_rows(table) == expected_rows()  # each row once, the last version
+        # A transactional read through the Spark source: each committed change once.
+        changes = collect_stream(
+            spark.readStream.format("tablelog").option("warehouse", str(warehouse))
+            .option("table", table.identifier).option("scan.mode", "earliest").load(),
+            tmp_path / "read-transactional")
+        assert Counter((c["_kind"], c["id"], c["name"]) for c in changes) == expected_log()
+        assert replay(changes) == expected_rows()
+
+    def test_task_attempt_failing_after_producing_is_counted_once(
+        self, spark: Any, log_options: dict[str, str], tmp_path: Path
+    ) -> None:
+        from tablelog.spark import normalize
+
+        warehouse, name = tmp_path / "wh", f"db.t_{uuid.uuid4().hex[:8]}"
+        inputs = write_input(tmp_path / "in")
+        # attempt 0 of partition 0 of micro-batch 1 dies after its records are durable in the log
+        query = self._stream_write(spark, inputs, warehouse, name, tmp_path / "ck", log_options,
+                                   **{"testing.fail-after-finish": "1:0"})
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+        table = open_table(str(warehouse), name, log_options)
+        tokens = [len(s.tokens()) for s in log_snapshots(table)]
+        assert tokens == [FILES_PER_BATCH] * BATCHES, tokens  # every batch ran two tasks
+        self._check_exactly_once(spark, table, warehouse, tmp_path)
+        # Eventual: the failed attempt's records are there too; normalize gives the table rows.
+        committed = sum(expected_log().values())
+        assert eventual_count(table) > committed
+        eventual = (spark.readStream.format("tablelog").option("warehouse", str(warehouse)).option("table", name)
+                    .option("log.consistency", "eventual").option("scan.mode", "earliest").load())
+        raw = collect_stream(eventual, tmp_path / "read-eventual")
+        assert len(raw) == eventual_count(table)
+        normalized = collect_stream(normalize(eventual, ["id"]), tmp_path / "read-normalized", "update")
+        assert replay(normalized) == expected_rows()
+        # The duplicates were dropped: the same changes as the core Normalizer makes of the
+        # committed changelog alone (duplicates of one attempt come in log order per key).
+        with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+            reference = Normalizer(["id"]).apply(reader.read_all(idle_timeout_s=0.5))
+        assert Counter((c["_kind"], c["id"], c["name"]) for c in normalized) == Counter(
+            (c.kind.value, c.row["id"], c.row["name"]) for c in reference)
+
+    def test_driver_killed_after_a_table_commit_and_restarted_commits_each_batch_once(
+        self, spark: Any, log_options: dict[str, str], tmp_path: Path
+    ) -> None:
+        warehouse, name = tmp_path / "wh", f"db.t_{uuid.uuid4().hex[:8]}"
+        inputs, checkpoint = write_input(tmp_path / "in"), tmp_path / "ck"
+        # The driver commits micro-batch 1 to the table, then sleeps before Spark's own commit
+        # log records it: the test kills the whole driver (JVM and Python) with SIGKILL there.
+        script = textwrap.dedent(f"""
+            from pathlib import Path
+            from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios, spark_test_session
+            spark = spark_test_session("local[2,2]")
+            query = SparkExactlyOnceScenarios()._stream_write(
+                spark, Path({str(inputs)!r}), Path({str(warehouse)!r}), {name!r}, Path({str(checkpoint)!r}),
+                {log_options!r}, **{{"testing.pause-after-commit": "1:600"}})
+            query.awaitTermination()
+        """)
+        log_path = tmp_path / "driver.log"
+        with open(log_path, "wb") as log:
+            driver = subprocess.Popen([sys.executable, "-c", script], stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+        try:
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline and driver.poll() is None:
+                if (warehouse / f"{name.split('.')[0]}.db").exists():
+                    table = open_table(str(warehouse), name, log_options)
+                    if any(s.commit_identifier == 2 for s in log_snapshots(table)):
+                        break
+                time.sleep(0.2)
+            else:
+                raise AssertionError(f"batch 1 was never committed; driver log:\n{log_path.read_text()[-4000:]}")
+            assert not (checkpoint / "commits" / "1").exists()  # Spark has not recorded batch 1
+        finally:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(timeout=30)
+        assert driver.returncode == -signal.SIGKILL
+        table = open_table(str(warehouse), name, log_options)
+        assert [s.commit_identifier for s in log_snapshots(table)] == [1, 2]
+        before_restart = eventual_count(table)
+
+        query = self._stream_write(spark, inputs, warehouse, name, checkpoint, log_options)
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+        assert (checkpoint / "commits" / "2").exists()
+        # Batch 1 was replayed: its tasks produced again (more records in the log), but its
+        # commit found the snapshot already there and committed nothing.
+        batch1 = sum(1 for c in input_batches()[1] if c["_kind"] != "-U")
+        batch2 = sum(1 for c in input_batches()[2] if c["_kind"] != "-U")
+        assert eventual_count(table) == before_restart + batch1 + batch2
+        self._check_exactly_once(spark, table, warehouse, tmp_path)

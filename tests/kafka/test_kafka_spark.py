@@ -1,0 +1,30 @@
+"""Exactly-once through the Spark sink with Kafka (the Tansu test broker): a task attempt
+that fails after producing, and a driver killed with SIGKILL after a table commit and
+restarted from its checkpoint. The scenarios live in tablelog.testing.spark_scenarios."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios, spark_test_session
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+
+@pytest.fixture(scope="module")
+def spark_session() -> Iterator[Any]:
+    # The same session as tests/spark when both run in one pytest process (getOrCreate).
+    yield spark_test_session("local[2,2]")
+
+
+class TestSparkExactlyOnceKafka(SparkExactlyOnceScenarios):
+    @pytest.fixture
+    def log_options(self, kafka_bootstrap: str) -> dict[str, str]:
+        return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap}
+
+    @pytest.fixture
+    def spark(self, spark_session: Any) -> Any:
+        return spark_session

@@ -1,0 +1,56 @@
+"""The source: a hybrid streaming read (current rows, then later committed changes: no gap,
+no overlap) and a batch read of the table's rows."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+import tablelog
+from tablelog.testing.spark_scenarios import replay
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+def test_hybrid_stream_read_returns_current_rows_then_committed_changes_and_batch_read_the_rows(
+    spark: Any, tmp_path: Path
+) -> None:
+    warehouse, name = str(tmp_path / "wh"), f"db.t_{uuid.uuid4().hex[:8]}"
+    table = tablelog.create_table(warehouse, name, SCHEMA, primary_key=["id"], bucket=2,
+                                  options={"log.system": "filesystem"})
+    with table.writer("setup") as writer:
+        writer.write([{"id": i, "name": f"v1-{i}"} for i in range(100)])
+        writer.commit()
+    batches: list[list[dict[str, Any]]] = []
+    query = (spark.readStream.format("tablelog").option("warehouse", warehouse).option("table", name).load()
+             .writeStream.foreachBatch(lambda df, _: batches.append([r.asDict() for r in df.collect()]))
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="200 milliseconds")
+             .start())
+    try:
+        query.processAllAvailable()
+        full = [c for batch in batches for c in batch]
+        assert len(full) == 100 and {c["_kind"] for c in full} == {"+I"}
+        assert sorted(c["id"] for c in full) == list(range(100))
+        with table.writer("setup") as writer:
+            writer.write([("+U", {"id": i, "name": f"v2-{i}"}) for i in range(20)]
+                         + [("-D", {"id": i, "name": f"v1-{i}"}) for i in range(90, 100)]
+                         + [{"id": i, "name": f"v1-{i}"} for i in range(100, 130)])
+            writer.commit()
+        doomed = table.write_task("doomed", 1)  # produced and durable, never committed
+        doomed.write([{"id": 999, "name": "never"}])
+        doomed.finish()
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    changes = [c for batch in batches for c in batch][100:]
+    assert Counter(c["_kind"] for c in changes) == Counter({"+U": 20, "-D": 10, "+I": 30})
+    assert not any(c["id"] == 999 for c in changes)
+    expected = {r["id"]: r for r in table.rows().to_pylist()}
+    assert replay(full + changes) == expected  # no gap, no overlap
+    batch_read = spark.read.format("tablelog").option("warehouse", warehouse).load(name).collect()
+    assert {r["id"]: {"id": r["id"], "name": r["name"]} for r in batch_read} == expected
+    assert {r["_kind"] for r in batch_read} == {"+I"} and len(batch_read) == len(expected)
