@@ -223,7 +223,10 @@ class TableOptions:
         accepted besides the built-ins; ``passthrough`` the Paimon keys allowed.
         """
         fields = {f.metadata["key"]: f for f in attrs.fields(cls)}
-        prefixes = {"filesystem", "kafka", "pulsar", *log_systems}
+        # The named log system's own keys are accepted even when it is not installed,
+        # so that the discovery error ("pip install ...") is the one users see.
+        named = {str(v).strip().lower() for k, v in raw.items() if k.strip().lower() == "log.system"}
+        prefixes = {"filesystem", "kafka", "pulsar", *log_systems, *named}
         allowed_passthrough = set(passthrough)
         values: dict[str, Any] = {}
         system_options: dict[str, str] = {}

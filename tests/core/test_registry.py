@@ -51,3 +51,16 @@ def test_plugin_missing_required_hooks_is_refused_with_their_names() -> None:
             registry.load_log_system("half")
     finally:
         registry.unregister_log_system("half")
+
+
+def test_cli_error_keeps_the_bracketed_extra_in_the_install_hint(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    script = (
+        "import sys; sys.modules['confluent_kafka'] = None\n"
+        "from tablelog.cli import main\n"
+        "sys.argv = ['tablelog', 'create', '-w', sys.argv[1], 'db.t', '--schema', 'id bigint',\n"
+        "            '-o', 'log.system=kafka', '-o', 'kafka.bootstrap.servers=127.0.0.1:1']\n"
+        "main()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert 'pip install "tablelog[kafka]"' in result.stderr

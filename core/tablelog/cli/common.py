@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from tablelog.errors import TablelogError
 
@@ -48,7 +49,8 @@ def friendly_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except TablelogError as err:
-            err_console.print(f"[bold red]error:[/] {err}", markup=True, soft_wrap=True)
+            # escape: a message's own brackets (pip install "tablelog[kafka]") are not markup
+            err_console.print(f"[bold red]error:[/] {escape(str(err))}", markup=True, soft_wrap=True)
             raise SystemExit(1) from None
 
     return wrapper  # type: ignore[return-value]

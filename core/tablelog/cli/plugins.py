@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 from rich.table import Table as RichTable
 
 from tablelog import registry
@@ -15,7 +16,7 @@ def plugins() -> None:
     """List the installed log systems with their distributions and versions."""
     table = RichTable("log.system", "distribution", "version", "module", "status")
     for item in registry.installed_log_systems():
-        status = "[green]ok[/]" if item.error is None else f"[red]unavailable[/]: {item.error}"
+        status = "[green]ok[/]" if item.error is None else f"[red]unavailable[/]: {escape(item.error)}"
         table.add_row(item.name, item.distribution, item.version, item.module, status)
     console.print(table)
 
