@@ -83,15 +83,18 @@ def create_table(
         **{k: v for k, v in system_options.items() if not is_secret(k)},
         **paimon_options,
     }
-    if parsed.log_enabled and parsed.log_system_auto_register:
-        _register_topic(wh, identifier, parsed, system_options)
+    if parsed.log_enabled:
+        _register_topic(wh, identifier, parsed, system_options, create=parsed.log_system_auto_register)
     store = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
     return Table(wh, store, parsed, system_options)
 
 
-def _register_topic(wh: Warehouse, identifier: str, options: TableOptions, system_options: dict[str, str]) -> None:
-    """Create the table's topic now, so that a wrong address fails before the table exists
-    and readers can start before the first write."""
+def _register_topic(
+    wh: Warehouse, identifier: str, options: TableOptions, system_options: dict[str, str], *, create: bool
+) -> None:
+    """Open the log, which validates its options (topic name...), and with ``create``
+    create the table's topic now: a wrong option or address fails before the table
+    exists, and readers can start before the first write."""
     system = options.log_system
     config = LogConfig(
         system=system,
@@ -103,7 +106,8 @@ def _register_topic(wh: Warehouse, identifier: str, options: TableOptions, syste
         warehouse=wh.path,
     )
     with registry.load_log_system(system).open(config) as log:
-        log.ensure_topic()
+        if create:
+            log.ensure_topic()
 
 
 def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | None = None) -> Table:

@@ -8,6 +8,7 @@ tuning). This module does no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -203,6 +204,19 @@ def _int_option(options: Mapping[str, str], key: str, default: int, minimum: int
     return value
 
 
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def check_topic_name(topic: str) -> None:
+    """Kafka's topic name rules: 1-249 of ``a-z A-Z 0-9 . _ -``, not ``.`` or ``..``
+    (some Kafka-protocol brokers accept any name; Apache Kafka refuses these)."""
+    if not _TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+        raise OptionError(
+            f"invalid value {topic!r} for option {PREFIX + TOPIC!r}: a Kafka topic name is 1 to 249 "
+            "characters from letters, digits, '.', '_' and '-', and not '.' or '..'"
+        )
+
+
 def parse_settings(config: LogConfig) -> KafkaSettings:
     """Validate ``config.options`` (no I/O); raise OptionError naming the key."""
     options = {str(k).strip(): str(v) for k, v in config.options.items()}
@@ -214,6 +228,7 @@ def parse_settings(config: LogConfig) -> KafkaSettings:
         )
     if not config.topic:
         raise OptionError(f"option {PREFIX + TOPIC!r} resolved to an empty topic name")
+    check_topic_name(config.topic)
     replication = _int_option(options, REPLICATION_FACTOR, -1, -1)
     if replication == 0:
         raise OptionError(

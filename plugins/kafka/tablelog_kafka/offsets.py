@@ -23,12 +23,13 @@ from collections.abc import Iterable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from tablelog.errors import LogSystemError, OptionError, PositionOutOfRangeError
+from tablelog.errors import LogSystemError, OptionError, PositionOutOfRangeError, TopicError
 
 from .config import KafkaSettings
-from .failures import describe, translate
+from .failures import describe, kafka_error_of, translate
 
 _BATCH = 10_000
+_MISSING = frozenset({KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_OR_PART})
 
 
 class OffsetsSide:
@@ -49,8 +50,12 @@ class OffsetsSide:
         return self._consumer
 
     def _fail(self, exc: BaseException, what: str, partition: int | None) -> LogSystemError:
+        # A topic or partition the brokers do not know (deleted, or a broker that lost
+        # its storage) is a TopicError: readers of committed positions report lost data.
+        error = kafka_error_of(exc)
+        missing = error is not None and error.code() in _MISSING
         return translate(
-            exc, self._settings.secrets, what, LogSystemError,
+            exc, self._settings.secrets, what, TopicError if missing else LogSystemError,
             topic=self._settings.topic, partition=partition,
         )
 
