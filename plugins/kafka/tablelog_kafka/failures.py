@@ -16,6 +16,7 @@ from .config import Secrets
 #: librdkafka codes meaning "the brokers cannot be reached (in time)".
 _UNAVAILABLE = frozenset({
     KafkaError._TRANSPORT,
+    KafkaError._DESTROY_BROKER,  # the connection to a broker was torn down mid-request
     KafkaError._ALL_BROKERS_DOWN,
     KafkaError._TIMED_OUT,
     KafkaError._RESOLVE,
