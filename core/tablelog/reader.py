@@ -420,9 +420,10 @@ class ChangelogReader:
         snapshot_id: int,
         out: list[Change],
     ) -> bool:
-        """:meth:`_take_committed` for each record up to position ``hi``, as one tight loop
-        (it runs for every record a transactional reader returns). True when a record
-        past ``hi`` was reached."""
+        """Append the committed changes among ``records`` up to position ``hi``: a record
+        counts when its token is committed in this snapshot, its position lies in that
+        token's range, and its sequence number is new (one tight loop: it runs for every
+        record a transactional reader returns). True when a record past ``hi`` was reached."""
         bounds = {token: (r.first, r.last) for token, r in by_token.items()}
         last_seq = self._last_seq
         counts = self._counts
@@ -458,30 +459,6 @@ class ChangelogReader:
                 counts[key] += 1
                 append(change)
         return False
-
-    def _take_committed(
-        self,
-        rec: LogRecord,
-        partition: int,
-        by_token: dict[str, ProducedRange],
-        snapshot_id: int,
-        out: list[Change],
-    ) -> None:
-        if rec.token is None:
-            self._foreign(rec, partition, "it carries no tablelog writer token")
-            return
-        committed = by_token.get(rec.token)
-        if committed is None or not committed.first <= rec.position <= committed.last:
-            return  # another attempt's record: failed, replayed, or another snapshot's
-        key = (rec.token, partition)
-        seq = rec.seq if rec.seq is not None else -1
-        if seq <= self._last_seq.get(key, -1):
-            return  # a duplicate a retrying client wrote
-        self._last_seq[key] = seq
-        change = self._decode(rec, partition, snapshot_id)
-        if change is not None:
-            self._counts[key] += 1
-            out.append(change)
 
     def _check_counts(self, partition: int, ranges: list[ProducedRange]) -> None:
         for r in ranges:
