@@ -35,6 +35,8 @@ from tablelog.records import RowKind
 KIND_COLUMN = "_kind"
 
 _OPS = {RowKind.INSERT: "c", RowKind.UPDATE_AFTER: "u", RowKind.UPDATE_BEFORE: "u", RowKind.DELETE: "d"}
+_OP_BY_VALUE = {k.value: op for k, op in _OPS.items()}
+_RETRACTION_VALUES = [k.value for k in RowKind if k.is_retraction]
 
 
 def _json_type(data_type: pa.DataType) -> pa.DataType:
@@ -124,8 +126,19 @@ class RecordCodec:
     value_format: LogFormat
     table: str = ""
 
+    # The per-column converters of python_row, and whether all of them are the identity
+    # (then a decoded row in schema order is returned as it is): computed once, since
+    # python_row runs for every record a reader returns.
+    _row_converters: list[tuple[str, Callable[[Any], Any]]] = attrs.field(
+        init=False, factory=list, repr=False, eq=False
+    )
+    _identity_names: tuple[str, ...] | None = attrs.field(init=False, default=None, repr=False, eq=False)
+
     def __attrs_post_init__(self) -> None:
         check_loggable(self.schema)
+        self._row_converters = self._converters
+        if all(convert is _identity for _, convert in self._row_converters):
+            self._identity_names = tuple(self.schema.names)
 
     # -- writing ---------------------------------------------------------------
 
@@ -142,12 +155,14 @@ class RecordCodec:
         frame = pl.from_arrow(json_level, rechunk=False)
         assert isinstance(frame, pl.DataFrame)
         row = pl.struct(pl.all()) if data.num_columns else pl.lit(None)
+        # A RowKind is a str holding its value: polars reads "+I", "-U"... in native code
+        # (a Python-level .value / dict look-up per row cost more than the JSON encoding).
+        kind_values = pl.Series(KIND_COLUMN, kinds, dtype=pl.String)
         if self.value_format is LogFormat.JSON:
-            kind_values = pl.Series(KIND_COLUMN, [k.value for k in kinds], dtype=pl.String)
             value_expr = pl.struct(pl.all(), kind_values.alias(KIND_COLUMN)).struct.json_encode()
         else:
-            retraction = pl.Series("retraction", [k.is_retraction for k in kinds], dtype=pl.Boolean)
-            ops = pl.Series("op", [_OPS[k] for k in kinds], dtype=pl.String)
+            retraction = kind_values.is_in(_RETRACTION_VALUES).alias("retraction")
+            ops = kind_values.replace_strict(_OP_BY_VALUE, return_dtype=pl.String).alias("op")
             value_expr = pl.struct(
                 pl.when(retraction).then(row).otherwise(None).alias("before"),
                 pl.when(retraction).then(None).otherwise(row).alias("after"),
@@ -195,8 +210,9 @@ class RecordCodec:
 
     def python_row(self, row: dict[str, Any]) -> dict[str, Any]:
         """A decoded JSON-level row with values converted to the table's Python types."""
-        converters = self._converters
-        return {name: convert(row.get(name)) for name, convert in converters}
+        if self._identity_names is not None and tuple(row) == self._identity_names:
+            return row  # exactly the table's columns, in order, nothing to convert
+        return {name: convert(row.get(name)) for name, convert in self._row_converters}
 
     @property
     def _converters(self) -> list[tuple[str, Callable[[Any], Any]]]:

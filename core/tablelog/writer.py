@@ -79,9 +79,8 @@ class WriteTask:
     def _with_kind_column(self, arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
         if not self.table.store.has_kind_field:
             return arrow
-        return arrow.append_column(
-            pa.field(KIND_FIELD, pa.string()), pa.array([k.value for k in kinds], pa.string())
-        )
+        # A RowKind is a str holding its value: Arrow reads it without a .value per row.
+        return arrow.append_column(pa.field(KIND_FIELD, pa.string()), pa.array(kinds, pa.string()))
 
     def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> list[ProduceBatch]:
         table = self.table
@@ -95,8 +94,8 @@ class WriteTask:
         now = int(time.time() * 1000)
         encoded = table.codec.encode(arrow, kinds, now)
         limit = table.options.log_max_record_bytes
-        sizes = [len(v) for v in encoded.values]
-        if max(sizes) > limit:
+        if max(map(len, encoded.values)) > limit:
+            sizes = [len(v) for v in encoded.values]
             row = next(i for i, size in enumerate(sizes) if size > limit)
             raise SchemaMismatchError(
                 f"table {table.identifier!r}: row {input_rows[row] if input_rows else row} "
@@ -108,8 +107,8 @@ class WriteTask:
             if len(indices) == len(encoded.values):
                 keys, values = encoded.keys, encoded.values
             else:
-                keys = [encoded.keys[i] for i in indices]
-                values = [encoded.values[i] for i in indices]
+                keys = list(map(encoded.keys.__getitem__, indices))
+                values = list(map(encoded.values.__getitem__, indices))
             batches.append(
                 ProduceBatch(
                     token=self.token, partition=partition, keys=keys, values=values,

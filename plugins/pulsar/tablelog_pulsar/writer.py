@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import _pulsar
 import attrs
 import pulsar
 
@@ -115,17 +116,32 @@ class Writer:
             if generation == self._generation:
                 self._outstanding += count
                 state.sent += count
-        send = producer.send_async
+        # The loop builds each message with the client's native builder and hands it to
+        # the native producer: what ``pulsar.Producer.send_async`` does, without its
+        # per-message argument checks and keyword handling (they cost more than the send).
+        send = producer._producer.send_async
+        builder = _pulsar.MessageBuilder
         token = batch.token
+        first_seq = batch.first_seq
+        TOKEN, SEQ, KEY_ENCODING = codec.TOKEN, codec.SEQ, codec.KEY_ENCODING  # noqa: N806
         for index, (key, value) in enumerate(zip(batch.keys, batch.values, strict=True)):
-            seq = batch.first_seq + index
-            properties = {codec.TOKEN: token, codec.SEQ: str(seq)}
-            partition_key, key_encoding = codec.key_fields(key)
-            if key_encoding is not None:
-                properties[codec.KEY_ENCODING] = key_encoding
+            seq = first_seq + index
+            if not isinstance(value, bytes):
+                # as pulsar.Producer.send_async reports it
+                raise ValueError(f"Argument data is expected to be of type 'bytes' and not '{type(value).__name__}'")
+            message = builder().content(value).property(TOKEN, token).property(SEQ, str(seq))
+            if key:
+                try:
+                    message.partition_key(key.decode("utf-8"))
+                except UnicodeDecodeError:
+                    partition_key, key_encoding = codec.key_fields(key)
+                    message.partition_key(partition_key).property(KEY_ENCODING, key_encoding)
+            elif key is not None:
+                message.property(KEY_ENCODING, codec.KEY_EMPTY)
+            if timestamp:
+                message.event_timestamp(timestamp)
             try:
-                send(value, on_ack, properties=properties, partition_key=partition_key,
-                     event_timestamp=timestamp)
+                send(message.build(), on_ack)
             except PulsarException as err:
                 with self._cond:
                     if generation == self._generation:

@@ -1,0 +1,147 @@
+"""Shared helpers: test data, tables, timing and statistics."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+import tablelog
+from tablelog.protocol import WriteReceipt
+from tablelog.table import Table
+
+#: Rows per Arrow batch handed to the writer (what a Spark task hands over per Arrow batch).
+ARROW_BATCH = 10_000
+
+SCHEMA = pa.schema([("id", pa.int64()), ("seq", pa.int64()), ("payload", pa.string())])
+
+
+def envelope_overhead() -> int:
+    """Bytes of a Debezium-json value around its payload string (ids of 7 digits)."""
+    return 90
+
+
+def make_rows(n: int, record_bytes: int, start: int = 1_000_000) -> pa.Table:
+    """``n`` rows whose Debezium-json value is about ``record_bytes`` long."""
+    payload_len = max(1, record_bytes - envelope_overhead())
+    base = ("x" * payload_len)
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "seq": pa.array(range(n), pa.int64()),
+            "payload": pa.array([base] * n, pa.string()),
+        },
+        schema=SCHEMA,
+    )
+
+
+def batches(rows: pa.Table, size: int = ARROW_BATCH) -> list[pa.Table]:
+    return [rows.slice(i, size) for i in range(0, rows.num_rows, size)]
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def create_table(warehouse: str, partitions: int, options: dict[str, Any]) -> Table:
+    return tablelog.create_table(
+        warehouse, f"bench.{unique('t')}", SCHEMA, primary_key=["id"], bucket=partitions,
+        options=options,
+    )
+
+
+class NoPaimon:
+    """Stands in for the Paimon write of a WriteTask: the log path alone is measured."""
+
+    def write_arrow(self, data: pa.Table) -> None:
+        pass
+
+    def prepare_commit(self, commit_identifier: int) -> list[Any]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def write_log_path(table: Table, parts: Sequence[pa.Table]) -> tuple[float, WriteReceipt]:
+    """The writer's log path: WriteTask.write (validate, encode, route, produce) for every
+    Arrow batch, then finish() (flush: every record acknowledged). Paimon stubbed out."""
+    task = table.write_task(unique("w"), 1)
+    task._paimon_write = NoPaimon()
+    began = time.perf_counter()
+    for part in parts:
+        task.write(part)
+    receipt = task.finish()
+    return time.perf_counter() - began, receipt
+
+
+def write_full(table: Table, parts: Sequence[pa.Table], commit: bool = True) -> tuple[float, WriteReceipt]:
+    """The whole writer: Paimon data files and the log, until finish(); then commit (untimed)."""
+    writer_id = unique("w")
+    task = table.write_task(writer_id, 1)
+    began = time.perf_counter()
+    for part in parts:
+        task.write(part)
+    receipt = task.finish()
+    elapsed = time.perf_counter() - began
+    if commit:
+        table.commit(writer_id, 1, [receipt])
+    return elapsed, receipt
+
+
+def encoded_records(table: Table, rows: pa.Table) -> dict[int, tuple[list[bytes | None], list[bytes]]]:
+    """The exact keys and values tablelog writes, per partition: what the raw clients send."""
+    from tablelog import inputs
+
+    arrow, kinds = inputs.prepare(rows, table.schema, table.primary_key)
+    encoded = table.codec.encode(arrow, kinds, int(time.time() * 1000))
+    out = {}
+    for partition, indices in table.route(arrow):
+        out[partition] = ([encoded.keys[i] for i in indices], [encoded.values[i] for i in indices])
+    return out
+
+
+def read_transactional(table: Table, total: int, consistency: str = "transactional") -> float:
+    reader = table.reader(consistency=consistency, scan_mode="earliest")
+    seen = 0
+    began = time.perf_counter()
+    deadline = time.monotonic() + 120
+    while seen < total:
+        seen += len(reader.poll(max_records=10_000, timeout_s=1.0))
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"reader got {seen} of {total}")
+    elapsed = time.perf_counter() - began
+    reader.close()
+    assert seen == total, (seen, total)
+    return elapsed
+
+
+def stats(values: Sequence[float]) -> dict[str, Any]:
+    """Median, min, max of the runs that completed (a failed run is NaN, kept in ``runs``)."""
+    vals = [v for v in values if v == v]
+    if not vals:
+        nan = float("nan")
+        return {"median": nan, "min": nan, "max": nan, "runs": list(values)}
+    return {
+        "median": statistics.median(vals),
+        "min": min(vals),
+        "max": max(vals),
+        "runs": list(values),
+    }
+
+
+def rss_mb(pid: int | None = None) -> float:
+    import psutil
+
+    return psutil.Process(pid or os.getpid()).memory_info().rss / 2**20
+
+
+def interleave(round_: int, runs: list[tuple[str, Callable[[], Any]]]) -> list[tuple[str, Any]]:
+    """Run A, B, C... rotating the order every round (brokers slow down as they fill)."""
+    shift = round_ % len(runs)
+    return [(name, fn()) for name, fn in runs[shift:] + runs[:shift]]
