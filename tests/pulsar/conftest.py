@@ -13,7 +13,6 @@ survive a broker restart. They are always local pulsar-lite processes.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import subprocess
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 
 from tablelog.records import LogConfig
+from tablelog.testing.processes import free_port, wheel_binary
 
 ENV_URL = "TABLELOG_TEST_PULSAR_URL"
 
@@ -37,12 +37,9 @@ _BROKER_CONFIG = "default_partitions = 0\n\n[metrics]\nenabled = false\n"
 
 def pulsar_lite_binary() -> Path:
     """The pulsar-lite executable shipped in the pulsar-lite wheel; fails clearly when absent."""
-    spec = importlib.util.find_spec("pulsar_lite")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for location in locations:
-        binary = Path(location) / "bin" / "pulsar-lite"
-        if binary.is_file() and os.access(binary, os.X_OK):
-            return binary
+    binary, locations = wheel_binary("pulsar_lite", "pulsar-lite")
+    if binary is not None:
+        return binary
     pytest.fail(
         "the Pulsar test broker is missing: pulsar_lite/bin/pulsar-lite was not found "
         f"(searched {locations or 'no pulsar_lite package'}). Install it with "
@@ -52,19 +49,13 @@ def pulsar_lite_binary() -> Path:
     )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class PulsarBroker:
     """One pulsar-lite process on a fixed port and data dir; stop/start/restart keep both."""
 
     def __init__(self, binary: Path, data_dir: Path, port: int | None = None):
         self.binary = binary
         self.data_dir = data_dir
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir / "broker.log"
         data_dir.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from tablelog.testing.processes import die_with_parent, free_port
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # `import proxy`, `import helpers` from the test modules
 
@@ -51,7 +53,6 @@ def _load(name: str, path: Path) -> ModuleType:
 kafka_helpers = _load("tablelog_tests_kafka_conftest", HERE.parent / "kafka" / "conftest.py")
 pulsar_helpers = _load("tablelog_tests_pulsar_conftest", HERE.parent / "pulsar" / "conftest.py")
 
-free_port: Callable[[], int] = kafka_helpers._free_port
 PulsarBroker = pulsar_helpers.PulsarBroker
 
 
@@ -85,7 +86,7 @@ class TansuBroker:
                  "--advertised-listener-url", advertised, "--storage-engine", self.storage],
                 cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
                 env={**os.environ, **self.env},
-                preexec_fn=kafka_helpers._die_with_parent,
+                preexec_fn=die_with_parent,
             )
         # Ask the broker itself (the advertised address may be a proxy not up yet).
         kafka_helpers.wait_until_answers(f"127.0.0.1:{self.port}", timeout_s, self.process, self.log_path)
@@ -153,7 +154,7 @@ class S3Storage:
             self.process = subprocess.Popen(
                 [str(moto), "-H", "127.0.0.1", "-p", str(self.port)],
                 cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=kafka_helpers._die_with_parent,
+                preexec_fn=die_with_parent,
             )
         self.env = {
             "AWS_ENDPOINT": f"http://127.0.0.1:{self.port}",

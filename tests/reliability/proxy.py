@@ -17,13 +17,9 @@ import socket
 import struct
 import threading
 
+from tablelog.testing.processes import free_port
+
 _CHUNK = 1 << 16
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _reset(sock: socket.socket) -> None:
@@ -37,7 +33,7 @@ def _reset(sock: socket.socket) -> None:
 class TcpProxy:
     def __init__(self, upstream_port: int, port: int | None = None, upstream_host: str = "127.0.0.1"):
         self.upstream = (upstream_host, upstream_port)
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", self.port))
