@@ -47,8 +47,11 @@ def demo_options(log_system: str, kafka_bootstrap: str | None, pulsar_url: str |
     return options
 
 
-def _batch(rng: random.Random, batch: int, rows: int, live: dict[int, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """Inserts of new orders, updates of some live ones, deletes of a few."""
+def next_changes(
+    rng: random.Random, batch: int, rows: int, live: dict[int, dict[str, Any]]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Inserts of new orders, updates of some live ones, deletes of a few; ``live`` (the
+    rows the table holds) is brought up to date with them."""
     changes: list[tuple[str, dict[str, Any]]] = []
     for i in range(rows):
         order_id = batch * rows + i
@@ -63,6 +66,11 @@ def _batch(rng: random.Random, batch: int, rows: int, live: dict[int, dict[str, 
     for order_id in rng.sample(existing, min(len(existing), rows // 10)):
         if all(c[1]["order_id"] != order_id for c in changes[rows:]):
             changes.append(("-D", live[order_id]))
+    for kind, changed in changes:
+        if kind in ("+I", "+U"):
+            live[changed["order_id"]] = changed
+        elif kind == "-D":
+            live.pop(changed["order_id"], None)
     return changes
 
 
@@ -103,18 +111,13 @@ def run_demo(
     live: dict[int, dict[str, Any]] = {}
     with table.writer("demo-writer") as writer:
         for batch in range(batches):
-            changes = _batch(rng, batch, rows, live)
+            changes = next_changes(rng, batch, rows, live)
             if batch == 1:
                 result.uncommitted_records += _failed_attempt(table, writer.commit_identifier, changes)
                 say(f"batch {batch}: an attempt produced {len(changes)} records and died before committing "
                     "(transactional readers will never see them)")
             writer.write(changes)
             commit = writer.commit()
-            for kind, row in changes:
-                if kind in ("+I", "+U"):
-                    live[row["order_id"]] = row
-                elif kind == "-D":
-                    live.pop(row["order_id"], None)
             result.committed_changes += commit.records
             say(f"batch {batch}: committed snapshot {commit.snapshot_id}: {commit.rows} rows, "
                 f"{commit.records} log records; reader has {len(seen)} changes")

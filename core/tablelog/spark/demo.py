@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from tablelog.demo import SCHEMA, DemoResult, _batch
+from tablelog.demo import SCHEMA, DemoResult, next_changes
 from tablelog.normalize import Normalizer
 from tablelog.protocol import LogCommitRecord
 from tablelog.table import create_table
@@ -43,7 +43,7 @@ def write_inputs(directory: str, batches: int, rows: int, seed: int) -> list[int
     sizes = []
     start = time.time() - 10_000
     for b in range(batches):
-        changes = _batch(rng, b, rows, live)
+        changes = next_changes(rng, b, rows, live)
         sizes.append(len(changes))
         for f in range(FILES_PER_BATCH):
             path = os.path.join(directory, f"batch{b:04d}-task{f}.json")
@@ -52,11 +52,6 @@ def write_inputs(directory: str, batches: int, rows: int, seed: int) -> list[int
                     if row["order_id"] % FILES_PER_BATCH == f:
                         out.write(json.dumps({**row, "_kind": kind}) + "\n")
             os.utime(path, (start + b * 10 + f, start + b * 10 + f))  # the file source's order
-        for kind, row in changes:
-            if kind in ("+I", "+U"):
-                live[row["order_id"]] = row
-            elif kind == "-D":
-                live.pop(row["order_id"], None)
     return sizes
 
 
