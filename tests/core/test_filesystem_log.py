@@ -21,7 +21,7 @@ from tablelog.logs.filesystem import frames
 from tablelog.logs.filesystem.log import partition_file_name
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, SeekSpec
 from tablelog.registry import LogClient, load_log_system
-from tablelog.testing import LogSystemConformance
+from tablelog.testing import ClientOpener, LogSystemConformance, opened_clients
 
 
 def _config(
@@ -53,17 +53,9 @@ class TestFileLogConformance(LogSystemConformance):
 
 
 @pytest.fixture
-def clients() -> Iterator[Callable[[LogConfig], LogClient]]:
-    opened: list[LogClient] = []
-
-    def open_(config: LogConfig) -> LogClient:
-        client = load_log_system("filesystem").open(config)
-        opened.append(client)
-        return client
-
-    yield open_
-    for client in opened:
-        client.close()
+def clients() -> Iterator[ClientOpener]:
+    with opened_clients() as open_:
+        yield open_
 
 
 @pytest.fixture

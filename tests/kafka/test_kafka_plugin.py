@@ -20,6 +20,7 @@ from tablelog.errors import (
 )
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, SeekSpec
 from tablelog.registry import LogClient, load_log_system
+from tablelog.testing import ClientOpener, opened_clients
 
 Factory = Callable[..., LogConfig]
 SENTINEL = "SENTINEL-123"
@@ -46,17 +47,9 @@ def batch(tok: str, partition: int, count: int, *, first_seq: int = 0, timestamp
 
 
 @pytest.fixture
-def open_client() -> Iterator[Callable[[LogConfig], LogClient]]:
-    clients: list[LogClient] = []
-
-    def open_(config: LogConfig) -> LogClient:
-        client = load_log_system("kafka").open(config)
-        clients.append(client)
-        return client
-
-    yield open_
-    for client in clients:
-        client.close()
+def open_client() -> Iterator[ClientOpener]:
+    with opened_clients() as open_:
+        yield open_
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 from tablelog.errors import OptionError, ProduceError, TopicError
 from tablelog.records import CommittedLog, LogConfig, ProduceBatch, SeekSpec
 from tablelog.registry import LogClient, LogSystem, load_log_system
+from tablelog.testing import ClientOpener, opened_clients
 
 pytestmark = pytest.mark.pulsar
 
@@ -24,17 +25,9 @@ def system() -> LogSystem:
 
 
 @pytest.fixture
-def open_client(system: LogSystem) -> Iterator[Callable[[LogConfig], LogClient]]:
-    clients: list[LogClient] = []
-
-    def open_(config: LogConfig) -> LogClient:
-        client = system.open(config)
-        clients.append(client)
-        return client
-
-    yield open_
-    for client in clients:
-        client.close()
+def open_client() -> Iterator[ClientOpener]:
+    with opened_clients() as open_:
+        yield open_
 
 
 def batch(token: str, partition: int, n: int, *, first_seq: int = 0, ts: int = 1_000, prefix: str = "v"

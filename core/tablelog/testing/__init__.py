@@ -4,6 +4,6 @@
 :mod:`tablelog.testing.conformance` for how to use it.
 """
 
-from tablelog.testing.conformance import LogSystemConformance
+from tablelog.testing.conformance import ClientOpener, LogSystemConformance, opened_clients
 
-__all__ = ["LogSystemConformance"]
+__all__ = ["ClientOpener", "LogSystemConformance", "opened_clients"]

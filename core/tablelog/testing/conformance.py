@@ -35,6 +35,7 @@ A subclass may tune the class attributes below for a slow broker.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -59,6 +60,24 @@ from tablelog.registry import LogClient, load_log_system
 
 ConfigFactory = Callable[..., LogConfig]
 ClientOpener = Callable[[LogConfig], LogClient]
+
+
+@contextlib.contextmanager
+def opened_clients() -> Iterator[ClientOpener]:
+    """An opener of log clients (the system each config names) that closes every client
+    it opened, newest first, when the block ends: the body of a test's client fixture."""
+    clients: list[LogClient] = []
+
+    def open_(config: LogConfig) -> LogClient:
+        client = load_log_system(config.system).open(config)
+        clients.append(client)
+        return client
+
+    try:
+        yield open_
+    finally:
+        for client in reversed(clients):
+            client.close()
 
 
 def _token() -> str:
@@ -86,16 +105,8 @@ class LogSystemConformance:
     @pytest.fixture
     def open_client(self) -> Iterator[ClientOpener]:
         """Opens clients for a test and closes all of them afterwards."""
-        clients: list[LogClient] = []
-
-        def open_(config: LogConfig) -> LogClient:
-            client = load_log_system(config.system).open(config)
-            clients.append(client)
-            return client
-
-        yield open_
-        for client in reversed(clients):
-            client.close()
+        with opened_clients() as open_:
+            yield open_
 
     @pytest.fixture
     def config(self, log_config_factory: ConfigFactory) -> LogConfig:

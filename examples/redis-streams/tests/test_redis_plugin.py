@@ -29,6 +29,7 @@ from tablelog.errors import (
 )
 from tablelog.records import LogConfig, ProduceBatch, SeekSpec
 from tablelog.registry import LogClient, load_log_system
+from tablelog.testing import ClientOpener, opened_clients
 from tablelog_redis import positions
 
 SECRET = "SENTINEL-redis-pw-7c1e"
@@ -41,17 +42,9 @@ def now_ms() -> int:
 
 
 @pytest.fixture
-def open_client() -> Iterator[Callable[[LogConfig], LogClient]]:
-    clients: list[LogClient] = []
-
-    def open_(config: LogConfig) -> LogClient:
-        client = load_log_system("redis").open(config)
-        clients.append(client)
-        return client
-
-    yield open_
-    for client in clients:
-        client.close()
+def open_client() -> Iterator[ClientOpener]:
+    with opened_clients() as open_:
+        yield open_
 
 
 def read(client: LogClient, partition: int, start: int, count: int) -> list:  # type: ignore[type-arg]
