@@ -30,7 +30,7 @@ DOCS = ROOT / "docs" / "performance"
 SIZES = {
     # (records at 100 B, at 1 KB, at 10 KB, rounds, latency samples, commits, memory records,
     #  spark rows, spark rounds)
-    "quick": dict(n100=50_000, n1k=20_000, n10k=3_000, rounds=3, lat=200, commits=10,
+    "quick": dict(n100=150_000, n1k=50_000, n10k=5_000, rounds=3, lat=200, commits=10,
                   memory=1_000_000, spark_rows=200_000, spark_rounds=2),
     "full": dict(n100=300_000, n1k=100_000, n10k=15_000, rounds=5, lat=1_000, commits=30,
                  memory=10_000_000, spark_rows=1_000_000, spark_rounds=3),
@@ -136,8 +136,9 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         for key, what, goal in (
             ("writer / raw+headers", f"{system}: writer (Arrow -> encoded -> acked) / raw producer with the same headers", 0.9),
             ("writer / raw", f"{system}: writer / raw producer without headers", 0.9),
-            ("transactional / raw", f"{system}: transactional reader / raw consumer (values only)", 0.9),
-            ("transactional / raw+headers", f"{system}: transactional reader / raw consumer reading key, headers, offset, timestamp", 0.9),
+            ("transactional-arrow / raw", f"{system}: transactional reader, Arrow (poll_arrow) / raw consumer (values only)", 0.9),
+            ("transactional / raw", f"{system}: transactional reader, Change objects (poll) / raw consumer (values only)", 0.9),
+            ("transactional / raw+json", f"{system}: transactional reader, Change objects (poll) / raw consumer + orjson.loads", 0.9),
         ):
             ratio = point["ratios"][key]
             rows.append({"what": what, "target": f">= {goal}x", "median": ratio["median"],

@@ -121,6 +121,22 @@ def read_transactional(table: Table, total: int, consistency: str = "transaction
     return elapsed
 
 
+def read_arrow(table: Table, total: int) -> float:
+    """``read_transactional`` with ``poll_arrow``: changes as Arrow tables."""
+    reader = table.reader(consistency="transactional", scan_mode="earliest")
+    seen = 0
+    began = time.perf_counter()
+    deadline = time.monotonic() + 120
+    while seen < total:
+        seen += reader.poll_arrow(max_records=10_000, timeout_s=1.0).num_rows
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"reader got {seen} of {total}")
+    elapsed = time.perf_counter() - began
+    reader.close()
+    assert seen == total, (seen, total)
+    return elapsed
+
+
 def stats(values: Sequence[float]) -> dict[str, Any]:
     """Median, min, max of the runs that completed (a failed run is NaN, kept in ``runs``)."""
     vals = [v for v in values if v == v]

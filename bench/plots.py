@@ -40,7 +40,8 @@ def _main_point(results: dict[str, Any], system: str) -> dict[str, Any] | None:
 def ratios(results: dict[str, Any], path: Path) -> Path:
     plt = _plt()
     keys = ["writer / raw+headers", "writer / raw", "writer+paimon / raw+headers",
-            "transactional / raw", "transactional / raw+headers", "transactional / raw+json", "eventual / raw"]
+            "transactional-arrow / raw", "transactional / raw", "transactional / raw+headers",
+            "transactional / raw+json", "eventual / raw"]
     fig, ax = plt.subplots(figsize=(9, 5))
     labels, medians, lo, hi, colors = [], [], [], [], []
     for system, color in zip(SYSTEMS, ("tab:blue", "tab:orange"), strict=True):
@@ -76,7 +77,8 @@ def _sweep(results: dict[str, Any], path: Path, x_key: str, fixed: dict[str, int
         points = [p for p in results.get(system) or [] if all(p[k] == v for k, v in fixed.items())]
         points.sort(key=lambda p: p[x_key])
         for row, (side, names) in enumerate((("produce", ("raw", "raw+headers", "tablelog", "tablelog+paimon")),
-                                             ("fetch", ("raw", "raw+headers", "raw+json", "transactional", "eventual")))):
+                                             ("fetch", ("raw", "raw+headers", "raw+json", "transactional",
+                                                       "transactional-arrow", "eventual")))):
             ax = axes[row][col]
             if not points:
                 ax.set_visible(False)

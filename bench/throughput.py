@@ -31,6 +31,9 @@ fetch (records/s until every record was returned), all reading the topic the
                      ``.poll()`` until all: walk snapshots, fetch the committed ranges,
                      keep committed tokens and unseen sequence numbers, decode into
                      ``Change`` objects with Python rows;
+  * ``transactional-arrow`` the same transactional read with ``.poll_arrow()``: the
+                     changes as Arrow tables (what the Spark source reads), values of
+                     dense committed ranges decoded all at once;
   * ``eventual``     the same reader with ``consistency="eventual"``.
 """
 
@@ -52,6 +55,7 @@ from bench.common import (
     encoded_records,
     interleave,
     make_rows,
+    read_arrow,
     read_transactional,
     stats,
     unique,
@@ -262,7 +266,7 @@ class PulsarRaw:
 SYSTEMS: dict[str, type] = {"kafka": KafkaRaw, "pulsar": PulsarRaw}
 
 PRODUCE = ("raw", "raw+headers", "tablelog", "tablelog+paimon")
-FETCH = ("raw", "raw+headers", "raw+json", "transactional", "eventual")
+FETCH = ("raw", "raw+headers", "raw+json", "transactional", "transactional-arrow", "eventual")
 
 
 def measure_point(system: str, partitions: int, record_bytes: int, n: int, rounds: int,
@@ -340,6 +344,7 @@ def _round(raw: Any, warehouse: str, partitions: int, rows: Any, parts: list[Any
         ("raw+headers", lambda: timed_raw("all")),
         ("raw+json", lambda: timed_raw("json")),
         ("transactional", lambda: _or_failure(lambda: read_transactional(full_table, n), failures)),
+        ("transactional-arrow", lambda: _or_failure(lambda: read_arrow(full_table, n), failures)),
         ("eventual", lambda: _or_failure(lambda: read_transactional(full_table, n, "eventual"), failures)),
     ])
     for name, elapsed in done:
@@ -364,6 +369,8 @@ def summarize(system: str, partitions: int, record_bytes: int, n: int, rounds: i
             "transactional / raw": _ratios(fetch["transactional"], fetch["raw"]),
             "transactional / raw+headers": _ratios(fetch["transactional"], fetch["raw+headers"]),
             "transactional / raw+json": _ratios(fetch["transactional"], fetch["raw+json"]),
+            "transactional-arrow / raw": _ratios(fetch["transactional-arrow"], fetch["raw"]),
+            "transactional-arrow / raw+headers": _ratios(fetch["transactional-arrow"], fetch["raw+headers"]),
             "eventual / raw": _ratios(fetch["eventual"], fetch["raw"]),
         },
     }

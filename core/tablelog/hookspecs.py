@@ -16,6 +16,7 @@ The lifecycle, as the core drives it::
     ... table snapshot committed by the core ...
     commit(conn, committed)                 # after the snapshot, idempotent
     end_positions / seek / fetch            # readers
+    prefetch / fetch_values                 # readers, optional: faster reads
     close_log(conn)
 
 Visibility is decided by the table snapshot, never by the log system: a plugin
@@ -44,6 +45,7 @@ from tablelog.records import (
     ProduceBatch,
     ProducedRange,
     SeekSpec,
+    ValuesResult,
 )
 
 PROJECT = "tablelog"
@@ -118,7 +120,9 @@ def flush(connection: Connection, timeout_s: float) -> list[ProducedRange]:
     allows (Kafka ``acks=all``): a commit may now reference these records.
     Returns one :class:`~tablelog.records.ProducedRange` per (token, partition)
     produced since the last flush, with the first and last position and the
-    count. Raises :class:`~tablelog.errors.ProduceError` naming topic and
+    count, and ``contiguous=True`` only where the plugin knows that no other
+    record lies between first and last (readers then trust every record there
+    without reading its token; when unsure, leave it False). Raises :class:`~tablelog.errors.ProduceError` naming topic and
     partition when any record failed or the time-out passed; then the caller
     commits nothing for this attempt. The time-out is best effort where the
     storage cannot be interrupted (an ``fsync``).
@@ -158,6 +162,35 @@ def fetch(
     end, or not the position of a record. Never returns a torn or corrupt record
     as data: the records before it are returned, and a fetch that starts at it
     raises :class:`~tablelog.errors.CorruptRecordError` naming the position.
+    """
+
+
+@hookspec(firstresult=True)
+def prefetch(connection: Connection, positions: dict[int, int]) -> None:
+    """Optional. A hint: ``fetch`` (or ``fetch_values``) will soon be called for
+    each of these partitions at these positions.
+
+    A transactional reader gives it at the start of every snapshot, then reads
+    the partitions one after the other. A log client that fetches ahead can
+    start on all of them at once instead of paying a round trip per partition
+    switch (the Kafka plugin assigns and positions every partition). Ignoring
+    the hint is always correct; it must not raise for a position that turns out
+    not to exist (the fetch will report that) and must not return records.
+    """
+
+
+@hookspec(firstresult=True)
+def fetch_values(
+    connection: Connection, partition: int, position: int, max_records: int, timeout_s: float
+) -> ValuesResult:
+    """Optional. Like ``fetch``, but return only each record's value and position.
+
+    The reader calls it only for spans of the log it knows hold committed records
+    and nothing else (a committed range whose count equals its length), where the
+    token, sequence number, key and timestamp of every record are not needed, and
+    reading them is most of a client's per-record cost (Kafka headers). Same
+    positions, order, waiting, errors and redelivery rules as ``fetch``. A log
+    system without it is read with ``fetch``.
     """
 
 

@@ -27,6 +27,9 @@ P_SYSTEM = "tablelog.log.system"
 P_TOPIC = "tablelog.log.topic"
 P_END = "tablelog.log.end-positions"
 P_RANGES = "tablelog.log.ranges"
+# Indices into the ranges of those the log system reported contiguous; a property of
+# its own, so that the ranges keep the format every reader understands.
+P_CONTIGUOUS = "tablelog.log.contiguous-ranges"
 
 
 def new_token() -> str:
@@ -58,6 +61,7 @@ class LogCommitRecord:
 
     def to_properties(self) -> dict[str, str]:
         # Positions may exceed 64 bits (Pulsar message ids): the stdlib json keeps them exact.
+        contiguous = [i for i, r in enumerate(self.ranges) if r.contiguous]
         return {
             P_VERSION: FORMAT_VERSION,
             P_WRITER: self.writer,
@@ -69,15 +73,17 @@ class LogCommitRecord:
                 [[r.token, r.partition, r.first, r.last, r.count] for r in self.ranges],
                 separators=(",", ":"),
             ),
+            **({P_CONTIGUOUS: json.dumps(contiguous, separators=(",", ":"))} if contiguous else {}),
         }
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> LogCommitRecord | None:
         if P_VERSION not in properties:
             return None
+        contiguous = set(json.loads(properties.get(P_CONTIGUOUS, "[]")))
         ranges = tuple(
-            ProducedRange(token, int(p), int(first), int(last), int(count))
-            for token, p, first, last, count in json.loads(properties.get(P_RANGES, "[]"))
+            ProducedRange(token, int(p), int(first), int(last), int(count), i in contiguous)
+            for i, (token, p, first, last, count) in enumerate(json.loads(properties.get(P_RANGES, "[]")))
         )
         return cls(
             writer=properties[P_WRITER],

@@ -98,13 +98,21 @@ class LogRecord(NamedTuple):
 
 @attrs.frozen
 class ProducedRange:
-    """Where one attempt's records landed in one partition (inclusive bounds)."""
+    """Where one attempt's records landed in one partition (inclusive bounds).
+
+    ``contiguous``: the log system knows that no other record lies between
+    ``first`` and ``last`` (Pulsar: consecutive entries of one producer, each a
+    batch of this attempt's records only). Readers then need no per-record
+    token there. Logs with consecutive integer positions need not say it: a
+    count equal to ``last - first + 1`` says the same.
+    """
 
     token: str
     partition: int
     first: int
     last: int
     count: int
+    contiguous: bool = False
 
 
 @attrs.frozen
@@ -116,6 +124,20 @@ class FetchResult:
     """
 
     records: list[LogRecord]
+    next_position: int
+
+
+@attrs.frozen
+class ValuesResult:
+    """Record values fetched from one partition, in log order, without their metadata.
+
+    ``positions[i]`` is the position of ``values[i]`` (a ``range`` when the
+    positions are consecutive integers: no list to build); ``next_position`` as
+    in :class:`FetchResult`.
+    """
+
+    values: list[bytes | None]
+    positions: Sequence[int]
     next_position: int
 
 

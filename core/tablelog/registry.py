@@ -24,6 +24,7 @@ from tablelog.records import (
     ProduceBatch,
     ProducedRange,
     SeekSpec,
+    ValuesResult,
 )
 
 ENTRY_POINT_GROUP = "tablelog.log_systems"
@@ -193,6 +194,28 @@ class LogClient:
             timeout_s=timeout_s,
         )
         return result
+
+    def prefetch(self, positions: dict[int, int]) -> None:
+        if positions and self._hook.prefetch.get_hookimpls():
+            self._hook.prefetch(connection=self.connection, positions=positions)
+
+    @property
+    def fetches_values(self) -> bool:
+        """Whether the log system implements the optional ``fetch_values`` hook."""
+        return bool(self._hook.fetch_values.get_hookimpls())
+
+    def fetch_values(self, partition: int, position: int, max_records: int, timeout_s: float) -> ValuesResult:
+        """``fetch_values`` where the log system has it, else ``fetch`` without the metadata."""
+        if self.fetches_values:
+            result: ValuesResult = self._hook.fetch_values(
+                connection=self.connection, partition=partition, position=position,
+                max_records=max_records, timeout_s=timeout_s,
+            )
+            return result
+        fetched = self.fetch(partition, position, max_records, timeout_s)
+        return ValuesResult(
+            [r.value for r in fetched.records], [r.position for r in fetched.records], fetched.next_position
+        )
 
     def commit(self, committed: CommittedLog) -> None:
         self._hook.commit(connection=self.connection, committed=committed)

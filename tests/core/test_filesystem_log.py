@@ -451,3 +451,13 @@ def test_forked_child_gets_its_own_files_and_reports_only_its_own_ranges(log: Lo
     assert os.waitstatus_to_exitcode(status) == 0
     assert [(r.token, r.count) for r in log.flush(1.0)] == [("parent", 1)]
     assert [r.token for r in _fetch_all(log)] == ["parent", "child", "child"]
+
+
+def test_a_tokens_batches_with_nothing_between_them_form_a_contiguous_range(log: LogClient) -> None:
+    def produce(token: str, first_seq: int) -> None:
+        log.produce(ProduceBatch(token, 0, [None] * 3, [b"v"] * 3, 1, first_seq=first_seq))
+
+    produce("a", 0), produce("a", 3)
+    assert [(r.token, r.contiguous) for r in log.flush(5)] == [("a", True)]
+    produce("a", 6), produce("b", 0), produce("a", 9)  # b's batch lies inside a's range
+    assert {r.token: r.contiguous for r in log.flush(5)} == {"a": False, "b": True}

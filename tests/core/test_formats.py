@@ -57,3 +57,53 @@ def test_unsupported_column_type_is_named() -> None:
     schema = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string()))])
     with pytest.raises(SchemaMismatchError, match="column 'tags'"):
         RecordCodec(schema, ("id",), LogFormat.JSON)
+
+
+_ALL_TYPES = pa.schema([
+    pa.field("id", pa.int64(), nullable=False), ("i8", pa.int8()), ("f", pa.float64()), ("b", pa.bool_()),
+    ("s", pa.string()), ("bin", pa.binary()), ("dec", pa.decimal128(10, 3)), ("d", pa.date32()),
+    ("t", pa.time64("us")), ("ts", pa.timestamp("ms")), ("tz", pa.timestamp("us", tz="UTC")),
+    ("ls", pa.large_string()),
+])
+_ALL_TYPES_ROWS = [
+    {"id": 1, "i8": -3, "f": 1.0, "b": True, "s": 'line\nbreak "quoted"', "bin": b"\x00\xff",
+     "dec": decimal.Decimal("1.250"), "d": dt.date(2024, 1, 2), "t": dt.time(1, 2, 3, 4),
+     "ts": dt.datetime(2024, 1, 1, 1, 1, 1, 123000), "tz": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc),
+     "ls": "x"},
+    {"id": 2},
+    {"id": 3, "f": 2.5, "s": "ü"},
+    {"id": 4, "i8": 7},
+]
+
+
+@pytest.mark.parametrize("fmt", list(LogFormat))
+def test_values_decoded_all_at_once_equal_values_decoded_one_by_one(fmt: LogFormat) -> None:
+    codec = RecordCodec(_ALL_TYPES, ("id",), fmt)
+    kinds = [RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE]
+    values = codec.encode(pa.Table.from_pylist(_ALL_TYPES_ROWS, schema=_ALL_TYPES), kinds, 123).values
+    decoded = [codec.decode_value(v) for v in values]
+    one_by_one = pa.Table.from_pylist([codec.python_row(row) for _, row in decoded], schema=_ALL_TYPES)
+    one_by_one = one_by_one.add_column(0, "_kind", pa.array([k.value for k, _ in decoded], pa.string()))
+    all_at_once = codec.values_to_arrow(values)
+    assert all_at_once.schema == one_by_one.schema
+    assert all_at_once.to_pylist() == one_by_one.to_pylist()
+
+
+@pytest.mark.parametrize("fmt", list(LogFormat))
+@pytest.mark.parametrize("foreign", [
+    b'{"op": "x"}', b"[1]", b'{"before": null, "after": {"id": "not a number"}, "op": "c"}', b"not json",
+    b'{"id": 1}', b'{"id": 1, "_kind": "+I"}\n{"id": 2, "_kind": "+I"}',
+])
+def test_values_decoded_all_at_once_reject_any_value_that_is_not_a_row(fmt: LogFormat, foreign: bytes) -> None:
+    codec = RecordCodec(_ALL_TYPES, ("id",), fmt)
+    good = codec.encode(pa.Table.from_pylist(_ALL_TYPES_ROWS[:1], schema=_ALL_TYPES), [RowKind.INSERT], 1).values
+    with pytest.raises(ValueError):
+        codec.values_to_arrow([*good, foreign])
+
+
+def test_values_decoded_all_at_once_handle_values_larger_than_a_block() -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.string())])
+    codec = RecordCodec(schema, ("id",), LogFormat.DEBEZIUM_JSON)
+    rows = pa.Table.from_pylist([{"id": i, "s": "x" * (3 << 20) if i == 1 else "y"} for i in range(3)], schema=schema)
+    values = codec.encode(rows, [RowKind.INSERT] * 3, 1).values
+    assert codec.values_to_arrow(values).column("s").to_pylist() == rows.column("s").to_pylist()

@@ -98,6 +98,20 @@ def test_flush_returns_one_range_per_token_and_partition(
     assert client.flush(5) == []  # nothing produced since the last flush
 
 
+def test_a_token_alone_on_its_partitions_gets_contiguous_ranges_others_do_not(
+    pulsar_log_config_factory: ConfigFactory, open_client: Callable[[LogConfig], LogClient]
+) -> None:
+    client = open_client(pulsar_log_config_factory(partitions=2))
+    client.ensure_topic()
+    client.produce(batch("alone", 1, 500))  # several batches (entries)
+    client.produce(batch("t1", 0, 20))
+    client.produce(batch("t2", 0, 20, prefix="x"))
+    contiguous = {(r.token, r.partition): r.contiguous for r in client.flush(10)}
+    assert contiguous == {("alone", 1): True, ("t1", 0): False, ("t2", 0): False}
+    client.produce(batch("t1", 0, 20, first_seq=20))  # alone on partition 0 in this flush
+    assert [r.contiguous for r in client.flush(10)] == [True]
+
+
 def test_reader_resumes_exactly_from_a_saved_position(
     pulsar_log_config_factory: ConfigFactory, open_client: Callable[[LogConfig], LogClient],
     system: LogSystem,

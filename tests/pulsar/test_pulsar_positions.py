@@ -109,3 +109,16 @@ def test_real_broker_ids_encode_in_order_and_rebuild_exactly(pulsar_service_url:
         assert first.data() == read[middle][0]
     finally:
         client.close()
+
+
+def test_a_position_follows_the_previous_one_in_its_batch_or_as_the_next_entrys_first() -> None:
+    enc = positions.encode
+    assert positions.follows(enc(3, 7, 4), enc(3, 7, 5))
+    assert positions.follows(enc(3, 7, 4), enc(3, 8, 0))  # the next entry, a batch
+    assert positions.follows(enc(3, 7, -1), enc(3, 8, -1))  # the next entry, no batch
+    assert not positions.follows(enc(3, 7, 4), enc(3, 7, 6))  # a message between
+    assert not positions.follows(enc(3, 7, 4), enc(3, 9, 0))  # an entry between
+    assert not positions.follows(enc(3, 7, 4), enc(3, 8, 1))  # the next entry's first is missing
+    assert not positions.follows(enc(3, 7, 4), enc(4, 0, 0))  # another ledger
+    assert positions.starts_entry(enc(3, 7, 0)) and positions.starts_entry(enc(3, 7, -1))
+    assert not positions.starts_entry(enc(3, 7, 1))

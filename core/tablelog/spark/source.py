@@ -100,10 +100,10 @@ def read_committed(table: Table, partition: int, start: int, end: int) -> Iterat
     with table.reader(position=position, partitions=[partition], until_snapshot=end) as reader:
         stalled_since = time.monotonic()
         while reader.position.snapshot < end:
-            changes = reader.poll(max_records=_BATCH_ROWS, timeout_s=0.5)
-            if changes:
+            changes = reader.poll_arrow(max_records=_BATCH_ROWS, timeout_s=0.5)
+            if changes.num_rows:
                 stalled_since = time.monotonic()
-                yield from _batches(reader.to_arrow(changes), schema)
+                yield from _batches(changes, schema)
             elif time.monotonic() - stalled_since > reader.options.log_fetch_timeout_ms / 1000:
                 raise TablelogError(
                     f"table {table.identifier!r}: snapshot {reader.position.snapshot + 1} could not be "

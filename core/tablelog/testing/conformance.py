@@ -402,6 +402,48 @@ class LogSystemConformance:
         assert all(size <= 3 for size in sizes), sizes
         assert self.payload(records) == self.expected(batch)
 
+    def test_fetch_values_returns_the_values_and_positions_that_fetch_returns(self, client: LogClient) -> None:
+        start = client.seek(0, SeekSpec.latest())
+        self.produce(client, _token(), 0, 10)
+        self.flush(client)
+        records = self.read_all(client, 0, start, 10)
+        values: list[bytes | None] = []
+        positions: list[int] = []
+        position = start
+        deadline = time.monotonic() + self.fetch_deadline_s
+        while len(values) < 10 and time.monotonic() < deadline:
+            result = client.fetch_values(0, position, 3, self.fetch_step_s)
+            assert len(result.values) == len(result.positions) <= 3
+            if result.values:
+                assert result.positions[0] >= position
+                assert result.next_position > result.positions[-1]
+            else:
+                assert result.next_position == position
+            values += result.values
+            positions += result.positions
+            position = result.next_position
+        assert values == [r.value for r in records]
+        assert positions == [r.position for r in records]
+        assert client.fetch_values(0, position, 100, self.quiet_period_s).values == []
+
+    def test_prefetch_of_every_partition_then_fetch_each_in_turn_returns_each_once(
+        self, client: LogClient
+    ) -> None:
+        starts = client.end_positions([0, 1])
+        zero = self.produce(client, _token(), 0, 6)
+        one = self.produce(client, _token(), 1, 4)
+        self.flush(client)
+        client.prefetch(dict(starts))
+        assert self.payload(self.read_all(client, 0, starts[0], 6)) == self.expected(zero)
+        assert self.payload(self.read_all(client, 1, starts[1], 4)) == self.expected(one)
+
+    def test_prefetch_is_only_a_hint_a_bad_position_fails_nothing(self, client: LogClient) -> None:
+        start = client.seek(0, SeekSpec.latest())
+        batch = self.produce(client, _token(), 0, 3)
+        self.flush(client)
+        client.prefetch({0: start + 10**6, 1: 10**9})  # positions the log does not have
+        assert self.payload(self.read_all(client, 0, start, 3)) == self.expected(batch)
+
     def test_fetch_from_position_inside_the_log_resumes_exactly(self, client: LogClient) -> None:
         start = client.seek(0, SeekSpec.latest())
         batch = self.produce(client, _token(), 0, 8)
@@ -474,6 +516,27 @@ class LogSystemConformance:
             positions = {r.position for r in mine}
             for produced in (r for r in ranges if r.token == token):
                 assert produced.first in positions and produced.last in positions
+
+    def test_a_range_reported_contiguous_holds_only_its_own_records(
+        self, config: LogConfig, client: LogClient, open_client: ClientOpener
+    ) -> None:
+        other = open_client(config)
+        start = client.seek(0, SeekSpec.latest())
+        mine, theirs, alone = _token(), _token(), _token()
+        self.produce(client, mine, 0, 3)
+        self.produce(other, theirs, 0, 3)  # another client between mine
+        self.produce(client, mine, 0, 3, first_seq=3)
+        self.produce(client, alone, 1, 5)
+        ranges = self.flush(client) + self.flush(other)
+        self.produce(client, mine, 0, 2, first_seq=6)
+        self.produce(client, theirs, 0, 2, first_seq=3)  # one client, two tokens, one flush
+        ranges += self.flush(client)
+        records = self.read_all(client, 0, start, 13)
+        for produced in (r for r in ranges if r.contiguous and r.partition == 0):
+            inside = [r for r in records if produced.first <= r.position <= produced.last]
+            assert {r.token for r in inside} == {produced.token}, (
+                f"range {produced} is reported contiguous, but other records lie inside it")
+            assert len(inside) == produced.count
 
     def test_positions_are_strictly_increasing_and_non_negative(self, client: LogClient) -> None:
         start = client.seek(1, SeekSpec.latest())

@@ -181,6 +181,24 @@ class ExactlyOnceScenarios:
         # order holds within a partition (bucket), not across them
         assert sorted((c.kind.value, c.row["id"], c.row["name"]) for c in tail) == [("+U", 0, "new"), ("-D", 5, "v1-5")]
 
+    def test_arrow_reads_return_exactly_the_changes_of_change_reads(self, table: Table) -> None:
+        table.commit("w", 1, self._attempts(table, "w", 1, 1, rows()))
+        table.commit("w", 2, self._attempts(table, "w", 2, 3, rows(tag="v2"))[-1:])  # after two dead attempts
+        first, second = table.write_task("w", 3, "a"), table.write_task("w", 3, "b")
+        first.write(rows(50, tag="a")), second.write(rows(50, start=50, tag="b"))  # one after the other
+        table.commit("w", 3, [first.finish(), second.finish()])
+        first, second = table.write_task("w", 4, "a"), table.write_task("w", 4, "b")
+        first.write(rows(30, tag="a2")), second.write(rows(30, start=30, tag="b2"))
+        first.write([("-D", r) for r in rows(10, start=100)])  # interleaved with the other task
+        table.commit("w", 4, [first.finish(), second.finish()])
+        expected = read_transactional(table)
+        with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+            parts = []
+            while (part := reader.poll_arrow(max_records=70, timeout_s=0.5)).num_rows:
+                parts.append(part)
+            assert pa.concat_tables(parts).to_pylist() == reader.to_arrow(expected).to_pylist()
+        assert len(expected) == 2 * ROWS + 100 + 70
+
     def test_verify_is_consistent_after_failed_and_replayed_attempts(self, table: Table) -> None:
         receipts = self._attempts(table, "w", 1, 3, rows())
         table.commit("w", 1, [receipts[-1]])

@@ -18,6 +18,7 @@ from tablelog.records import (
     ProducedRange,
     SeekKind,
     SeekSpec,
+    ValuesResult,
 )
 
 from . import config as _config
@@ -92,6 +93,18 @@ def fetch(
     connection: KafkaConnection, partition: int, position: int, max_records: int, timeout_s: float
 ) -> FetchResult:
     return _open(connection).reader.fetch(partition, position, max_records, timeout_s)
+
+
+@hookimpl
+def prefetch(connection: KafkaConnection, positions: dict[int, int]) -> None:
+    _open(connection).reader.prefetch(positions)
+
+
+@hookimpl
+def fetch_values(
+    connection: KafkaConnection, partition: int, position: int, max_records: int, timeout_s: float
+) -> ValuesResult:
+    return _open(connection).reader.fetch_values(partition, position, max_records, timeout_s)
 
 
 @hookimpl

@@ -5,12 +5,21 @@ to every partition fetched so far. The consumer keeps fetching ahead on all
 of them; records of other partitions than the one asked for wait in a
 per-partition buffer, and a partition whose buffer is full is paused. A
 partition is re-positioned only when a fetch asks for another position than
-where it stands, so sequential fetches cost no round trip of their own.
+where it stands (or somewhere in its buffer), so sequential fetches cost no
+round trip of their own. ``prefetch`` positions every partition a reader is
+about to read at once, so that switching partitions waits for nothing.
+
+``fetch_values`` skips the headers: reading them is confluent-kafka's largest
+per-record cost (``Message.headers()`` builds a list of tuples; measured ~4 µs
+against ~0.1 µs for ``value()``), and the reader asks for values only where it
+knows every record is a committed one.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,14 +27,22 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from tablelog.errors import LogSystemError, OptionError, PositionOutOfRangeError
-from tablelog.records import FetchResult, LogRecord
+from tablelog.records import FetchResult, LogRecord, ValuesResult
 
 from .config import KafkaSettings
 from .failures import describe, translate
 from .producer import SEQ_HEADER, TOKEN_HEADER
 
-#: Records of a partition buffered while another one is read; then it is paused.
+#: Records (and bytes of values) of a partition buffered while another one is read;
+#: then it is paused.
 _BUFFER_LIMIT = 50_000
+_BUFFER_BYTES = 32 << 20
+
+# Unbound C methods: map() and groupby() call them without a Python frame per message.
+_offset: Any = Message.offset
+_value: Any = Message.value
+_error: Any = Message.error
+_partition: Any = Message.partition
 
 _EOF = KafkaError._PARTITION_EOF
 _OUT_OF_RANGE = frozenset({KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET})
@@ -76,6 +93,7 @@ class FetchSide:
         self._next: dict[int, int] = {}
         #: partition -> messages consumed for it but not returned yet (in order)
         self._buffers: dict[int, list[Message]] = {}
+        self._buffered_bytes: dict[int, int] = {}
         self._paused: set[int] = set()
         #: partition -> error seen while reading another partition
         self._errors: dict[int, KafkaError] = {}
@@ -98,12 +116,14 @@ class FetchSide:
             topic=self._settings.topic, partition=partition,
         )
 
-    def _reposition(self, consumer: Consumer, partition: int, position: int) -> None:
-        low = self._start_position(partition)
-        if position < low:
-            raise self._out_of_range(partition, position, f"the log starts at {low}")
+    def _reposition(self, consumer: Consumer, partition: int, position: int, check_start: bool = True) -> None:
+        if check_start:
+            low = self._start_position(partition)
+            if position < low:
+                raise self._out_of_range(partition, position, f"the log starts at {low}")
         tp = TopicPartition(self._settings.topic, partition, position)
         self._buffers.pop(partition, None)
+        self._buffered_bytes.pop(partition, None)
         self._errors.pop(partition, None)
         if partition in self._next:
             if partition in self._paused:
@@ -133,81 +153,133 @@ class FetchSide:
         """Drop what we believe about a partition so that the next fetch re-positions it."""
         self._next.pop(partition, None)
         self._buffers.pop(partition, None)
+        self._buffered_bytes.pop(partition, None)
         if self._consumer is not None:
             with contextlib.suppress(KafkaException):
                 self._consumer.incremental_unassign([TopicPartition(self._settings.topic, partition)])
         self._paused.discard(partition)
 
-    def _fetch(self, partition: int, position: int, max_records: int, timeout_s: float) -> FetchResult:
+    def prefetch(self, positions: dict[int, int]) -> None:
+        """Assign and position every partition now, so that the consumer fetches all of
+        them at once; their records wait in the buffers until they are asked for."""
         consumer = self._client()
+        try:
+            for partition, position in sorted(positions.items()):
+                if position >= 0 and not self._stands_at(partition, position):
+                    self._reposition(consumer, partition, position, check_start=False)
+        except KafkaException:
+            pass  # only a hint: the fetch at that position reports what is wrong
+
+    def fetch_values(self, partition: int, position: int, max_records: int, timeout_s: float) -> ValuesResult:
+        if position < 0:
+            raise ValueError(f"position must be >= 0, got {position}")
+        if max_records <= 0:
+            return ValuesResult([], range(0), position)
+        try:
+            messages = self._messages(partition, position, max_records, timeout_s)
+        except KafkaException as exc:
+            self._forget(partition)
+            raise translate(
+                exc, self._settings.secrets, f"cannot fetch from position {position}",
+                LogSystemError, topic=self._settings.topic, partition=partition,
+            ) from None
+        if not messages:
+            return ValuesResult([], range(0), position)
+        first: Any = messages[0].offset()
+        last: Any = messages[-1].offset()
+        # Offsets of a partition only grow: the first and last tell whether they are
+        # consecutive, and then no offset needs reading one by one.
+        positions = range(first, last + 1) if last - first + 1 == len(messages) else list(map(_offset, messages))
+        return ValuesResult(list(map(_value, messages)), positions, last + 1)
+
+    def _fetch(self, partition: int, position: int, max_records: int, timeout_s: float) -> FetchResult:
+        messages = self._messages(partition, position, max_records, timeout_s)
+        if not messages:
+            return FetchResult([], position)
+        records = self._records(messages)
+        return FetchResult(records, records[-1].position + 1)
+
+    def _stands_at(self, partition: int, position: int) -> bool:
+        """Whether the next record of ``partition`` the consumer gives (or has buffered)
+        is at ``position``; buffered records before it are dropped (skipped over)."""
         buffered = self._buffers.get(partition)
-        expected = buffered[0].offset() if buffered else self._next.get(partition)
-        if expected != position:
+        if buffered:
+            head: Any = buffered[0].offset()
+            if head == position:
+                return True
+            tail: Any = buffered[-1].offset()
+            if head < position <= tail + 1:
+                skip = bisect.bisect_left(buffered, position, key=_offset)
+                self._unbuffer(partition, skip)
+                self._next[partition] = position
+                return True
+            return False
+        return self._next.get(partition) == position
+
+    def _messages(self, partition: int, position: int, max_records: int, timeout_s: float) -> list[Message]:
+        """Up to ``max_records`` messages of ``partition`` at ``position`` or later, from
+        the buffer or the consumer; waits up to ``timeout_s`` for the first one."""
+        consumer = self._client()
+        if not self._stands_at(partition, position):
             self._reposition(consumer, partition, position)
-            buffered = None
         error = self._errors.pop(partition, None)
         if error is not None:
             self._forget(partition)
             raise self._out_of_range(partition, position, describe(error, self._settings.secrets))
 
-        records: list[LogRecord] = []
-        if buffered:
-            take = buffered[:max_records]
-            del buffered[:max_records]
-            self._take(take, partition, position, records)
-            if not buffered and partition in self._paused:
-                consumer.resume([TopicPartition(self._settings.topic, partition)])
-                self._paused.discard(partition)
-            if records:
-                self._next[partition] = records[-1].position + 1
-                return FetchResult(records, records[-1].position + 1)
-
-        deadline = time.monotonic() + max(0.0, timeout_s)
-        while not records:
-            messages = consumer.consume(max_records, 0)
-            if not messages:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                # Wait for the first record only, then take what is already there.
-                messages = consumer.consume(1, remaining)
+        out: list[Message] = []
+        if self._buffers.get(partition):
+            out = self._unbuffer(partition, max_records)
+        else:
+            deadline = time.monotonic() + max(0.0, timeout_s)
+            while not out:
+                messages = consumer.consume(max_records, 0)
                 if not messages:
-                    break
-                if max_records > 1:
-                    messages.extend(consumer.consume(max_records - 1, 0))
-            self._take(messages, partition, position, records)
-        if records:
-            self._next[partition] = records[-1].position + 1
-            return FetchResult(records, records[-1].position + 1)
-        self._check_not_past_end(consumer, partition, position)
-        return FetchResult([], position)
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    # Wait for the first record only, then take what is already there.
+                    messages = consumer.consume(1, remaining)
+                    if not messages:
+                        break
+                    if max_records > 1:
+                        messages.extend(consumer.consume(max_records - 1, 0))
+                self._sort(messages, partition, position, out)
+        if out:
+            last: Any = out[-1].offset()
+            self._next[partition] = last + 1
+        else:
+            self._check_not_past_end(consumer, partition, position)
+        return out
 
-    def _take(self, messages: list[Message], partition: int, position: int, out: list[LogRecord]) -> None:
-        """Append the records of ``partition`` to ``out`` in order; buffer the
-        other partitions' records; turn errors into exceptions."""
-        tokens = self._tokens
-        append = out.append
-        new = tuple.__new__  # what LogRecord(...) does, without its Python-level __new__
-        for msg in messages:
-            h: Any = msg.headers()  # list of (str, bytes | None) for a record
-            # Fast path: a record of this partition with the two headers tablelog
-            # writes, in the order it writes them (error events carry no headers).
-            if h is not None and len(h) == 2 and msg.partition() == partition:
-                (tname, traw), (sname, sraw) = h
-                if tname == TOKEN_HEADER and sname == SEQ_HEADER and traw and sraw.isdigit():
-                    try:
-                        token = tokens[traw]
-                    except UnicodeDecodeError:
-                        pass
-                    else:
-                        offset: Any = msg.offset()
-                        if offset >= position:
-                            append(new(LogRecord, (offset, msg.key(), msg.value(), token,
-                                                   int(sraw), msg.timestamp()[1])))
-                        continue
-            self._slow(msg, partition, position, out)
+    def _sort(self, messages: list[Message], partition: int, position: int, out: list[Message]) -> None:
+        """Append the messages of ``partition`` to ``out`` in order; buffer the other
+        partitions' messages; turn errors into exceptions. Messages come in runs of
+        one partition (a fetch response's batch): one check per run, not per message."""
+        for p, run in itertools.groupby(messages, _partition):
+            group = list(run)
+            if any(map(_error, group)):
+                for msg in group:
+                    self._one(msg, partition, position, out)
+            elif p == partition:
+                first: Any = group[0].offset()
+                if first < position:
+                    group = [m for m in group if _offset(m) >= position]
+                out.extend(group)
+            elif p in self._next:
+                self._buffer(p, group)
 
-    def _slow(self, msg: Message, partition: int, position: int, out: list[LogRecord]) -> None:
+    def _buffer(self, partition: int, messages: list[Message]) -> None:
+        """Keep another partition's messages until it is fetched; pause it when full."""
+        buffer = self._buffers.setdefault(partition, [])
+        buffer.extend(messages)
+        size = self._buffered_bytes.get(partition, 0) + sum(map(len, messages))
+        self._buffered_bytes[partition] = size
+        if (len(buffer) >= _BUFFER_LIMIT or size >= _BUFFER_BYTES) and partition not in self._paused:
+            self._client().pause([TopicPartition(self._settings.topic, partition)])
+            self._paused.add(partition)
+
+    def _one(self, msg: Message, partition: int, position: int, out: list[Message]) -> None:
         p = msg.partition()
         err = msg.error()
         if err is not None:
@@ -227,14 +299,47 @@ class FetchSide:
                 topic=self._settings.topic, partition=partition,
             )
         if p == partition:
-            if (msg.offset() or 0) >= position:
-                out.append(_to_record(msg, self._tokens))
+            if _offset(msg) >= position:
+                out.append(msg)
         elif p in self._next:
-            buffer = self._buffers.setdefault(p, [])
-            buffer.append(msg)
-            if len(buffer) >= _BUFFER_LIMIT and p not in self._paused:
-                self._client().pause([TopicPartition(self._settings.topic, p)])
-                self._paused.add(p)
+            self._buffer(p, [msg])
+
+    def _unbuffer(self, partition: int, count: int) -> list[Message]:
+        """Take the first ``count`` buffered messages of ``partition``; resume it once empty."""
+        buffered = self._buffers[partition]
+        taken = buffered[:count]
+        del buffered[:count]
+        if buffered:
+            self._buffered_bytes[partition] -= sum(map(len, taken))
+        else:
+            self._buffered_bytes.pop(partition, None)
+            if partition in self._paused:
+                self._client().resume([TopicPartition(self._settings.topic, partition)])
+                self._paused.discard(partition)
+        return taken
+
+    def _records(self, messages: list[Message]) -> list[LogRecord]:
+        """The messages (of one partition, in order) as records."""
+        tokens = self._tokens
+        records: list[LogRecord] = []
+        append = records.append
+        new = tuple.__new__  # what LogRecord(...) does, without its Python-level __new__
+        for msg in messages:
+            h: Any = msg.headers()  # list of (str, bytes | None) for a record
+            # Fast path: the two headers tablelog writes, in the order it writes them.
+            if h is not None and len(h) == 2:
+                (tname, traw), (sname, sraw) = h
+                if tname == TOKEN_HEADER and sname == SEQ_HEADER and traw and sraw.isdigit():
+                    try:
+                        token = tokens[traw]
+                    except UnicodeDecodeError:
+                        pass
+                    else:
+                        append(new(LogRecord, (msg.offset(), msg.key(), msg.value(), token,
+                                               int(sraw), msg.timestamp()[1])))
+                        continue
+            append(_to_record(msg, tokens))
+        return records
 
     def _check_not_past_end(self, consumer: Consumer, partition: int, position: int) -> None:
         """An empty fetch: the position may lie past the end (a lost or recreated topic).
@@ -257,6 +362,7 @@ class FetchSide:
         consumer, self._consumer = self._consumer, None
         self._next.clear()
         self._buffers.clear()
+        self._buffered_bytes.clear()
         self._paused.clear()
         self._errors.clear()
         if consumer is not None:

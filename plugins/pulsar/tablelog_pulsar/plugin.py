@@ -19,6 +19,7 @@ from tablelog.records import (
     ProduceBatch,
     ProducedRange,
     SeekSpec,
+    ValuesResult,
 )
 from tablelog_pulsar import config as _config
 from tablelog_pulsar import topics
@@ -77,6 +78,13 @@ def fetch(
     connection: PulsarConnection, partition: int, position: int, max_records: int, timeout_s: float
 ) -> FetchResult:
     return connection.reader.fetch(partition, position, max_records, timeout_s)
+
+
+@hookimpl
+def fetch_values(
+    connection: PulsarConnection, partition: int, position: int, max_records: int, timeout_s: float
+) -> ValuesResult:
+    return connection.reader.fetch_values(partition, position, max_records, timeout_s)
 
 
 @hookimpl

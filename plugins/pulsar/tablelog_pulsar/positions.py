@@ -71,6 +71,20 @@ def encode(ledger_id: int, entry_id: int, batch_index: int) -> int:
     return (ledger_id << (ENTRY_BITS + BATCH_BITS)) | (entry_id << BATCH_BITS) | (batch_index + 1)
 
 
+def follows(previous: int, position: int) -> bool:
+    """Whether ``position`` is the very next message after ``previous``: the next one of
+    the same batch, or the first of the next entry of the same ledger (entry ids of a
+    ledger are consecutive, so nothing can lie between)."""
+    if position == previous + 1:
+        return True
+    return (position >> BATCH_BITS) == (previous >> BATCH_BITS) + 1 and position & _BATCH_MASK <= 1
+
+
+def starts_entry(position: int) -> bool:
+    """Whether ``position`` is an entry's first message (batch index 0, or -1: no batch)."""
+    return position & _BATCH_MASK <= 1
+
+
 def decode(position: int) -> MessagePosition:
     """The inverse of :func:`encode`."""
     if isinstance(position, bool) or not isinstance(position, int) or position < 0:

@@ -2,12 +2,16 @@
 
 **Fetch.** One ``pulsar.Reader`` per partition, opened *inclusive* at the message
 id that the requested position decodes to, and kept open while fetches continue
-where the previous one stopped. A fetch from any other position closes it and
-opens a new reader there: ``Reader.seek`` does not redeliver on pulsar-lite, and
-a new reader at a message id is what works on every broker. Every message below
-the requested position is dropped on our side, so a position that is not a
-message id (an end position, ``last + 1``) never returns a record twice: the
-broker may start at the whole entry (a batch) or at the next one.
+where the previous one stopped or a little after it (up to 64 entries: the next
+snapshot's records). A fetch from any other position closes it and opens a new
+reader there: ``Reader.seek`` does not redeliver on pulsar-lite, and a new
+reader at a message id is what works on every broker. Every message below the
+requested position is dropped on our side, so a position that is not a message
+id (an end position, ``last + 1``) never returns a record twice: the broker may
+start at the whole entry (a batch) or at the next one. ``fetch_values`` reads
+only each message's id and data. There is no ``prefetch``: measured on
+pulsar-lite, a reader created while others receive takes 30-150 ms to open,
+against ~2 ms alone, which is more than reading partitions in turn loses.
 
 **End position** = position of the last message + 1. The broker's
 ``getLastMessageId`` (only a Consumer exposes it in the Python client, so a
@@ -34,12 +38,15 @@ import attrs
 import pulsar
 
 from tablelog.errors import LogSystemError, LogUnavailableError, PositionOutOfRangeError
-from tablelog.records import FetchResult, LogRecord, SeekKind, SeekSpec
+from tablelog.records import FetchResult, LogRecord, SeekKind, SeekSpec, ValuesResult
 from tablelog_pulsar import codec, positions
 from tablelog_pulsar.config import PulsarConfig
 from tablelog_pulsar.failures import PulsarException, translate
 
 _TIMEOUT = pulsar.Timeout
+
+#: How far ahead of an open reader a fetch may start and still use it: 64 entries.
+_SKIP_AHEAD = 64 << positions.BATCH_BITS
 
 
 @attrs.define
@@ -74,7 +81,10 @@ class Reader:
 
     def _reader_at(self, partition: int, position: int) -> _Open:
         current = self._open.get(partition)
-        if current is not None and current.position == position:
+        if current is not None and current.position <= position <= current.position + _SKIP_AHEAD:
+            # Nearly where the open reader stands (the next snapshot's records start a
+            # little after the last one's end): read on and drop what lies before, rather
+            # than a new reader (a round trip, and the messages it had received).
             return current
         if current is not None:
             self._close_reader(partition)
@@ -91,32 +101,66 @@ class Reader:
     # -- fetch ---------------------------------------------------------------------------
 
     def fetch(self, partition: int, position: int, max_records: int, timeout_s: float) -> FetchResult:
-        self._check_partition(partition)
-        self._check_position(partition, position)
-        if max_records <= 0:
-            return FetchResult([], position)
-        opened = self._reader_at(partition, position)
-        raw = opened.reader._reader  # the _pulsar.Reader: no per-message wrapper objects
-        deadline = time.monotonic() + max(timeout_s, 0.0)
+        messages, found = self._messages(partition, position, max_records, timeout_s)
         records: list[LogRecord] = []
         append = records.append
         new = tuple.__new__  # what LogRecord(...) does, without its Python-level __new__
-        floor = position
-        # The loop is codec.to_record and positions.encode_message_id inlined (they run
-        # for every record; the ids' range checks stay, as one comparison chain).
+        # codec.to_record inlined: it runs for every record.
         TOKEN, SEQ, KEY_ENCODING = codec.TOKEN, codec.SEQ, codec.KEY_ENCODING  # noqa: N806
+        for message, record_position in zip(messages, found, strict=True):
+            properties = message.properties()
+            token = properties.get(TOKEN)
+            seq_text = properties.get(SEQ)
+            seq: int | None = None
+            if seq_text is not None:
+                try:
+                    seq = int(seq_text)
+                except ValueError:
+                    seq = None
+            if seq is None:
+                token = None  # not written by tablelog (or damaged metadata): foreign
+            encoding = properties.get(KEY_ENCODING)
+            if encoding is None:
+                partition_key = message.partition_key()
+                key = partition_key.encode("utf-8") if partition_key else None
+            else:
+                key = codec.record_key(message.partition_key(), encoding)
+            timestamp = message.event_timestamp() or message.publish_timestamp()
+            append(new(LogRecord, (record_position, key, message.data(), token, seq, int(timestamp))))
+        return FetchResult(records, found[-1] + 1 if found else position)
+
+    def fetch_values(self, partition: int, position: int, max_records: int, timeout_s: float) -> ValuesResult:
+        messages, found = self._messages(partition, position, max_records, timeout_s)
+        return ValuesResult([message.data() for message in messages], found, found[-1] + 1 if found else position)
+
+    def _messages(self, partition: int, position: int, max_records: int, timeout_s: float) -> tuple[list[Any], list[int]]:
+        """Up to ``max_records`` messages at ``position`` or later and their positions, in
+        order, each once; waits up to ``timeout_s`` for the first one."""
+        self._check_partition(partition)
+        self._check_position(partition, position)
+        messages: list[Any] = []
+        found: list[int] = []
+        if max_records <= 0:
+            return messages, found
+        opened = self._reader_at(partition, position)
+        raw = opened.reader._reader  # the _pulsar.Reader: no per-message wrapper objects
+        deadline = time.monotonic() + max(timeout_s, 0.0)
+        floor = position
+        keep, note = messages.append, found.append
+        # positions.encode_message_id inlined (it runs for every record; the ids' range
+        # checks stay, as one comparison chain).
         max_entry, max_batch = positions.MAX_ENTRY_ID, positions.MAX_BATCH_INDEX
         entry_shift = positions.BATCH_BITS
         ledger_shift = positions.ENTRY_BITS + positions.BATCH_BITS
         try:
-            while len(records) < max_records:
-                wait_ms = 0 if records else max(0, int((deadline - time.monotonic()) * 1000))
+            while len(found) < max_records:
+                wait_ms = 0 if found else max(0, int((deadline - time.monotonic()) * 1000))
                 try:
                     message = raw.read_next(wait_ms)
                 except _TIMEOUT:
                     break
                 mid = message.message_id()
-                ledger, entry, batch = int(mid.ledger_id()), int(mid.entry_id()), int(mid.batch_index())
+                ledger, entry, batch = mid.ledger_id(), mid.entry_id(), mid.batch_index()
                 if ledger >= 0 and 0 <= entry <= max_entry and -1 <= batch <= max_batch:
                     record_position = (ledger << ledger_shift) | (entry << entry_shift) | (batch + 1)
                 else:
@@ -127,26 +171,9 @@ class Reader:
                     # entries to a reader now and then (seen: 7% duplicates, the id going
                     # back once, in 100,000 records). Never return a record twice.
                     continue
-                properties = message.properties()
-                token = properties.get(TOKEN)
-                seq_text = properties.get(SEQ)
-                seq: int | None = None
-                if seq_text is not None:
-                    try:
-                        seq = int(seq_text)
-                    except ValueError:
-                        seq = None
-                if seq is None:
-                    token = None  # not written by tablelog (or damaged metadata): foreign
-                encoding = properties.get(KEY_ENCODING)
-                if encoding is None:
-                    partition_key = message.partition_key()
-                    key = partition_key.encode("utf-8") if partition_key else None
-                else:
-                    key = codec.record_key(message.partition_key(), encoding)
-                timestamp = message.event_timestamp() or message.publish_timestamp()
-                append(new(LogRecord, (record_position, key, message.data(), token, seq, int(timestamp))))
                 floor = record_position + 1
+                keep(message)
+                note(record_position)
         except PulsarException as err:
             self._close_reader(partition)
             raise translate(err, "reading", topic=self._config.partition_topic(partition),
@@ -155,9 +182,8 @@ class Reader:
             self._close_reader(partition)
             raise LogSystemError(f"pulsar: message id cannot be a position: {err}",
                                  topic=self._config.partition_topic(partition), partition=partition) from None
-        next_position = records[-1].position + 1 if records else position
-        opened.position = next_position
-        return FetchResult(records, next_position)
+        opened.position = floor
+        return messages, found
 
     # -- end positions -------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,10 @@ class _Range:
     acked: int = 0
     first: int | None = None
     last: int | None = None
+    # Whether the acknowledged ids so far follow one another with nothing between
+    # (see flush), and the last one acknowledged.
+    contiguous: bool = True
+    previous: int = -1
 
 
 @attrs.define
@@ -103,6 +108,11 @@ class Writer:
                     self._failures.append(_Failure(partition, failure))
                 else:
                     state.acked += 1
+                    if state.contiguous:
+                        previous = state.previous
+                        state.contiguous = (positions.starts_entry(position) if previous < 0
+                                            else positions.follows(previous, position))
+                    state.previous = position
                     if state.first is None or position < state.first:
                         state.first = position
                     if state.last is None or position > state.last:
@@ -188,8 +198,17 @@ class Writer:
                 + (f"; partitions {waiting} waiting" if len(waiting) > 1 else ""),
                 topic=self._config.partition_topic(first_partition), partition=first_partition,
             )
+        # Contiguous: the token's acknowledged ids follow one another from an entry's
+        # first message on, and it was the only token this connection's producer sent
+        # to the partition since the last flush. Then its entries hold its records only:
+        # an entry is one producer's batch; records of an earlier flush sit before them
+        # (a producer sends in order), and later ones were sent after every one of these
+        # was acknowledged. Anything else (acknowledgements out of order, a new ledger,
+        # another token in the same batches) is read record by record.
+        tokens_per_partition = Counter(r.partition for r in ranges)
         return [
-            ProducedRange(r.token, r.partition, r.first, r.last, r.acked)
+            ProducedRange(r.token, r.partition, r.first, r.last, r.acked,
+                          r.contiguous and tokens_per_partition[r.partition] == 1)
             for r in ranges
             if r.acked and r.first is not None and r.last is not None
         ]

@@ -29,6 +29,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from tablelog.errors import (
     CorruptRecordError,
@@ -144,7 +145,8 @@ class FileLog:
         # Walks start here, so a long-lived connection never re-reads old data.
         self._ends: dict[int, int] = {}
         # (token, partition) -> [first, last, count] since the last flush.
-        self._pending: dict[tuple[str, int], list[int]] = {}
+        # (token, partition) -> [first, last, count, contiguous, end of its last batch]
+        self._pending: dict[tuple[str, int], list[Any]] = {}
         self._dirty: set[int] = set()
         self._frame_estimate = 256  # average frame bytes, sizes fetch reads
 
@@ -340,10 +342,14 @@ class FileLog:
         self._dirty.add(partition)
         key = (batch.token, partition)
         pending = self._pending.get(key)
+        end = start + len(data)
         if pending is None:
-            self._pending[key] = [start + offsets[0], start + offsets[-1], len(offsets)]
+            self._pending[key] = [start + offsets[0], start + offsets[-1], len(offsets), True, end]
         else:
-            pending[1] = start + offsets[-1]
+            # Still contiguous when this batch starts where the token's previous one ended:
+            # nobody appended in between (appends hold the partition's lock).
+            pending[3] = pending[3] and start == pending[4]
+            pending[1], pending[4] = start + offsets[-1], end
             pending[2] += len(offsets)
 
     def flush(self) -> list[ProducedRange]:
@@ -361,8 +367,8 @@ class FileLog:
                     partition=partition,
                 ) from None
         ranges = [
-            ProducedRange(token, partition, first, last, count)
-            for (token, partition), (first, last, count) in self._pending.items()
+            ProducedRange(token, partition, first, last, count, contiguous)
+            for (token, partition), (first, last, count, contiguous, _end) in self._pending.items()
         ]
         self._pending.clear()
         self._dirty.clear()

@@ -1,0 +1,211 @@
+"""Transactional reads of dense committed ranges (every position between a write's first
+and last record is one of its records): values only, all partitions prefetched, and a
+missing record still reported as lost.
+
+The log here is a small in-memory log system with consecutive integer positions (as
+Kafka offsets are), registered like a third-party plugin; the built-in file log has
+byte-offset positions, whose ranges are never dense.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from tablelog import registry
+from tablelog.errors import LogDataLostError
+from tablelog.hookspecs import hookimpl
+from tablelog.reader import _dense
+from tablelog.records import (
+    FetchResult,
+    LogConfig,
+    LogRecord,
+    ProduceBatch,
+    ProducedRange,
+    SeekKind,
+    SeekSpec,
+    ValuesResult,
+)
+from tablelog.table import Table, create_table
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+_TOPICS: dict[str, list[list[LogRecord | None]]] = {}  # topic -> partitions -> records (None: lost)
+
+
+class MemoryLog:
+    """Consecutive integer positions; counts the hook calls the reader makes."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.prefetched: list[dict[int, int]] = []
+
+    def plugin(self) -> SimpleNamespace:
+        names = ("open_log", "close_log", "ensure_topic", "produce", "flush", "end_positions", "seek",
+                 "fetch", "fetch_values", "prefetch", "commit")
+        return SimpleNamespace(**{name: getattr(self, name) for name in names})
+
+    @hookimpl
+    def open_log(self, config: LogConfig) -> Any:
+        return SimpleNamespace(config=config, pending=[])
+
+    @hookimpl
+    def close_log(self, connection: Any) -> None:
+        pass
+
+    @hookimpl
+    def commit(self, connection: Any, committed: Any) -> None:
+        pass
+
+    @hookimpl
+    def ensure_topic(self, connection: Any) -> int:
+        config = connection.config
+        return len(_TOPICS.setdefault(config.topic, [[] for _ in range(config.partitions)]))
+
+    @hookimpl
+    def produce(self, connection: Any, batch: ProduceBatch) -> None:
+        log = _TOPICS[connection.config.topic][batch.partition]
+        first = len(log)
+        for i, (key, value) in enumerate(zip(batch.keys, batch.values, strict=True)):
+            log.append(LogRecord(len(log), key, value, batch.token, batch.first_seq + i, batch.timestamp_ms))
+        connection.pending.append(ProducedRange(batch.token, batch.partition, first, len(log) - 1, len(batch.values)))
+
+    @hookimpl
+    def flush(self, connection: Any, timeout_s: float) -> list[ProducedRange]:
+        merged: dict[tuple[str, int], ProducedRange] = {}
+        for r in connection.pending:
+            old = merged.get((r.token, r.partition))
+            merged[(r.token, r.partition)] = r if old is None else ProducedRange(
+                r.token, r.partition, old.first, r.last, old.count + r.count)
+        connection.pending.clear()
+        return list(merged.values())
+
+    @hookimpl
+    def end_positions(self, connection: Any, partitions: list[int]) -> dict[int, int]:
+        return {p: len(_TOPICS[connection.config.topic][p]) for p in partitions}
+
+    @hookimpl
+    def seek(self, connection: Any, partition: int, spec: SeekSpec) -> int:
+        end = len(_TOPICS[connection.config.topic][partition])
+        return {SeekKind.EARLIEST: 0, SeekKind.LATEST: end}.get(spec.kind, min(spec.value, end))
+
+    def _records(self, connection: Any, partition: int, position: int, max_records: int) -> list[LogRecord]:
+        log = _TOPICS[connection.config.topic][partition]
+        return [r for r in log[position:] if r is not None][:max_records]
+
+    @hookimpl
+    def fetch(self, connection: Any, partition: int, position: int, max_records: int,
+              timeout_s: float) -> FetchResult:
+        self.calls["fetch"] += 1
+        records = self._records(connection, partition, position, max_records)
+        return FetchResult(records, records[-1].position + 1 if records else position)
+
+    @hookimpl
+    def fetch_values(self, connection: Any, partition: int, position: int, max_records: int,
+                     timeout_s: float) -> ValuesResult:
+        self.calls["fetch_values"] += 1
+        records = self._records(connection, partition, position, max_records)
+        return ValuesResult([r.value for r in records], [r.position for r in records],
+                            records[-1].position + 1 if records else position)
+
+    @hookimpl
+    def prefetch(self, connection: Any, positions: dict[int, int]) -> None:
+        self.prefetched.append(dict(positions))
+
+
+@pytest.fixture
+def memory_log() -> Iterator[MemoryLog]:
+    log = MemoryLog()
+    registry.register_log_system("memory", log.plugin())
+    yield log
+    registry.unregister_log_system("memory")
+
+
+@pytest.fixture
+def table(tmp_path: Path, memory_log: MemoryLog) -> Table:
+    return create_table(str(tmp_path / "wh"), f"db.t_{uuid.uuid4().hex[:8]}", SCHEMA, primary_key=["id"],
+                        bucket=2, options={"log.system": "memory", "log.fetch-timeout-ms": "300"})
+
+
+def _rows(count: int, start: int = 0) -> list[dict[str, Any]]:
+    return [{"id": i, "name": f"n{i}"} for i in range(start, start + count)]
+
+
+def _commit(table: Table, commit_id: int, data: list[dict[str, Any]], attempts: int = 1) -> None:
+    receipts = []
+    for attempt in range(attempts):
+        task = table.write_task("w", commit_id, f"t-{attempt}")
+        task.write(data)
+        receipts.append(task.finish())
+    table.commit("w", commit_id, receipts[-1:])
+
+
+def _read(table: Table) -> list[Any]:
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        return reader.read_all(idle_timeout_s=0.2)
+
+
+def test_ranges_are_dense_when_each_count_equals_its_length_and_none_overlap() -> None:
+    def r(first: int, last: int, count: int) -> ProducedRange:
+        return ProducedRange("t", 0, first, last, count)
+
+    assert _dense([r(0, 9, 10)])
+    assert _dense([r(0, 9, 10), r(15, 19, 5)])  # other writes' records between ranges are fine
+    assert not _dense([r(0, 9, 9)])  # a position in the range holds something else
+    assert not _dense([r(0, 9, 10), r(5, 14, 10)])  # overlapping: two writers interleaved
+
+
+def test_contiguous_ranges_are_dense_whatever_their_positions() -> None:
+    sparse = ProducedRange("t", 0, 1_000, 9_000, 3)  # positions that are not consecutive
+    assert not _dense([sparse])
+    assert _dense([ProducedRange("t", 0, 1_000, 9_000, 3, contiguous=True)])
+
+
+def test_the_contiguous_flag_survives_the_snapshot_properties() -> None:
+    from tablelog.protocol import LogCommitRecord
+
+    ranges = (ProducedRange("a", 0, 5, 90, 3, contiguous=True), ProducedRange("b", 1, 0, 9, 10))
+    record = LogCommitRecord("w", 1, "memory", "topic", ranges, {0: 91, 1: 10})
+    assert LogCommitRecord.from_properties(record.to_properties()) == record
+
+
+def test_dense_committed_ranges_are_read_as_values_only(table: Table, memory_log: MemoryLog) -> None:
+    _commit(table, 1, _rows(40))
+    changes = _read(table)
+    assert Counter(c.row["id"] for c in changes) == Counter(range(40))
+    assert memory_log.calls["fetch_values"] > 0 and memory_log.calls["fetch"] == 0
+
+
+def test_ranges_after_a_dead_attempt_are_dense_and_skip_its_records(table: Table, memory_log: MemoryLog) -> None:
+    _commit(table, 1, _rows(40), attempts=3)  # two attempts produced first and died
+    changes = _read(table)
+    assert Counter(c.row["id"] for c in changes) == Counter(range(40))
+    assert memory_log.calls["fetch"] == 0
+
+
+def test_interleaved_writes_are_read_record_by_record(table: Table, memory_log: MemoryLog) -> None:
+    first, second = table.write_task("w", 1, "a"), table.write_task("w", 1, "b")
+    first.write(_rows(10)), second.write(_rows(10, start=10)), first.write(_rows(10, start=20))
+    table.commit("w", 1, [first.finish(), second.finish()])
+    assert Counter(c.row["id"] for c in _read(table)) == Counter(range(30))
+    assert memory_log.calls["fetch"] > 0
+
+
+def test_every_partition_of_a_snapshot_is_prefetched_at_its_start(table: Table, memory_log: MemoryLog) -> None:
+    _commit(table, 1, _rows(40))
+    _read(table)
+    assert memory_log.prefetched[0] == {0: 0, 1: 0}
+
+
+def test_a_record_missing_inside_a_dense_range_is_reported_lost(table: Table) -> None:
+    _commit(table, 1, _rows(40))
+    _TOPICS[table.topic][0][3] = None
+    with pytest.raises(LogDataLostError, match="partition 0") as lost:
+        _read(table)
+    assert "only" in str(lost.value)
