@@ -532,11 +532,23 @@ class ChangelogReader:
                 return
             except ValueError:
                 pass  # decoded one by one below, which reports the value that is not ours
+        changes: list[Change] = []
+        self._decode_all(values, positions, partition, snapshot_id, changes)
+        if out.arrow:
+            out.add(self.to_arrow(changes))
+        else:
+            out.changes().extend(changes)
+
+    def _decode_all(
+        self, values: list[bytes | None], positions: Sequence[int], partition: int, snapshot_id: int | None,
+        out: list[Change],
+    ) -> None:
+        """Append the changes the values decode to; report a value that does not decode
+        (one tight loop: it runs for every record a reader returns one by one)."""
         codec = self.table.codec
         decode_value, python_row = codec.decode_value, codec.python_row
         new = tuple.__new__  # what Change(...) does, without its Python-level __new__
-        changes: list[Change] = []
-        append = changes.append
+        append = out.append
         for value, pos in zip(values, positions, strict=True):
             if value is not None:
                 try:
@@ -549,10 +561,6 @@ class ChangelogReader:
             change = self._decode(LogRecord(pos, None, value, None, None, 0), partition, snapshot_id)
             if change is not None:
                 append(change)
-        if out.arrow:
-            out.add(self.to_arrow(changes))
-        else:
-            out.changes().extend(changes)
 
     def _fetch_committed(
         self, partition: int, pos: int, hi: int, max_records: int, values: bool
@@ -676,27 +684,13 @@ class ChangelogReader:
             time.sleep(min(0.002, max(0.0, deadline - time.monotonic())))
 
     def _take_all_eventual(self, records: list[LogRecord], partition: int, out: list[Change]) -> None:
-        """Every tablelog record, decoded (one tight loop: it runs for every record)."""
-        codec = self.table.codec
-        decode_value, python_row = codec.decode_value, codec.python_row
-        new = tuple.__new__  # what Change(...) does, without its Python-level __new__
-        append = out.append
-        for rec in records:
-            position, _key, value, token, _seq, _ts = rec
-            if token is None:
-                self._foreign(rec, partition, "it carries no tablelog writer token")
-                continue
-            if value is not None:
-                try:
-                    kind, row = decode_value(value)
-                except (ValueError, KeyError, TypeError):
-                    pass
-                else:
-                    append(new(Change, (kind, python_row(row), None, partition, position)))
-                    continue
-            change = self._decode(rec, partition, None)  # reports it
-            if change is not None:
-                append(change)
+        """Every tablelog record, decoded; records without a writer token are foreign."""
+        if any(rec.token is None for rec in records):
+            for rec in records:
+                if rec.token is None:
+                    self._foreign(rec, partition, "it carries no tablelog writer token")
+            records = [rec for rec in records if rec.token is not None]
+        self._decode_all([r.value for r in records], [r.position for r in records], partition, None, out)
 
     def _late_writes(self) -> list[Change]:
         """Records of writes committed after the full scan but produced before the log
