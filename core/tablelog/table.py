@@ -29,6 +29,7 @@ from tablelog.store import (
 )
 
 if TYPE_CHECKING:
+    from tablelog.log_pool import LogPool
     from tablelog.reader import ChangelogReader
     from tablelog.registry import LogClient
     from tablelog.writer import Writer, WriteTask
@@ -221,10 +222,14 @@ class Table:
 
         return Writer(self, writer_id)
 
-    def write_task(self, writer_id: str, commit_identifier: int, task: str = "0") -> WriteTask:
+    def write_task(
+        self, writer_id: str, commit_identifier: int, task: str = "0", *, log_pool: LogPool | None = None
+    ) -> WriteTask:
+        """One write attempt; ``log_pool`` lends it an open log connection (see
+        :mod:`tablelog.log_pool`), for processes that run many short tasks."""
         from tablelog.writer import WriteTask
 
-        return WriteTask(self, writer_id, commit_identifier, task)
+        return WriteTask(self, writer_id, commit_identifier, task, log_pool=log_pool)
 
     def commit(self, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt]) -> CommitResult:
         """Commit receipts as one snapshot, once per (writer_id, commit_identifier).

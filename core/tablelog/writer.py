@@ -10,6 +10,7 @@ process, turns receipts into a snapshot (:meth:`tablelog.table.Table.commit`).
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections import defaultdict
@@ -19,6 +20,7 @@ import pyarrow as pa
 
 from tablelog import inputs
 from tablelog.errors import SchemaMismatchError
+from tablelog.log_pool import LogPool
 from tablelog.options import ChangelogMode
 from tablelog.protocol import CommitResult, WriteReceipt, new_token
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
@@ -28,11 +30,21 @@ if TYPE_CHECKING:
     from tablelog.registry import LogClient
     from tablelog.table import Table
 
+log = logging.getLogger(__name__)
+
 
 class WriteTask:
-    """One write attempt for one commit identifier of one writer."""
+    """One write attempt for one commit identifier of one writer.
 
-    def __init__(self, table: Table, writer: str, commit_identifier: int, task: str = "0") -> None:
+    With ``log_pool``, the log connection comes from the pool (open, topic ensured) and
+    goes back to it only when ``finish()`` succeeds; ``abort()`` or a failing
+    ``finish()`` closes it (see :mod:`tablelog.log_pool`).
+    """
+
+    def __init__(
+        self, table: Table, writer: str, commit_identifier: int, task: str = "0",
+        *, log_pool: LogPool | None = None,
+    ) -> None:
         self.table = table
         self.writer = writer
         self.commit_identifier = commit_identifier
@@ -41,6 +53,7 @@ class WriteTask:
         self.rows = 0
         self._seq: dict[int, int] = defaultdict(int)
         self._log: LogClient | None = None
+        self._log_pool = log_pool
         self._paimon_write: Any = None
         self._finished = False
 
@@ -50,8 +63,11 @@ class WriteTask:
             builder = self.table.store.paimon.new_stream_write_builder()
             self._paimon_write = builder.new_write()
         if self._log is None and self.table.options.log_enabled:
-            self._log = self.table.open_log()
-            self._log.ensure_topic()
+            if self._log_pool is not None:
+                self._log = self._log_pool.checkout(self.table)
+            else:
+                self._log = self.table.open_log()
+                self._log.ensure_topic()
 
     def write(self, data: Any, kind: RowKind | str | None = None) -> int:
         """Write rows (Arrow, pandas, dicts, or (kind, dict) pairs); returns how many.
@@ -127,13 +143,29 @@ class WriteTask:
         self._finished = True
         ranges: list[ProducedRange] = []
         messages: list[Any] = []
+        own_only = reusable = False
         try:
             if self._log is not None:
-                ranges = self._log.flush(self.table.options.log_flush_timeout_ms / 1000)
+                flushed = self._log.flush(self.table.options.log_flush_timeout_ms / 1000)
+                # A flush reports every (token, partition) produced on the connection since
+                # its last flush. Only this attempt's token may reach the receipt: records
+                # of any other token (an attempt that died on a reused connection without
+                # flushing) must never be committed.
+                ranges = [r for r in flushed if r.token == self.token]
+                if len(ranges) != len(flushed):
+                    foreign = sorted({r.token for r in flushed if r.token != self.token})
+                    log.warning(
+                        "table %r: the log flush of write task %s (token %s) also reported "
+                        "records of token(s) %s; they are left out of its receipt and the "
+                        "connection is closed", self.table.identifier, self.task, self.token, foreign,
+                    )
+                else:
+                    own_only = True
             if self._paimon_write is not None:
                 messages = list(self._paimon_write.prepare_commit(self.commit_identifier))
+            reusable = own_only  # only a task that finished cleanly hands its connection on
         finally:
-            self._close()
+            self._close(reuse_log=reusable)
         return WriteReceipt(
             token=self.token, task=self.task, rows=self.rows, ranges=tuple(ranges),
             paimon_messages=messages,
@@ -144,15 +176,23 @@ class WriteTask:
         self._finished = True
         self._close()
 
-    def _close(self) -> None:
+    def _close(self, reuse_log: bool = False) -> None:
+        """Release Paimon and the log. ``reuse_log``: the log connection holds nothing
+        unflushed and may serve the next task (when it came from a pool)."""
         try:
             if self._paimon_write is not None:
                 self._paimon_write.close()
                 self._paimon_write = None
         finally:
-            if self._log is not None:
-                self._log.close()
-                self._log = None
+            client, self._log = self._log, None
+            if client is None:
+                pass
+            elif self._log_pool is None:
+                client.close()
+            elif reuse_log:
+                self._log_pool.checkin(client)
+            else:
+                self._log_pool.discard(client)
 
 
 class Writer:
@@ -170,11 +210,15 @@ class Writer:
         last = table.last_commit_identifier(writer_id) if writer_id else None
         self.commit_identifier = (last or 0) + 1
         self._task: WriteTask | None = None
+        # One log connection for every commit round, not a new one per round: opening
+        # costs a topic check, and a new idempotent Kafka producer waits 0.5 s (a fixed
+        # librdkafka timer) before its first record goes out.
+        self._log_pool = LogPool(max_idle=1)
 
     @property
     def task(self) -> WriteTask:
         if self._task is None:
-            self._task = WriteTask(self.table, self.writer_id, self.commit_identifier)
+            self._task = WriteTask(self.table, self.writer_id, self.commit_identifier, log_pool=self._log_pool)
         return self._task
 
     def write(self, data: Any, kind: RowKind | str | None = None) -> int:
@@ -189,9 +233,12 @@ class Writer:
         return result
 
     def close(self) -> None:
-        if self._task is not None:
-            self._task.abort()
-            self._task = None
+        try:
+            if self._task is not None:
+                self._task.abort()
+                self._task = None
+        finally:
+            self._log_pool.close()
 
     def __enter__(self) -> Writer:
         return self

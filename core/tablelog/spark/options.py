@@ -30,10 +30,13 @@ TESTING_PREFIX = "testing."
 #: ``"P"`` or ``"B:P"``: attempt 0 of partition P (in micro-batch B) raises after its
 #: ``finish()`` made its records durable in the log: a task that dies after producing.
 FAIL_AFTER_FINISH = "testing.fail-after-finish"
+#: ``"P"`` or ``"B:P"``: attempt 0 of partition P (in micro-batch B) raises after writing
+#: its first chunk, before ``finish()``: a task that dies with records produced, unflushed.
+FAIL_MID_WRITE = "testing.fail-mid-write"
 #: ``"B:SECONDS"``: the driver sleeps after committing micro-batch B to the table, before
 #: Spark records the batch in its commit log (a window for a test to kill the driver).
 PAUSE_AFTER_COMMIT = "testing.pause-after-commit"
-TESTING_KEYS = frozenset({FAIL_AFTER_FINISH, PAUSE_AFTER_COMMIT})
+TESTING_KEYS = frozenset({FAIL_AFTER_FINISH, FAIL_MID_WRITE, PAUSE_AFTER_COMMIT})
 
 WAREHOUSE_ENV = "TABLELOG_WAREHOUSE"
 
@@ -84,7 +87,15 @@ class SourceOptions:
 
     def fail_after_finish(self, batch_id: int | None, partition: int, attempt: int) -> bool:
         """Whether this task attempt must fail after producing (testing only)."""
-        spec = self.testing.get(FAIL_AFTER_FINISH)
+        return self._selects(FAIL_AFTER_FINISH, batch_id, partition, attempt)
+
+    def fail_mid_write(self, batch_id: int | None, partition: int, attempt: int) -> bool:
+        """Whether this task attempt must fail after its first chunk, unflushed (testing only)."""
+        return self._selects(FAIL_MID_WRITE, batch_id, partition, attempt)
+
+    def _selects(self, key: str, batch_id: int | None, partition: int, attempt: int) -> bool:
+        """Whether the testing option ``key`` (``"P"`` or ``"B:P"``) names attempt 0 of this task."""
+        spec = self.testing.get(key)
         if spec is None or attempt != 0:
             return False
         batch, _, part = spec.rpartition(":")

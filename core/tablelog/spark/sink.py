@@ -7,6 +7,9 @@ before a task runs, so nothing reaches the log or the table.
 Executors (:func:`write_partition`): each task attempt opens a
 :class:`~tablelog.writer.WriteTask` (a writer token of its own), writes the Arrow
 batches, and ``finish()`` makes its records durable; the receipt is the commit message.
+The log connection comes from the worker process's :func:`~tablelog.log_pool.shared_pool`
+(PySpark reuses its Python workers across tasks): only a task that finished cleanly
+hands it on to the next one.
 
 Driver (:func:`commit_messages`): ``Table.commit(writer_id, commit_identifier, receipts)``,
 idempotent per (writer id, commit identifier). Streaming writes use
@@ -29,6 +32,7 @@ import pyarrow as pa
 from pyspark.sql import datasource as _ds
 
 from tablelog.errors import OptionError, TablelogError
+from tablelog.log_pool import shared_pool
 from tablelog.options import TableOptions
 from tablelog.protocol import CommitResult, WriteReceipt
 from tablelog.spark.options import CREATE_KEYS, SourceOptions
@@ -49,7 +53,7 @@ _ROW_CHUNK = 10_000
 
 
 class InjectedFailure(RuntimeError):
-    """Raised by a task attempt that the ``testing.fail-after-finish`` option tells to fail."""
+    """Raised by a task attempt that a ``testing.fail-*`` option tells to fail."""
 
 
 @dataclass
@@ -170,10 +174,16 @@ def write_partition(plan: WritePlan, data: Iterable[Any]) -> TablelogCommitMessa
         writer_id, commit_identifier = plan.writer_id, plan.commit_identifier
     table = plan.open()
     label = f"{'' if batch_id is None else f'b{batch_id}-'}p{partition}-a{attempt}"
-    task = table.write_task(writer_id, commit_identifier, task=label)
+    task = table.write_task(writer_id, commit_identifier, task=label, log_pool=shared_pool())
+    fail_mid_write = plan.options.fail_mid_write(batch_id, partition, attempt)
     try:
         for chunk in data:
             task.write(chunk)
+            if fail_mid_write:
+                raise InjectedFailure(
+                    f"testing.fail-mid-write: task attempt {label} fails after producing its "
+                    f"first {task.rows} row(s), before finish (token {task.token})"
+                )
     except BaseException:
         task.abort()
         raise

@@ -159,18 +159,25 @@ class SparkExactlyOnceScenarios:
         assert Counter((c["_kind"], c["id"], c["name"]) for c in changes) == expected_log()
         assert replay(changes) == expected_rows()
 
+    def _failing_write(
+        self, spark: Any, log_options: dict[str, str], tmp_path: Path, option: str, value: str
+    ) -> tuple[Path, str, Any]:
+        """A streaming write of the input with one ``testing.`` failure option, run to its
+        end (Spark retries the failed attempts); the query must not fail."""
+        warehouse, name = tmp_path / "wh", f"db.t_{uuid.uuid4().hex[:8]}"
+        query = self._stream_write(spark, write_input(tmp_path / "in"), warehouse, name, tmp_path / "ck",
+                                   log_options, **{option: value})
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+        return warehouse, name, query
+
     def test_task_attempt_failing_after_producing_is_counted_once(
         self, spark: Any, log_options: dict[str, str], tmp_path: Path
     ) -> None:
         from tablelog.spark import normalize
 
-        warehouse, name = tmp_path / "wh", f"db.t_{uuid.uuid4().hex[:8]}"
-        inputs = write_input(tmp_path / "in")
         # attempt 0 of partition 0 of micro-batch 1 dies after its records are durable in the log
-        query = self._stream_write(spark, inputs, warehouse, name, tmp_path / "ck", log_options,
-                                   **{"testing.fail-after-finish": "1:0"})
-        query.awaitTermination(300)
-        assert query.exception() is None, query.exception()
+        warehouse, name, _ = self._failing_write(spark, log_options, tmp_path, "testing.fail-after-finish", "1:0")
         table = open_table(str(warehouse), name, log_options)
         tokens = [len(s.tokens()) for s in log_snapshots(table)]
         assert tokens == [FILES_PER_BATCH] * BATCHES, tokens  # every batch ran two tasks
@@ -190,6 +197,24 @@ class SparkExactlyOnceScenarios:
             reference = Normalizer(["id"]).apply(reader.read_all(idle_timeout_s=0.5))
         assert Counter((c["_kind"], c["id"], c["name"]) for c in normalized) == Counter(
             (c.kind.value, c.row["id"], c.row["name"]) for c in reference)
+
+    def test_task_attempt_failing_mid_write_is_counted_once(
+        self, spark: Any, log_options: dict[str, str], tmp_path: Path
+    ) -> None:
+        # Attempt 0 of partition 1 in every micro-batch dies with records produced and not
+        # flushed. Workers are reused and keep log connections for the next task: the dead
+        # attempt's connection must not take its records into anyone's receipt.
+        warehouse, name, query = self._failing_write(spark, log_options, tmp_path, "testing.fail-mid-write", "1")
+        tracker = spark.sparkContext.statusTracker()
+        failed = [
+            sum(tracker.getStageInfo(s).numFailedTasks for s in tracker.getJobInfo(job).stageIds)
+            for job in tracker.getJobIdsForGroup(str(query.runId))
+        ]
+        assert failed == [1] * BATCHES, failed  # one dead attempt per micro-batch, each retried
+        table = open_table(str(warehouse), name, log_options)
+        snapshots = log_snapshots(table)
+        assert [len(s.tokens()) for s in snapshots] == [FILES_PER_BATCH] * BATCHES
+        self._check_exactly_once(spark, table, warehouse, tmp_path)
 
     def test_driver_killed_after_a_table_commit_and_restarted_commits_each_batch_once(
         self, spark: Any, log_options: dict[str, str], tmp_path: Path
