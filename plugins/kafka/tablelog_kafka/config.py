@@ -60,7 +60,11 @@ _TIMEOUT_KEYS = frozenset({"message.timeout.ms", "delivery.timeout.ms", "enable.
 
 CONSUMER_DEFAULTS: dict[str, Any] = {
     # Upper bound of a fetch's long-poll on the broker: the latency of a
-    # re-position and of an empty fetch.
+    # re-position and of an empty fetch. Apache Kafka answers a waiting fetch as
+    # soon as a record arrives, so this adds no latency there; a broker that polls
+    # instead (Tansu re-reads its storage after half the remaining wait) shows a
+    # record up to half of it late: lower it for such a broker (docs/kafka.md,
+    # "Latency"), not here, where it only multiplies empty fetches.
     "fetch.wait.max.ms": 100,
 }
 CONSUMER_FIXED: dict[str, Any] = {
