@@ -140,7 +140,9 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
             ("transactional / raw", f"{system}: transactional reader, Change objects (poll) / raw consumer (values only)", 0.9),
             ("transactional / raw+json", f"{system}: transactional reader, Change objects (poll) / raw consumer + orjson.loads", 0.9),
         ):
-            ratio = point["ratios"][key]
+            ratio = point["ratios"].get(key)
+            if ratio is None:
+                continue  # a point measured by an older version of the benchmarks (--merge)
             rows.append({"what": what, "target": f">= {goal}x", "median": ratio["median"],
                          "min": ratio["min"], "max": ratio["max"],
                          "met": bool(ratio["median"] >= goal) if ratio["median"] == ratio["median"] else None})

@@ -49,7 +49,9 @@ def ratios(results: dict[str, Any], path: Path) -> Path:
         if point is None:
             continue
         for key in keys:
-            r = point["ratios"][key]
+            r = point["ratios"].get(key)
+            if r is None:
+                continue  # a point measured by an older version of the benchmarks (--merge)
             labels.append(f"{system}: {key}")
             medians.append(r["median"])
             lo.append(r["median"] - r["min"])
@@ -85,6 +87,8 @@ def _sweep(results: dict[str, Any], path: Path, x_key: str, fixed: dict[str, int
                 continue
             xs = [p[x_key] for p in points]
             for name in names:
+                if any(name not in p[side] for p in points):
+                    continue  # a variant older results (--merge) do not have
                 scale = [(p["record_bytes"] / 2**20 if mb else 1.0) for p in points]
                 med = [p[side][name]["median"] * s for p, s in zip(points, scale, strict=True)]
                 lo = [(p[side][name]["median"] - p[side][name]["min"]) * s for p, s in zip(points, scale, strict=True)]

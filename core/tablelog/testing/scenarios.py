@@ -12,6 +12,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -180,6 +182,26 @@ class ExactlyOnceScenarios:
         tail = read_transactional(table)[10:]
         # order holds within a partition (bucket), not across them
         assert sorted((c.kind.value, c.row["id"], c.row["name"]) for c in tail) == [("+U", 0, "new"), ("-D", 5, "v1-5")]
+
+    def test_a_transactional_reader_following_a_writer_gets_every_commit_once(self, table: Table) -> None:
+        # The reader catches up with the log between commits again and again (seen on
+        # pulsar-lite: a reader that had caught up stopped delivering).
+        def write() -> None:
+            with table.writer("follower") as writer:
+                for commit in range(10):
+                    writer.write(rows(10, start=commit * 10))
+                    writer.commit()
+                    time.sleep(0.2)
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        changes: list[Change] = []
+        deadline = time.monotonic() + 60
+        with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+            while len(changes) < 100 and time.monotonic() < deadline:
+                changes += reader.poll(timeout_s=0.05)
+        thread.join()
+        assert ids(changes) == Counter(range(100))
 
     def test_arrow_reads_return_exactly_the_changes_of_change_reads(self, table: Table) -> None:
         table.commit("w", 1, self._attempts(table, "w", 1, 1, rows()))

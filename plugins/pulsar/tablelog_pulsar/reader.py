@@ -48,6 +48,10 @@ _TIMEOUT = pulsar.Timeout
 #: How far ahead of an open reader a fetch may start and still use it: 64 entries.
 _SKIP_AHEAD = 64 << positions.BATCH_BITS
 
+#: A reader that delivered nothing for this long is asked (at most this often) whether
+#: the broker has more for it; if so, it is stuck and is replaced.
+_STUCK_AFTER_S = 0.2
+
 
 @attrs.define
 class _Open:
@@ -55,6 +59,10 @@ class _Open:
 
     reader: Any
     position: int
+    # time.monotonic() of its last message (or of its opening), and of the last check
+    # whether it is stuck (see Reader._stuck).
+    active: float = attrs.field(factory=time.monotonic)
+    checked: float = 0.0
 
 
 class Reader:
@@ -158,7 +166,15 @@ class Reader:
                 try:
                     message = raw.read_next(wait_ms)
                 except _TIMEOUT:
-                    break
+                    if found or not self._stuck(opened):
+                        break
+                    # Replaced at the same place; it waits for what is left of the time-out.
+                    self._close_reader(partition)
+                    opened = self._reader_at(partition, floor)
+                    raw = opened.reader._reader
+                    if time.monotonic() >= deadline:
+                        break
+                    continue
                 mid = message.message_id()
                 ledger, entry, batch = mid.ledger_id(), mid.entry_id(), mid.batch_index()
                 if ledger >= 0 and 0 <= entry <= max_entry and -1 <= batch <= max_batch:
@@ -183,7 +199,23 @@ class Reader:
             raise LogSystemError(f"pulsar: message id cannot be a position: {err}",
                                  topic=self._config.partition_topic(partition), partition=partition) from None
         opened.position = floor
+        if found:
+            opened.active = time.monotonic()
         return messages, found
+
+    def _stuck(self, opened: _Open) -> bool:
+        """Whether a reader that returns nothing is stuck: it has been silent for a while
+        and the broker says more messages are there for it. Seen on pulsar-lite: a reader
+        that had caught up (``has_message_available`` true) delivered nothing new for
+        30 s while a new reader at the same position got the messages at once."""
+        now = time.monotonic()
+        if now - opened.active < _STUCK_AFTER_S or now - opened.checked < _STUCK_AFTER_S:
+            return False
+        opened.checked = now
+        try:
+            return bool(opened.reader.has_message_available())
+        except PulsarException:
+            return False  # the next read reports what is wrong
 
     # -- end positions -------------------------------------------------------------------
 
