@@ -208,6 +208,9 @@ def main() -> None:
             results["memory"] = run_memory(size)
         elif section == "spark":
             results["spark"] = run_spark(size)
+        # Kept as each section ends: a later section that fails loses nothing measured.
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / f"{stamp}.partial.json").write_text(json.dumps(results, indent=1))
     results["meta"]["seconds"] = time.monotonic() - began
     if args.merge and (RESULTS / "latest.json").exists():
         # Re-run some sections: keep the others from the latest run.
@@ -221,6 +224,7 @@ def main() -> None:
     text = json.dumps(results, indent=1)
     (RESULTS / f"{stamp}.json").write_text(text)
     (RESULTS / "latest.json").write_text(text)
+    (RESULTS / f"{stamp}.partial.json").unlink(missing_ok=True)
     from bench import plots
 
     made = plots.make_all(results, RESULTS / "plots")

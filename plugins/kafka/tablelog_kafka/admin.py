@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -37,11 +38,13 @@ class AdminSide:
     def close(self) -> None:
         self._admin = None
 
-    def partition_count(self) -> int | None:
-        """The topic's partition count, or None when it does not exist."""
+    def partition_count(self, metadata_client: Any = None) -> int | None:
+        """The topic's partition count, or None when it does not exist; looked up with
+        ``metadata_client`` (any client: a producer) when given."""
         topic = self._settings.topic
         try:
-            metadata = self._client().list_topics(timeout=self._settings.admin_timeout_s)
+            client = metadata_client if metadata_client is not None else self._client()
+            metadata = client.list_topics(timeout=self._settings.admin_timeout_s)
         except KafkaException as exc:
             raise translate(
                 exc, self._settings.secrets, "cannot list the topics", TopicError, topic=topic
@@ -55,9 +58,9 @@ class AdminSide:
             )
         return len(found.partitions)
 
-    def ensure_topic(self, partitions: int, auto_register: bool) -> int:
+    def ensure_topic(self, partitions: int, auto_register: bool, metadata_client: Any = None) -> int:
         topic = self._settings.topic
-        count = self.partition_count()
+        count = self.partition_count(metadata_client)
         if count is None:
             if not auto_register:
                 raise TopicError(

@@ -50,7 +50,14 @@ def close_log(connection: KafkaConnection) -> None:
 @hookimpl
 def ensure_topic(connection: KafkaConnection) -> int:
     conn = _open(connection)
-    return conn.admin.ensure_topic(conn.config.partitions, conn.config.auto_register)
+    # Only writers ensure the topic, and they look it up through their own producer. A new
+    # idempotent producer that sends a metadata request first gets its producer id at
+    # once; left alone (or next to an admin client's connection), librdkafka asks for it
+    # when the bootstrap connection is being replaced and retries only after a fixed
+    # 500 ms timer. Measured on Tansu, creation to first acknowledgement: 503 ms alone,
+    # 54 ms (6 of 8 tries) with the look-up first.
+    producer = conn.producer._client()
+    return conn.admin.ensure_topic(conn.config.partitions, conn.config.auto_register, metadata_client=producer)
 
 
 @hookimpl
