@@ -126,6 +126,19 @@ class _Batch:
         return out
 
 
+#: Values up to this size on average are decoded faster all at once by Arrow's JSON
+#: reader than one by one with orjson; longer ones not (its string parsing is slower):
+#: measured per record, 100 B 1.1 against 1.5 µs, 1 KB 3.3 against 2.0 µs, 10 KB 31
+#: against 5.6 µs (orjson alone; building the Arrow table from the rows comes on top).
+_AT_ONCE_MAX_AVERAGE_BYTES = 512
+
+
+def _decodes_faster_at_once(values: list[bytes | None]) -> bool:
+    if None in values:
+        return False  # not ours: decoded one by one, which reports it
+    return sum(map(len, values)) <= _AT_ONCE_MAX_AVERAGE_BYTES * len(values)  # type: ignore[arg-type]
+
+
 def _dense(ranges: list[ProducedRange]) -> bool:
     """Whether every record inside these ranges (sorted by first) is a committed one:
     no two overlap, and each is ``contiguous`` (the log system says so) or its count
@@ -526,7 +539,7 @@ class ChangelogReader:
     ) -> None:
         """Committed values decoded: all at once into Arrow for ``poll_arrow``, else one
         by one into changes (and one by one whenever a value does not decode)."""
-        if out.arrow:
+        if out.arrow and _decodes_faster_at_once(values):
             try:
                 out.add(self.table.codec.values_to_arrow(values))
                 return
