@@ -74,14 +74,14 @@ def write_log_path(table: Table, parts: Sequence[pa.Table]) -> tuple[float, Writ
     Arrow batch, then finish() (flush: every record acknowledged). Paimon stubbed out.
 
     Warm, as in a Spark worker or a Writer after its first commit: the log connection
-    comes from a pool that a first task (one row, not timed) opened. A new idempotent
+    comes from a pool that a first task (100 rows, not timed) opened. A new idempotent
     Kafka producer's start-up (0.05 s, or 0.5 s when librdkafka's producer-id request
     races its bootstrap connection) is not per-record work; the raw producers are
     warmed up the same way."""
     pool = LogPool()
     warm_up = table.write_task(unique("w"), 1, log_pool=pool)
     warm_up._paimon_write = NoPaimon()
-    warm_up.write(parts[0].slice(0, 1))
+    warm_up.write(parts[0].slice(0, 100))  # rows of every partition: each producer started
     warm_up.finish()
     task = table.write_task(unique("w"), 1, log_pool=pool)
     task._paimon_write = NoPaimon()
