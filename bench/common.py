@@ -120,29 +120,16 @@ def encoded_records(table: Table, rows: pa.Table) -> dict[int, tuple[list[bytes 
     return out
 
 
-def read_transactional(table: Table, total: int, consistency: str = "transactional") -> float:
+def read_transactional(table: Table, total: int, consistency: str = "transactional", arrow: bool = False) -> float:
+    """Seconds to read ``total`` changes from the earliest snapshot with ``poll`` (or,
+    with ``arrow``, ``poll_arrow``: the changes as Arrow tables)."""
     reader = table.reader(consistency=consistency, scan_mode="earliest")
+    poll = reader.poll_arrow if arrow else reader.poll
     seen = 0
     began = time.perf_counter()
     deadline = time.monotonic() + 120
     while seen < total:
-        seen += len(reader.poll(max_records=10_000, timeout_s=1.0))
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"reader got {seen} of {total}")
-    elapsed = time.perf_counter() - began
-    reader.close()
-    assert seen == total, (seen, total)
-    return elapsed
-
-
-def read_arrow(table: Table, total: int) -> float:
-    """``read_transactional`` with ``poll_arrow``: changes as Arrow tables."""
-    reader = table.reader(consistency="transactional", scan_mode="earliest")
-    seen = 0
-    began = time.perf_counter()
-    deadline = time.monotonic() + 120
-    while seen < total:
-        seen += reader.poll_arrow(max_records=10_000, timeout_s=1.0).num_rows
+        seen += len(poll(max_records=10_000, timeout_s=1.0))
         if time.monotonic() > deadline:
             raise RuntimeError(f"reader got {seen} of {total}")
     elapsed = time.perf_counter() - began

@@ -55,7 +55,6 @@ from bench.common import (
     encoded_records,
     interleave,
     make_rows,
-    read_arrow,
     read_transactional,
     stats,
     unique,
@@ -367,7 +366,7 @@ def _round(raw: Any, warehouse: str, partitions: int, rows: Any, parts: list[Any
         ("raw+headers", lambda: timed_raw("all")),
         ("raw+json", lambda: timed_raw("json")),
         ("transactional", lambda: _or_failure(lambda: read_transactional(full_table, n), failures)),
-        ("transactional-arrow", lambda: _or_failure(lambda: read_arrow(full_table, n), failures)),
+        ("transactional-arrow", lambda: _or_failure(lambda: read_transactional(full_table, n, arrow=True), failures)),
         ("eventual", lambda: _or_failure(lambda: read_transactional(full_table, n, "eventual"), failures)),
     ])
     for name, elapsed in done:

@@ -110,13 +110,12 @@ class _Batch:
         self.parts.append(fresh)
         return fresh
 
-    def add(self, part: list[Change] | pa.Table) -> None:
+    def add(self, table: pa.Table) -> None:
         tail = self.parts[-1] if self.parts else None
         if isinstance(tail, list):
             self.size += len(tail)
-        self.parts.append(part)
-        if not isinstance(part, list):
-            self.size += part.num_rows
+        self.parts.append(table)
+        self.size += table.num_rows
 
     def to_changes(self) -> list[Change]:
         out: list[Change] = []
@@ -455,78 +454,70 @@ class ChangelogReader:
     def _read_snapshot(self, snapshot_id: int, record: LogCommitRecord, out: _Batch, budget: int) -> bool:
         """Append the snapshot's committed changes to ``out``; False if the budget ran out first."""
         position = self._ensure_position()
-        by_partition = {
-            partition: sorted(ranges, key=lambda r: r.first)
-            for partition, ranges in sorted(record.ranges_by_partition().items())
+        by_partition = {  # each partition's ranges sorted by first position
+            partition: ranges for partition, ranges in sorted(record.ranges_by_partition().items())
             if self._partitions is None or partition in self._partitions
         }
         # The partitions are read one after the other; a client that fetches ahead
         # starts on all of them now (no wait at each partition switch).
         self.log.prefetch({
             p: start for p, ranges in by_partition.items()
-            if (start := position.offsets.get(p, ranges[0].first)) <= ranges[-1].last
+            if (start := position.offsets.get(p, ranges[0].first)) <= max(r.last for r in ranges)
         })
         for partition, ranges in by_partition.items():
-            if _dense(ranges):
-                done = self._read_dense(snapshot_id, partition, ranges, out, budget)
-            else:
-                done = self._read_sparse(snapshot_id, partition, ranges, out, budget)
-            if not done:
+            if not self._read_partition(snapshot_id, partition, ranges, out, budget):
                 return False
             if self._counted_from_start:
                 self._check_counts(partition, ranges)
         return True
 
-    def _read_sparse(
+    def _read_partition(
         self, snapshot_id: int, partition: int, ranges: list[ProducedRange], out: _Batch, budget: int
     ) -> bool:
-        """A partition where other records lie between the committed ones: every record's
-        token, position and sequence number decide."""
+        """Append one partition's committed changes to ``out``, a chunk at a time; False if
+        the budget ran out first. Dense ranges (see :func:`_dense`) are fetched as values
+        only; elsewhere every record's token, position and sequence number decide."""
         position = self._ensure_position()
-        by_token = {r.token: r for r in ranges}
-        lo, hi = ranges[0].first, max(r.last for r in ranges)
-        pos = position.offsets.get(partition, lo)
-        while pos <= hi:
-            if len(out) >= budget:
-                position.offsets[partition] = pos
-                return False
-            with _gc_paused():
-                result = self._fetch_committed(partition, pos, hi, self._chunk(out, budget, pos, hi), values=False)
-                assert isinstance(result, FetchResult)
-                pos = result.next_position
-                if self._take_all_committed(result.records, partition, hi, by_token, snapshot_id, out.changes()):
-                    pos = hi + 1
-                del result
-            position.offsets[partition] = pos
-        return True
-
-    def _read_dense(
-        self, snapshot_id: int, partition: int, ranges: list[ProducedRange], out: _Batch, budget: int
-    ) -> bool:
-        """A partition whose committed ranges are dense (see :func:`_dense`): every record
-        inside them is a committed one, returned once, so only values are fetched."""
-        position = self._ensure_position()
-        hi = ranges[-1].last
+        read_chunk = self._read_dense_chunk if _dense(ranges) else self._read_sparse_chunk
+        hi = max(r.last for r in ranges)
         pos = position.offsets.get(partition, ranges[0].first)
         while pos <= hi:
             if len(out) >= budget:
                 position.offsets[partition] = pos
                 return False
             with _gc_paused():
-                result = self._fetch_committed(partition, pos, hi, self._chunk(out, budget, pos, hi), values=True)
-                assert isinstance(result, ValuesResult)
-                for r in ranges:
-                    # The chunk's records inside this range (records between ranges are
-                    # other writes'); positions only grow, so two bisections find them.
-                    a = bisect.bisect_left(result.positions, r.first)
-                    b = bisect.bisect_right(result.positions, r.last)
-                    if b > a:
-                        self._take_values(result.values[a:b], result.positions[a:b], partition, snapshot_id, out)
-                        self._counts[(r.token, partition)] += b - a
-                pos = result.next_position
-                del result
+                pos = read_chunk(snapshot_id, partition, ranges, pos, hi, self._chunk(out, budget, pos, hi), out)
             position.offsets[partition] = pos
         return True
+
+    def _read_sparse_chunk(
+        self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int,
+        max_records: int, out: _Batch,
+    ) -> int:
+        """One fetch of records, the committed ones kept; returns where to go on."""
+        result = self._fetch_committed(partition, pos, hi, max_records, values=False)
+        assert isinstance(result, FetchResult)
+        by_token = {r.token: r for r in ranges}
+        if self._take_all_committed(result.records, partition, hi, by_token, snapshot_id, out.changes()):
+            return hi + 1
+        return result.next_position
+
+    def _read_dense_chunk(
+        self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int,
+        max_records: int, out: _Batch,
+    ) -> int:
+        """One fetch of values, each inside a dense range a committed change; returns where to go on."""
+        result = self._fetch_committed(partition, pos, hi, max_records, values=True)
+        assert isinstance(result, ValuesResult)
+        for r in ranges:
+            # The chunk's records inside this range (records between ranges are other
+            # writes'); positions only grow, so two bisections find them.
+            a = bisect.bisect_left(result.positions, r.first)
+            b = bisect.bisect_right(result.positions, r.last)
+            if b > a:
+                self._take_values(result.values[a:b], result.positions[a:b], partition, snapshot_id, out)
+                self._counts[(r.token, partition)] += b - a
+        return result.next_position
 
     @staticmethod
     def _chunk(out: _Batch, budget: int, pos: int, hi: int) -> int:
