@@ -135,18 +135,36 @@ class FetchSide:
         self._next[partition] = position
 
     def fetch(self, partition: int, position: int, max_records: int, timeout_s: float) -> FetchResult:
+        messages = self._fetched(partition, position, max_records, timeout_s)
+        if not messages:
+            return FetchResult([], position)
+        records = self._records(messages)
+        return FetchResult(records, records[-1].position + 1)
+
+    def fetch_values(self, partition: int, position: int, max_records: int, timeout_s: float) -> ValuesResult:
+        messages = self._fetched(partition, position, max_records, timeout_s)
+        if not messages:
+            return ValuesResult([], range(0), position)
+        first: Any = messages[0].offset()
+        last: Any = messages[-1].offset()
+        # Offsets of a partition only grow: the first and last tell whether they are
+        # consecutive, and then no offset needs reading one by one.
+        positions = range(first, last + 1) if last - first + 1 == len(messages) else list(map(_offset, messages))
+        return ValuesResult(list(map(_value, messages)), positions, last + 1)
+
+    def _fetched(self, partition: int, position: int, max_records: int, timeout_s: float) -> list[Message]:
+        """``_messages`` with the arguments checked and client errors as LogSystemErrors."""
         if position < 0:
             raise ValueError(f"position must be >= 0, got {position}")
         if max_records <= 0:
-            return FetchResult([], position)
-        topic = self._settings.topic
+            return []
         try:
-            return self._fetch(partition, position, max_records, timeout_s)
+            return self._messages(partition, position, max_records, timeout_s)
         except KafkaException as exc:
             self._forget(partition)
             raise translate(
                 exc, self._settings.secrets, f"cannot fetch from position {position}",
-                LogSystemError, topic=topic, partition=partition,
+                LogSystemError, topic=self._settings.topic, partition=partition,
             ) from None
 
     def _forget(self, partition: int) -> None:
@@ -169,35 +187,6 @@ class FetchSide:
                     self._reposition(consumer, partition, position, check_start=False)
         except KafkaException:
             pass  # only a hint: the fetch at that position reports what is wrong
-
-    def fetch_values(self, partition: int, position: int, max_records: int, timeout_s: float) -> ValuesResult:
-        if position < 0:
-            raise ValueError(f"position must be >= 0, got {position}")
-        if max_records <= 0:
-            return ValuesResult([], range(0), position)
-        try:
-            messages = self._messages(partition, position, max_records, timeout_s)
-        except KafkaException as exc:
-            self._forget(partition)
-            raise translate(
-                exc, self._settings.secrets, f"cannot fetch from position {position}",
-                LogSystemError, topic=self._settings.topic, partition=partition,
-            ) from None
-        if not messages:
-            return ValuesResult([], range(0), position)
-        first: Any = messages[0].offset()
-        last: Any = messages[-1].offset()
-        # Offsets of a partition only grow: the first and last tell whether they are
-        # consecutive, and then no offset needs reading one by one.
-        positions = range(first, last + 1) if last - first + 1 == len(messages) else list(map(_offset, messages))
-        return ValuesResult(list(map(_value, messages)), positions, last + 1)
-
-    def _fetch(self, partition: int, position: int, max_records: int, timeout_s: float) -> FetchResult:
-        messages = self._messages(partition, position, max_records, timeout_s)
-        if not messages:
-            return FetchResult([], position)
-        records = self._records(messages)
-        return FetchResult(records, records[-1].position + 1)
 
     def _stands_at(self, partition: int, position: int) -> bool:
         """Whether the next record of ``partition`` the consumer gives (or has buffered)
