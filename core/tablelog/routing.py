@@ -21,21 +21,42 @@ _INTEGER_WIDTHS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 
 def route_rows(store: Any, data: pa.Table) -> list[tuple[int, list[int]]]:
     """Row indices per partition, partitions ascending, rows in input order."""
-    if data.num_rows == 0:
-        return []
+    order, groups = partition_order(store, data)
+    rows = range(data.num_rows) if order is None else order.tolist()
+    return [(partition, list(rows[start:stop])) for partition, start, stop in groups]
+
+
+def partition_order(store: Any, data: pa.Table) -> tuple[np.ndarray | None, list[tuple[int, int, int]]]:
+    """The rows grouped by partition: ``(order, groups)``, where ``order`` lists row
+    indices, partitions ascending and rows in input order within each, and every
+    ``(partition, start, stop)`` of ``groups`` is one partition's slice of it.
+    ``order`` is None when the input order already is that order (one partition).
+
+    Slices rather than index lists: the writer encodes the rows in this order and
+    hands each partition a slice of the encoded values, no per-row look-up."""
+    n = data.num_rows
+    if n == 0:
+        return None, []
     if store.bucket == 1:
-        return [(0, list(range(data.num_rows)))]
+        return None, [(0, 0, n)]
     keys = list(store.paimon.table_schema.bucket_keys)
     if keys and all(data.schema.field(k).type in _INTEGER_WIDTHS for k in keys):
         buckets = integer_key_buckets([data.column(k) for k in keys], store.bucket)
         order = np.argsort(buckets, kind="stable")
         sorted_buckets = buckets[order]
-        bounds = np.flatnonzero(np.diff(sorted_buckets)) + 1
-        return [
-            (int(sorted_buckets[group[0]]), order[group].tolist())
-            for group in np.split(np.arange(len(order)), bounds)
-        ]
-    return _route_with_pypaimon(store, data)
+        starts = [0, *(np.flatnonzero(np.diff(sorted_buckets)) + 1).tolist()]
+        stops = [*starts[1:], n]
+        groups = [(int(sorted_buckets[start]), start, stop) for start, stop in zip(starts, stops, strict=True)]
+    else:
+        grouped = _route_with_pypaimon(store, data)
+        order = np.fromiter((i for _, rows in grouped for i in rows), np.int64, n)
+        groups, start = [], 0
+        for bucket, rows in grouped:
+            groups.append((bucket, start, start + len(rows)))
+            start += len(rows)
+    if len(groups) == 1:
+        return None, groups
+    return order, groups
 
 
 def _route_with_pypaimon(store: Any, data: pa.Table) -> list[tuple[int, list[int]]]:

@@ -215,6 +215,12 @@ class Table:
 
         return route_rows(self.store, data)
 
+    def partition_order(self, data: pa.Table) -> tuple[Any, list[tuple[int, int, int]]]:
+        """The rows grouped by log partition (see :func:`tablelog.routing.partition_order`)."""
+        from tablelog.routing import partition_order
+
+        return partition_order(self.store, data)
+
     # -- writing ---------------------------------------------------------------
 
     def writer(self, writer_id: str | None = None) -> Writer:

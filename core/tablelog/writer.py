@@ -100,13 +100,23 @@ class WriteTask:
 
     def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> list[ProduceBatch]:
         table = self.table
-        input_rows: list[int] | None = None  # input row of each kept row, when some are dropped
+        input_rows: list[int] | None = None  # input row of each encoded row, when not the same
         if table.changelog_mode is ChangelogMode.UPSERT and RowKind.UPDATE_BEFORE in kinds:
             # upsert logs carry no -U: the +U that follows holds the new row
             input_rows = [i for i, k in enumerate(kinds) if k is not RowKind.UPDATE_BEFORE]
             arrow, kinds = arrow.take(pa.array(input_rows, pa.int64())), [kinds[i] for i in input_rows]
         if arrow.num_rows == 0:
             return []
+        # Encode the rows grouped by partition: each partition's batch is then a slice
+        # of the encoded lists (a per-row look-up to split them cost ~0.3 µs a record,
+        # as much as the JSON encoding itself).
+        order, groups = table.partition_order(arrow)
+        if order is not None:
+            arrow = arrow.take(order)
+            rows = order.tolist()
+            if kinds.count(kinds[0]) != len(kinds):
+                kinds = list(map(kinds.__getitem__, rows))
+            input_rows = rows if input_rows is None else list(map(input_rows.__getitem__, rows))
         now = int(time.time() * 1000)
         encoded = table.codec.encode(arrow, kinds, now)
         limit = table.options.log_max_record_bytes
@@ -119,12 +129,10 @@ class WriteTask:
                 f"more than log.max-record-bytes={limit}; nothing was written"
             )
         batches = []
-        for partition, indices in table.route(arrow):
-            if len(indices) == len(encoded.values):
-                keys, values = encoded.keys, encoded.values
-            else:
-                keys = list(map(encoded.keys.__getitem__, indices))
-                values = list(map(encoded.values.__getitem__, indices))
+        whole = len(groups) == 1
+        for partition, start, stop in groups:
+            keys = encoded.keys if whole else encoded.keys[start:stop]
+            values = encoded.values if whole else encoded.values[start:stop]
             batches.append(
                 ProduceBatch(
                     token=self.token, partition=partition, keys=keys, values=values,

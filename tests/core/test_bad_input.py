@@ -82,6 +82,17 @@ def test_oversized_record_fails_before_anything_is_produced(tmp_path) -> None:  
     assert_nothing_committed(table)
 
 
+def test_oversized_record_is_named_by_its_input_row_when_rows_span_partitions(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # the writer encodes rows grouped by partition: the error must still name the input row
+    table = tablelog.create_table(str(tmp_path), "db.big4", SCHEMA, primary_key=["id"], bucket=4,
+                                  options={"log.system": "filesystem", "log.max-record-bytes": "200"})
+    rows = [{"id": i, "name": "small"} for i in range(40)]
+    rows[29]["name"] = "x" * 500
+    with pytest.raises(SchemaMismatchError, match="row 29 encodes to .* bytes"):
+        table.writer().write(rows)
+    assert_nothing_committed(table)
+
+
 def test_table_without_primary_key_refuses_deletes(tmp_path) -> None:  # type: ignore[no-untyped-def]
     table = tablelog.create_table(str(tmp_path), "db.append", SCHEMA, options={"log.system": "filesystem"})
     with pytest.raises(SchemaMismatchError, match="only takes '\\+I' rows"):

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.routing import _route_with_pypaimon, route_rows
+from tablelog.routing import _route_with_pypaimon, partition_order, route_rows
 
 
 @pytest.mark.parametrize("key_types", [[pa.int64()], [pa.int32()], [pa.int16()], [pa.int8()],
@@ -26,3 +26,24 @@ def test_routing_matches_paimons_own_bucket_function(tmp_path, key_types, bucket
     data = pa.table({**columns, "v": ["x"] * 500}, schema=schema)
     table = tablelog.create_table(str(tmp_path), "db.r", schema, primary_key=names, bucket=buckets)
     assert route_rows(table.store, data) == _route_with_pypaimon(table.store, data)
+
+
+@pytest.mark.parametrize("key_type", [pa.int64(), pa.string()])
+def test_partition_order_groups_rows_by_partition_keeping_input_order(tmp_path, key_type) -> None:  # type: ignore[no-untyped-def]
+    schema = pa.schema([("k", key_type), ("v", pa.string())])
+    keys = list(range(200)) if pa.types.is_integer(key_type) else [f"key-{i}" for i in range(200)]
+    data = pa.table({"k": pa.array(keys, key_type), "v": ["x"] * 200}, schema=schema)
+    table = tablelog.create_table(str(tmp_path), "db.o", schema, primary_key=["k"], bucket=4)
+    order, groups = partition_order(table.store, data)
+    assert order is not None
+    assert [p for p, _, _ in groups] == [0, 1, 2, 3]
+    assert [stop - start for _, start, stop in groups] == [len(rows) for _, rows in route_rows(table.store, data)]
+    for (partition, start, stop), (expected_partition, rows) in zip(groups, _route_with_pypaimon(table.store, data), strict=True):
+        assert partition == expected_partition
+        assert order[start:stop].tolist() == rows  # ascending: input order within a partition
+
+
+def test_one_partition_needs_no_reordering(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    schema = pa.schema([("k", pa.int64())])
+    table = tablelog.create_table(str(tmp_path), "db.one", schema, primary_key=["k"], bucket=1)
+    assert partition_order(table.store, pa.table({"k": [3, 1, 2]}, schema=schema)) == (None, [(0, 0, 3)])
