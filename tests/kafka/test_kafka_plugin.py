@@ -416,3 +416,25 @@ def test_ensure_topic_on_an_unreachable_broker_raises_log_unavailable_within_the
     with pytest.raises(LogUnavailableError, match="cannot list the topics"):
         client.ensure_topic()
     assert time.monotonic() - began < 10
+
+
+@pytest.mark.parametrize("topic_exists", [False, True])
+def test_a_new_writer_connection_has_its_producer_id_when_ensure_topic_returns(
+    kafka_log_config_factory: Factory, open_client: ClientOpener, topic_exists: bool
+) -> None:
+    # librdkafka asks a new idempotent producer's id once, and on a miss retries only after
+    # a fixed 500 ms: every new Spark worker's first task would wait for it in finish().
+    topic = f"pid-{uuid.uuid4().hex[:12]}"
+    if topic_exists:
+        assert open_client(kafka_log_config_factory(topic=topic)).ensure_topic() == 2
+    slow = []
+    for _ in range(6):
+        client = open_client(kafka_log_config_factory(topic=topic if topic_exists else f"pid-{uuid.uuid4().hex[:12]}"))
+        client.ensure_topic()
+        began = time.monotonic()
+        client.produce(batch(token(), 0, 1))
+        client.flush(10.0)
+        if time.monotonic() - began > 0.4:
+            slow.append(round(time.monotonic() - began, 3))
+        client.close()
+    assert slow == []
