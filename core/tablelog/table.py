@@ -237,19 +237,27 @@ class Table:
 
         return WriteTask(self, writer_id, commit_identifier, task, log_pool=log_pool)
 
-    def commit(self, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt]) -> CommitResult:
+    def commit(
+        self, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
+        *, log_pool: LogPool | None = None,
+    ) -> CommitResult:
         """Commit receipts as one snapshot, once per (writer_id, commit_identifier).
 
         A replay of an identifier that is already committed commits nothing and
         returns ``committed=False`` with the earlier snapshot. After the
-        snapshot, the log system's ``commit`` hook runs (idempotent).
+        snapshot, the log system's ``commit`` hook runs (idempotent). With
+        ``log_pool``, the log connection (end positions, ``commit`` hook) comes from
+        the pool and goes back to it: a committer of many snapshots opens it once.
         """
         # The check and the commit hold the table's commit lock: two committers of
         # the same identifier (a replay racing the original) cannot both commit.
         with self.store.commit_lock():
-            return self._commit_once(writer_id, commit_identifier, receipts)
+            return self._commit_once(writer_id, commit_identifier, receipts, log_pool)
 
-    def _commit_once(self, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt]) -> CommitResult:
+    def _commit_once(
+        self, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
+        log_pool: LogPool | None,
+    ) -> CommitResult:
         rows = sum(r.rows for r in receipts)
         ranges = tuple(rng for r in receipts for rng in r.ranges)
         records = sum(r.count for r in ranges)
@@ -259,7 +267,10 @@ class Table:
         messages = [m for r in receipts for m in r.paimon_messages]
         if not messages and not ranges:
             return CommitResult(None, committed=True, rows=0, records=0)
-        log = self.open_log() if self.options.log_enabled else None
+        log: LogClient | None = None
+        if self.options.log_enabled:
+            log = log_pool.checkout(self) if log_pool is not None else self.open_log()
+        clean = False
         try:
             record = LogCommitRecord(
                 writer=writer_id,
@@ -272,9 +283,16 @@ class Table:
             snapshot = self._commit_snapshot(writer_id, commit_identifier, messages, record)
             if log is not None:
                 log.commit(CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions))
+            clean = True
         finally:
-            if log is not None:
+            if log is None:
+                pass
+            elif log_pool is None:
                 log.close()
+            elif clean:
+                log_pool.checkin(log)
+            else:
+                log_pool.discard(log)
         return CommitResult(snapshot.id, committed=True, rows=rows, records=records)
 
     def _commit_snapshot(

@@ -11,6 +11,7 @@ process, turns receipts into a snapshot (:meth:`tablelog.table.Table.commit`).
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections import defaultdict
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from tablelog.table import Table
 
 log = logging.getLogger(__name__)
+
+_TORN_LATEST_HINT = re.compile(r"Snapshot \d+ does not exist\.?")
 
 
 class WriteTask:
@@ -85,12 +88,28 @@ class WriteTask:
             return 0
         batches = self._encode(arrow, kinds) if table.options.log_enabled else []
         self._open()
-        self._paimon_write.write_arrow(self._with_kind_column(arrow, kinds))
+        self._write_paimon(self._with_kind_column(arrow, kinds))
         assert self._log is not None or not batches
         for batch in batches:
             self._log.produce(batch)  # type: ignore[union-attr]
         self.rows += arrow.num_rows
         return arrow.num_rows
+
+    def _write_paimon(self, data: pa.Table) -> None:
+        try:
+            self._paimon_write.write_arrow(data)
+        except ValueError as err:
+            if self.rows or not _TORN_LATEST_HINT.fullmatch(str(err).strip()):
+                raise
+            # pypaimon-rust's writer starts from the snapshot the table's LATEST hint names,
+            # and that file is rewritten in place by every commit: read while another
+            # process commits, it can name a snapshot that never existed (seen: "Snapshot
+            # 90 does not exist" in a table of 16). Nothing is written yet: start over once.
+            log.warning("table %r: %s; opening the Paimon writer again", self.table.identifier, err)
+            self._paimon_write.close()
+            self._paimon_write = None
+            self._open()
+            self._paimon_write.write_arrow(data)
 
     def _with_kind_column(self, arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
         if not self.table.store.has_kind_field:
@@ -218,9 +237,8 @@ class Writer:
         last = table.last_commit_identifier(writer_id) if writer_id else None
         self.commit_identifier = (last or 0) + 1
         self._task: WriteTask | None = None
-        # One log connection for every commit round, not a new one per round: opening
-        # costs a topic check, and a new idempotent Kafka producer waits 0.5 s (a fixed
-        # librdkafka timer) before its first record goes out.
+        # One log connection for every write and commit round, not a new one per round:
+        # opening costs a topic check and, on Kafka, a new idempotent producer's start.
         self._log_pool = LogPool(max_idle=1)
 
     @property
@@ -236,7 +254,7 @@ class Writer:
         """Publish everything written since the last commit in one snapshot."""
         task, self._task = self.task, None
         receipt = task.finish()
-        result = self.table.commit(self.writer_id, self.commit_identifier, [receipt])
+        result = self.table.commit(self.writer_id, self.commit_identifier, [receipt], log_pool=self._log_pool)
         self.commit_identifier += 1
         return result
 

@@ -6,6 +6,7 @@ import textwrap
 from collections import Counter
 
 import pyarrow as pa
+import pytest
 
 import tablelog
 from tablelog.verify import verify
@@ -73,3 +74,42 @@ def test_a_replay_racing_the_original_commit_commits_once(tmp_path) -> None:  # 
     assert len(list(table.snapshots())) == 1
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
         assert len(reader.read_all()) == 20
+
+
+class _TornHintOnce:
+    """Stands in for pypaimon-rust's writer on its first write: fails as it does when it
+    read the LATEST hint while another process rewrote it."""
+
+    closed = False
+
+    def write_arrow(self, data: pa.Table) -> None:
+        raise ValueError("Snapshot 90 does not exist.")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_first_write_that_read_a_torn_latest_hint_starts_over_and_loses_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    schema = pa.schema([("id", pa.int64()), ("writer", pa.string())])
+    table = tablelog.create_table(str(tmp_path), "db.torn", schema, primary_key=["id"], bucket=2,
+                                  options={"log.system": "filesystem"})
+    task = table.write_task("w", 1)
+    task._paimon_write = torn = _TornHintOnce()
+    task.write([{"id": i, "writer": "w"} for i in range(30)])
+    assert torn.closed
+    table.commit("w", 1, [task.finish()])
+    assert sorted(r["id"] for r in table.rows().to_pylist()) == list(range(30))
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        assert len(reader.read_all()) == 30
+    assert verify(table).consistent
+
+
+def test_a_torn_hint_error_after_the_tasks_first_write_is_raised(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    schema = pa.schema([("id", pa.int64()), ("writer", pa.string())])
+    table = tablelog.create_table(str(tmp_path), "db.err", schema, primary_key=["id"],
+                                  options={"log.system": "filesystem"})
+    task = table.write_task("w", 1)
+    task._paimon_write = _TornHintOnce()
+    task.rows = 5  # not the task's first write: its earlier rows live in that writer
+    with pytest.raises(ValueError, match="Snapshot 90 does not exist"):
+        task.write([{"id": 1, "writer": "w"}])

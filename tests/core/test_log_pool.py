@@ -29,15 +29,17 @@ SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
 
 class CountingFileLog:
-    """The filesystem log, counting hook calls; ``fail_flushes`` makes the next flushes fail."""
+    """The filesystem log, counting hook calls; ``fail_flushes`` / ``fail_commits`` make
+    the next flushes / commit hooks fail."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.fail_flushes = 0
+        self.fail_commits = 0
 
     def plugin(self) -> SimpleNamespace:
         hooks = {name: getattr(filesystem_log, name) for name in (*registry.REQUIRED_HOOKS, "option_specs")}
-        counted = {name: getattr(self, name) for name in ("open_log", "ensure_topic", "flush", "close_log")}
+        counted = {name: getattr(self, name) for name in ("open_log", "ensure_topic", "flush", "commit", "close_log")}
         return SimpleNamespace(**{**hooks, **counted})
 
     @filesystem_log.hookimpl
@@ -57,6 +59,14 @@ class CountingFileLog:
             self.fail_flushes -= 1
             raise ProduceError("injected flush failure", topic=connection.topic)
         return filesystem_log.flush(connection, timeout_s)
+
+    @filesystem_log.hookimpl
+    def commit(self, connection: Any, committed: Any) -> None:
+        self.calls["commit"] += 1
+        if self.fail_commits:
+            self.fail_commits -= 1
+            raise RuntimeError("injected commit-hook failure")
+        filesystem_log.commit(connection, committed)
 
     @filesystem_log.hookimpl
     def close_log(self, connection: Any) -> None:
@@ -105,6 +115,36 @@ def test_the_next_task_of_the_process_reuses_the_connection(table: Table, counti
         assert {r.token for r in receipt.ranges} == {receipt.token}
         table.commit("w", i + 1, [receipt])
     assert committed_ids(table) == Counter(range(30))
+
+
+def test_a_writer_opens_the_log_once_for_all_its_write_and_commit_rounds(
+    table: Table, counting: CountingFileLog
+) -> None:
+    with table.writer("w") as writer:
+        for round_ in range(3):
+            writer.write(rows(round_ * 10, 10, "a"))
+            assert writer.commit().committed
+    assert counting.calls["open_log"] == 1 and counting.calls["close_log"] == 1
+    assert committed_ids(table) == Counter(range(30))
+
+
+def test_commits_through_a_pool_share_one_connection_and_a_failed_commit_closes_its_own(
+    table: Table, counting: CountingFileLog
+) -> None:
+    pool = LogPool()
+    for i in range(2):
+        task = table.write_task("w", i + 1, log_pool=pool)
+        task.write(rows(i * 10, 10, "a"))
+        table.commit("w", i + 1, [task.finish()], log_pool=pool)
+    assert pool.opened == 1 and pool.idle_count() == 1
+    task = table.write_task("w", 3, log_pool=pool)
+    task.write(rows(20, 10, "a"))
+    receipt = task.finish()
+    counting.fail_commits = 1
+    with pytest.raises(RuntimeError, match="injected commit-hook failure"):
+        table.commit("w", 3, [receipt], log_pool=pool)
+    assert pool.idle_count() == 0 and counting.calls["close_log"] == 1
+    pool.close()
 
 
 def test_a_task_that_fails_mid_write_does_not_return_its_connection(

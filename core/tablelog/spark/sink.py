@@ -225,7 +225,10 @@ def commit_messages(plan: WritePlan, messages: list[Any], batch_id: int | None) 
             f"{sorted(identifiers)} (micro-batch {batch_id}); nothing was committed"
         )
     table = plan.open()
-    result = table.commit(writer_ids.pop(), identifiers.pop(), [m.receipt for m in received])
+    # The pool keeps the committer's log connection (end positions, commit hook) from one
+    # micro-batch to the next: opening one per commit cost 15-75 ms on Kafka.
+    result = table.commit(writer_ids.pop(), identifiers.pop(), [m.receipt for m in received],
+                          log_pool=shared_pool())
     if batch_id is not None:
         pause = plan.options.pause_after_commit(batch_id)
         if pause:
