@@ -163,6 +163,20 @@ class LogPool:
         return True
 
 
+def release(client: LogClient | None, pool: LogPool | None, *, reusable: bool) -> None:
+    """Done with a connection: back to ``pool`` when ``reusable`` (its user finished
+    cleanly, nothing unflushed), discarded from it otherwise, and closed when it came
+    from no pool."""
+    if client is None:
+        return
+    if pool is None:
+        client.close()
+    elif reusable:
+        pool.checkin(client)
+    else:
+        pool.discard(client)
+
+
 def _close_all(clients: list[LogClient]) -> None:
     for client in clients:
         # Closing only drops what is unflushed (the hook's contract) and must not turn

@@ -17,6 +17,7 @@ import pyarrow as pa
 from tablelog import registry
 from tablelog.errors import CommitError, OptionError
 from tablelog.formats import RecordCodec
+from tablelog.log_pool import release
 from tablelog.options import ChangelogMode, TableOptions, is_secret, split_system_options
 from tablelog.protocol import CommitResult, LogCommitRecord, WriteReceipt
 from tablelog.records import CommittedLog, LogConfig
@@ -285,14 +286,7 @@ class Table:
                 log.commit(CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions))
             clean = True
         finally:
-            if log is None:
-                pass
-            elif log_pool is None:
-                log.close()
-            elif clean:
-                log_pool.checkin(log)
-            else:
-                log_pool.discard(log)
+            release(log, log_pool, reusable=clean)
         return CommitResult(snapshot.id, committed=True, rows=rows, records=records)
 
     def _commit_snapshot(

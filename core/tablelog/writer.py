@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from tablelog import inputs
 from tablelog.errors import SchemaMismatchError
-from tablelog.log_pool import LogPool
+from tablelog.log_pool import LogPool, release
 from tablelog.options import ChangelogMode
 from tablelog.protocol import CommitResult, WriteReceipt, new_token
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
@@ -212,14 +212,7 @@ class WriteTask:
                 self._paimon_write = None
         finally:
             client, self._log = self._log, None
-            if client is None:
-                pass
-            elif self._log_pool is None:
-                client.close()
-            elif reuse_log:
-                self._log_pool.checkin(client)
-            else:
-                self._log_pool.discard(client)
+            release(client, self._log_pool, reusable=reuse_log)
 
 
 class Writer:
