@@ -43,13 +43,19 @@ _PULSAR_CONFIG = "default_partitions = 0\n\n[metrics]\nenabled = false\n"
 #: ~1.3 % at 100; a backlog is read no slower (a fetch that finds data returns at once).
 TANSU_CLIENT_OPTIONS: dict[str, str] = {"fetch.wait.max.ms": "20"}
 
-#: Bootstrap addresses of the Tansu brokers :func:`kafka` is running.
-_OWN_TANSU: set[str] = set()
+#: Bootstrap address -> process id of the Tansu brokers :func:`kafka` is running.
+_OWN_TANSU: dict[str, int] = {}
 
 
 def kafka_client_options(address: str) -> dict[str, str]:
     """librdkafka settings (no ``kafka.`` prefix) for measuring against ``address``."""
     return dict(TANSU_CLIENT_OPTIONS) if address in _OWN_TANSU else {}
+
+
+def kafka_broker_pid(address: str) -> int | None:
+    """The process id of the Tansu broker :func:`kafka` started at ``address``; None for
+    an external cluster (its CPU cannot be measured from here)."""
+    return _OWN_TANSU.get(address)
 
 
 def _binary(package: str, name: str, install: str) -> Path:
@@ -92,10 +98,10 @@ def kafka() -> Iterator[str]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("tansu did not start") from None
                 time.sleep(0.1)
-        _OWN_TANSU.add(bootstrap)
+        _OWN_TANSU[bootstrap] = process.pid
         yield bootstrap
     finally:
-        _OWN_TANSU.discard(bootstrap)
+        _OWN_TANSU.pop(bootstrap, None)
         stop(process)
         shutil.rmtree(workdir, ignore_errors=True)
 

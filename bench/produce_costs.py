@@ -4,7 +4,7 @@ The bounds in docs/performance.md: each variant produces the same N pre-encoded
 100-byte values to a fresh 4-partition topic of the benchmarks' Tansu with the
 plugin's producer settings, warm (started, a first record acknowledged). Printed per
 record: wall time, this process's CPU (the Python loop and librdkafka's threads) and
-the broker's CPU.
+the broker's CPU (nan against an external cluster).
 
 * ``plain``        ``produce(topic, value, key, partition)``
 * ``1 header``     plus the timestamp and one header
@@ -27,13 +27,6 @@ from bench.throughput import KafkaRaw
 
 TOKEN = b"0123456789abcdef"
 STAMP = 1_795_322_444_169
-
-
-def _tansu() -> psutil.Process:
-    for proc in psutil.process_iter(["cmdline"]):
-        if any("tansu" in part for part in proc.info["cmdline"] or []):
-            return proc
-    raise SystemExit("the benchmarks' Tansu process was not found")
 
 
 def _loop(producer: Producer, topic: str, variant: str, keys: list[bytes], values: list[bytes]) -> None:
@@ -75,7 +68,12 @@ def _loop(producer: Producer, topic: str, variant: str, keys: list[bytes], value
             producer.poll(0.05)
 
 
-def measure(raw: KafkaRaw, tansu: psutil.Process, variant: str, keys: list[bytes], values: list[bytes]) -> dict[str, float]:
+def _cpu_s(process: psutil.Process | None) -> float:
+    return sum(process.cpu_times()[:2]) if process is not None else float("nan")
+
+
+def measure(raw: KafkaRaw, broker: psutil.Process | None, variant: str, keys: list[bytes],
+            values: list[bytes]) -> dict[str, float]:
     config: dict[str, Any] = raw.settings.producer_config()
     if variant.endswith("no compression"):
         config["compression.type"] = "none"
@@ -84,7 +82,7 @@ def measure(raw: KafkaRaw, tansu: psutil.Process, variant: str, keys: list[bytes
     producer.list_topics(timeout=30)
     producer.produce(topic, b"warm-up", None, 0)
     assert producer.flush(30) == 0
-    broker_cpu = sum(tansu.cpu_times()[:2])
+    broker_cpu = _cpu_s(broker)
     cpu = time.process_time()
     began = time.perf_counter()
     _loop(producer, topic, variant, keys, values)
@@ -93,7 +91,7 @@ def measure(raw: KafkaRaw, tansu: psutil.Process, variant: str, keys: list[bytes
     return {
         "wall": (time.perf_counter() - began) / n * 1e6,
         "cpu": (time.process_time() - cpu) / n * 1e6,
-        "broker": (sum(tansu.cpu_times()[:2]) - broker_cpu) / n * 1e6,
+        "broker": (_cpu_s(broker) - broker_cpu) / n * 1e6,
     }
 
 
@@ -106,10 +104,11 @@ def main() -> None:
     variants = ("plain", "1 header", "2 headers", "2 headers, no compression", "produce_batch")
     with brokers.kafka() as address:
         raw = KafkaRaw(address)
-        tansu = _tansu()
+        pid = brokers.kafka_broker_pid(address)
+        broker = psutil.Process(pid) if pid is not None else None  # an external cluster: not measured
         for round_ in range(rounds):
             for variant in variants[round_ % len(variants):] + variants[:round_ % len(variants)]:
-                us = measure(raw, tansu, variant, keys, values)
+                us = measure(raw, broker, variant, keys, values)
                 print(f"round {round_ + 1} {variant:<27} µs/record: wall {us['wall']:.2f}  "
                       f"cpu {us['cpu']:.2f}  broker cpu {us['broker']:.2f}", flush=True)
 
