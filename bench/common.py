@@ -15,6 +15,7 @@ import tablelog
 from tablelog.log_pool import LogPool
 from tablelog.protocol import WriteReceipt
 from tablelog.table import Table
+from tablelog.writer import WriteTask
 
 #: Rows per Arrow batch handed to the writer (what a Spark task hands over per Arrow batch).
 ARROW_BATCH = 10_000
@@ -79,12 +80,7 @@ def write_log_path(table: Table, parts: Sequence[pa.Table]) -> tuple[float, Writ
     races its bootstrap connection) is not per-record work; the raw producers are
     warmed up the same way."""
     pool = LogPool()
-    warm_up = table.write_task(unique("w"), 1, log_pool=pool)
-    warm_up._paimon_write = NoPaimon()
-    warm_up.write(parts[0].slice(0, 100))  # rows of every partition: each producer started
-    warm_up.finish()
-    task = table.write_task(unique("w"), 1, log_pool=pool)
-    task._paimon_write = NoPaimon()
+    task = warm_log_task(table, parts, pool)
     began = time.perf_counter()
     for part in parts:
         task.write(part)
@@ -92,6 +88,19 @@ def write_log_path(table: Table, parts: Sequence[pa.Table]) -> tuple[float, Writ
     elapsed = time.perf_counter() - began
     pool.close()
     return elapsed, receipt
+
+
+def warm_log_task(table: Table, parts: Sequence[pa.Table], pool: LogPool) -> WriteTask:
+    """A write task with Paimon stubbed out whose log connection ``pool`` already
+    opened for a first, finished task of 100 rows (rows of every partition: each
+    producer started)."""
+    warm_up = table.write_task(unique("w"), 1, log_pool=pool)
+    warm_up._paimon_write = NoPaimon()
+    warm_up.write(parts[0].slice(0, 100))
+    warm_up.finish()
+    task = table.write_task(unique("w"), 1, log_pool=pool)
+    task._paimon_write = NoPaimon()
+    return task
 
 
 def write_full(table: Table, parts: Sequence[pa.Table], commit: bool = True) -> tuple[float, WriteReceipt]:

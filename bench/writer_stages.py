@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from bench import brokers
-from bench.common import NoPaimon, batches, create_table, encoded_records, make_rows, unique
+from bench.common import batches, create_table, encoded_records, make_rows, warm_log_task
 from bench.throughput import KafkaRaw
 from tablelog.log_pool import LogPool
 
@@ -41,12 +41,7 @@ def one_round(raw: KafkaRaw, warehouse: str, rows: Any) -> dict[str, float]:
     table = create_table(warehouse, 4, raw.table_options())
     out = {"raw+headers": raw.produce(raw.new_topic(4), encoded_records(table, rows), headers=True)}
     pool = LogPool()
-    warm = table.write_task(unique("w"), 1, log_pool=pool)
-    warm._paimon_write = NoPaimon()
-    warm.write(parts[0].slice(0, 100))
-    warm.finish()
-    task = table.write_task(unique("w"), 1, log_pool=pool)
-    task._paimon_write = NoPaimon()
+    task = warm_log_task(table, parts, pool)
     spent = {"encode": 0.0, "produce": 0.0}
     encode = task._encode
 
