@@ -32,7 +32,12 @@ def to_arrow(data: Any, where: str = "") -> pa.Table:
             return _columns_table({str(name): data[name].tolist() for name in data.columns}, where)
     if isinstance(data, Sequence):
         rows = [_row_with_kind(item) for item in data]
-        names = list(dict.fromkeys(name for row in rows for name in row))  # every row's keys, in order
+        names = _all_keys(rows)
+        if rows and len(names) == len(rows[0]):
+            try:
+                return pa.Table.from_pylist(rows)
+            except _CONVERSION_ERRORS:
+                pass  # column by column below, which names the column and the row
         return _columns_table({name: [row.get(name) for row in rows] for name in names}, where)
     raise SchemaMismatchError(
         f"cannot write {type(data).__name__}: pass a pyarrow Table or RecordBatch, a pandas "
@@ -41,6 +46,18 @@ def to_arrow(data: Any, where: str = "") -> pa.Table:
 
 
 _CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError)
+
+
+def _all_keys(rows: list[dict[str, Any]]) -> list[str]:
+    """Every row's keys, in the order they first appear: a key that only a later row has
+    is a column too (and then an unknown one), not dropped as Arrow's from_pylist does."""
+    if not rows:
+        return []
+    first = list(rows[0])
+    every = set().union(*rows)  # in native code; the common case ends here
+    if len(every) == len(first):
+        return first
+    return list(dict.fromkeys(name for row in rows for name in row))
 
 
 def _columns_table(columns: dict[str, list[Any]], where: str) -> pa.Table:
