@@ -71,11 +71,6 @@ def edge_rows(count: int, seed: int) -> list[dict[str, Any]]:
     return rows
 
 
-def as_table_value(value: Any) -> Any:
-    """What the table returns for a value written (the table rounds to its types)."""
-    return value
-
-
 def bag(rows: list[dict[str, Any]]) -> list[Any]:
     return sorted((row_items(r) for r in rows), key=repr)
 
