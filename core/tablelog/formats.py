@@ -1,24 +1,28 @@
 """Record encodings: Arrow rows with row kinds <-> log record keys and values.
 
-``debezium-json`` values are Debezium envelopes a consumer that knows nothing of
-tablelog understands::
+``debezium-json`` values follow Flink's ``debezium-json`` format, which is what
+Paimon's log system wrote (Flink's ``DebeziumJsonSerializationSchema``): an
+addition (``+I``, ``+U``) is a create, a retraction (``-U``, ``-D``) a delete::
 
-    +I  {"before": null, "after": {...}, "op": "c", "ts_ms": ...}
-    +U  {"before": null, "after": {...}, "op": "u", "ts_ms": ...}
-    -U  {"before": {...}, "after": null, "op": "u", "ts_ms": ...}
-    -D  {"before": {...}, "after": null, "op": "d", "ts_ms": ...}
+    +I  {"before": null, "after": {...}, "op": "c", "ts_ms": ..., "_kind": "+I"}
+    +U  {"before": null, "after": {...}, "op": "c", "ts_ms": ..., "_kind": "+U"}
+    -U  {"before": {...}, "after": null, "op": "d", "ts_ms": ..., "_kind": "-U"}
+    -D  {"before": {...}, "after": null, "op": "d", "ts_ms": ..., "_kind": "-D"}
+
+``ts_ms`` is Debezium's event time (Flink reads it as the ``ingestion-timestamp``
+metadata); ``_kind`` is the exact row kind for tablelog's readers, a field Flink's and
+Debezium's consumers ignore. Reading also takes what Flink's deserializer takes
+(``op`` ``"r"`` for a snapshot read, a ``source`` block, the ``{"schema", "payload"}``
+wrapper) and the records tablelog wrote before (``op`` ``"u"`` with only ``after``
+for ``+U``, only ``before`` for ``-U``; no ``_kind``).
 
 ``json`` values are the row itself with its row kind in ``"_kind"``. Keys are the
 primary key as a JSON object (``{"id": 7}``); tables without one have no key.
-
-Values that JSON cannot carry exactly are encoded the way Debezium does:
-timestamps as epoch microseconds, dates as epoch days, decimals as strings,
-binary as base64.
+How each column type is written is :mod:`tablelog.json_values`.
 """
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,84 +34,37 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from tablelog.errors import SchemaMismatchError
+from tablelog.json_values import (
+    SPECIAL_FLOAT_TOKENS,
+    float_from_json,
+    float_to_json,
+    from_json_arrow,
+    from_json_values,
+    is_float,
+    json_type,
+    python_converter,
+    special_float_rows,
+    to_json_array,
+    unloggable_value,
+)
 from tablelog.options import LogFormat
 from tablelog.records import RowKind
 
 KIND_COLUMN = "_kind"
 
-_OPS = {RowKind.INSERT: "c", RowKind.UPDATE_AFTER: "u", RowKind.UPDATE_BEFORE: "u", RowKind.DELETE: "d"}
-_OP_BY_VALUE = {k.value: op for k, op in _OPS.items()}
+#: Flink's debezium-json ops: additions are creates, retractions deletes.
+_OP_BY_VALUE = {k.value: ("d" if k.is_retraction else "c") for k in RowKind}
 _RETRACTION_VALUES = [k.value for k in RowKind if k.is_retraction]
-
-
-def _json_type(data_type: pa.DataType) -> pa.DataType:
-    """The Arrow type a column takes on its way through JSON."""
-    if pa.types.is_timestamp(data_type) or pa.types.is_time(data_type):
-        return pa.int64()
-    if pa.types.is_date(data_type):
-        return pa.int32()
-    if pa.types.is_decimal(data_type):
-        return pa.string()
-    if pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type):
-        return pa.string()
-    if pa.types.is_large_string(data_type):
-        return pa.string()
-    if (
-        pa.types.is_integer(data_type)
-        or pa.types.is_floating(data_type)
-        or pa.types.is_boolean(data_type)
-        or pa.types.is_string(data_type)
-    ):
-        return data_type
-    raise SchemaMismatchError(
-        f"type {data_type} cannot be written to the log; supported: integers, floats, boolean, "
-        "string, binary, decimal, date, time, timestamp"
-    )
+_KIND_BY_VALUE = {k.value: k for k in RowKind}
 
 
 def check_loggable(schema: pa.Schema) -> None:
-    """Raise a clear error now for a column the log format cannot carry."""
+    """Raise a clear error now for a column the table and its log cannot carry."""
     for field in schema:
         try:
-            _json_type(field.type)
+            json_type(field.type)
         except SchemaMismatchError as err:
             raise SchemaMismatchError(f"column {field.name!r}: {err}") from None
-
-
-def _to_json_array(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """The column in the types it has in JSON (see the module docstring)."""
-    data_type = column.type
-    if pa.types.is_timestamp(data_type):
-        return pc.cast(pc.cast(column, pa.timestamp("us", tz=data_type.tz)), pa.int64())
-    if pa.types.is_time(data_type):
-        return pc.cast(pc.cast(column, pa.time64("us")), pa.int64())
-    if pa.types.is_date(data_type):
-        return pc.cast(pc.cast(column, pa.date32()), pa.int32())
-    if pa.types.is_decimal(data_type):
-        return pc.cast(column, pa.string())
-    if pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type):
-        return pa.chunked_array(
-            [pa.array([None if v is None else base64.b64encode(v).decode() for v in column.to_pylist()],
-                      pa.string())]
-        )
-    if pa.types.is_large_string(data_type):
-        return pc.cast(column, pa.string())
-    return column
-
-
-def _from_json_column(values: list[Any], data_type: pa.DataType) -> pa.Array:
-    if pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type):
-        return pa.array([None if v is None else base64.b64decode(v) for v in values], data_type)
-    if pa.types.is_timestamp(data_type):
-        micros = pa.array(values, pa.int64()).cast(pa.timestamp("us", tz=data_type.tz))
-        return micros.cast(data_type)
-    if pa.types.is_time(data_type):
-        return pa.array(values, pa.int64()).cast(pa.time64("us")).cast(data_type)
-    if pa.types.is_date(data_type):
-        return pa.array(values, pa.int32()).cast(pa.date32()).cast(data_type)
-    if pa.types.is_decimal(data_type):
-        return pa.array(values, pa.string()).cast(data_type)
-    return pa.array(values, data_type)
 
 
 @attrs.frozen
@@ -127,31 +84,49 @@ class RecordCodec:
     value_format: LogFormat
     table: str = ""
 
-    # The per-column converters of python_row, and whether all of them are the identity
-    # (then a decoded row in schema order is returned as it is): computed once, since
-    # python_row runs for every record a reader returns.
+    # The per-column converters of python_row, and the names a decoded row has when
+    # none is needed (then a row in schema order is returned as it is, unless a float
+    # column holds one of the special-value strings): computed once, since python_row
+    # runs for every record a reader returns.
     _row_converters: list[tuple[str, Callable[[Any], Any]]] = attrs.field(
         init=False, factory=list, repr=False, eq=False
     )
     _identity_names: tuple[str, ...] | None = attrs.field(init=False, default=None, repr=False, eq=False)
+    _float_names: tuple[str, ...] = attrs.field(init=False, default=(), repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         check_loggable(self.schema)
-        self._row_converters = self._converters
-        if all(convert is _identity for _, convert in self._row_converters):
+        converters = [(f.name, python_converter(f.type)) for f in self.schema]
+        self._row_converters = [(name, convert or _identity) for name, convert in converters]
+        if all(convert in (None, float_from_json) for _, convert in converters):
             self._identity_names = tuple(self.schema.names)
+        self._float_names = tuple(f.name for f in self.schema if is_float(f.type))
 
     # -- writing ---------------------------------------------------------------
+
+    def check_values(self, data: pa.Table) -> None:
+        """Raise :class:`SchemaMismatchError` naming the first value of ``data`` (in the
+        table schema) that the log cannot carry exactly."""
+        found = unloggable_value(data)
+        if found is not None:
+            column, row, value = found
+            where = f"table {self.table!r}: " if self.table else ""
+            raise SchemaMismatchError(
+                f"{where}column {column!r} row {row}: {value!r} has a sub-microsecond part; the log "
+                "carries times and timestamps to the microsecond. Round the values to microseconds; "
+                "nothing was written"
+            )
 
     def encode(self, data: pa.Table, kinds: Sequence[RowKind], timestamp_ms: int) -> Encoded:
         """Encode every row of ``data`` (already cast to the table schema), column-wise.
 
         Polars builds the JSON of all rows in native code: several times faster than
         a dumps call per row, which matters because encoding sits on the writer's
-        hot path between Arrow and the log client.
+        hot path between Arrow and the log client. Polars writes NaN and infinities
+        as null, so the rare rows holding one are encoded again here, one by one.
         """
         json_level = pa.Table.from_arrays(
-            [_to_json_array(data.column(i)) for i in range(data.num_columns)], names=data.schema.names
+            [to_json_array(data.column(i)) for i in range(data.num_columns)], names=data.schema.names
         )
         frame = pl.from_arrow(json_level, rechunk=False)
         assert isinstance(frame, pl.DataFrame)
@@ -169,6 +144,7 @@ class RecordCodec:
                 pl.when(retraction).then(None).otherwise(row).alias("after"),
                 ops.alias("op"),
                 pl.lit(timestamp_ms, dtype=pl.Int64).alias("ts_ms"),
+                kind_values.alias(KIND_COLUMN),
             ).struct.json_encode()
         columns = [value_expr.cast(pl.Binary).alias("value")]
         if self.primary_key:
@@ -178,7 +154,28 @@ class RecordCodec:
         keys: list[bytes | None] = (
             encoded.get_column("key").to_list() if self.primary_key else [None] * data.num_rows
         )
+        special = special_float_rows(data)
+        if special:
+            rows = json_level.take(pa.array(special, pa.int64())).to_pylist()
+            for i, json_row in zip(special, rows, strict=True):
+                json_row = {name: float_to_json(v) for name, v in json_row.items()}
+                values[i] = self._envelope(kinds[i], json_row, timestamp_ms)
+                if self.primary_key:
+                    keys[i] = orjson.dumps({k: json_row[k] for k in self.primary_key})
         return Encoded(keys, values)
+
+    def _envelope(self, kind: RowKind, json_row: dict[str, Any], timestamp_ms: int) -> bytes:
+        """One value, as :meth:`encode` writes it in native code."""
+        if self.value_format is LogFormat.JSON:
+            return orjson.dumps({**json_row, KIND_COLUMN: kind.value})
+        retraction = kind.is_retraction
+        return orjson.dumps({
+            "before": json_row if retraction else None,
+            "after": None if retraction else json_row,
+            "op": _OP_BY_VALUE[kind.value],
+            "ts_ms": timestamp_ms,
+            KIND_COLUMN: kind.value,
+        })
 
     # -- reading ---------------------------------------------------------------
 
@@ -190,17 +187,7 @@ class RecordCodec:
         if self.value_format is LogFormat.JSON:
             kind = RowKind.parse(doc.pop(KIND_COLUMN))
             return kind, doc
-        op = doc.get("op")
-        after, before = doc.get("after"), doc.get("before")
-        if op in ("c", "r") and isinstance(after, dict):
-            return RowKind.INSERT, after
-        if op == "u" and isinstance(after, dict):
-            return RowKind.UPDATE_AFTER, after
-        if op == "u" and isinstance(before, dict):
-            return RowKind.UPDATE_BEFORE, before
-        if op == "d" and isinstance(before, dict):
-            return RowKind.DELETE, before
-        raise ValueError(f"not a Debezium envelope (op={op!r})")
+        return debezium_change(doc)
 
     def values_to_arrow(self, values: list[bytes | None]) -> pa.Table:
         """Many values decoded at once into an Arrow table with a leading ``_kind``
@@ -208,7 +195,7 @@ class RecordCodec:
         code: no Python object per record. Raises ValueError when any value is not one
         :meth:`decode_value` accepts with the table's types; the caller then decodes
         them one by one to report the culprit."""
-        output = pa.schema([pa.field(KIND_COLUMN, pa.string()), *self.schema])
+        output = self._arrow_schema
         if not values:
             return output.empty_table()
         if None in values:
@@ -216,11 +203,18 @@ class RecordCodec:
         data = b"\n".join(values)  # type: ignore[arg-type]  # None ruled out above
         # A value must not straddle two blocks of the reader: blocks hold the largest value.
         block = max(1 << 20, 2 * max(map(len, values)) + 2)  # type: ignore[arg-type]
-        parsed = pa_json.read_json(
-            pa.BufferReader(data),
-            read_options=pa_json.ReadOptions(block_size=block),
-            parse_options=self._json_parse_options,
-        )
+        try:
+            parsed = pa_json.read_json(
+                pa.BufferReader(data),
+                read_options=pa_json.ReadOptions(block_size=block),
+                parse_options=self._json_parse_options,
+            )
+        except pa.ArrowInvalid:
+            if not self._float_names or not any(token in data for token in SPECIAL_FLOAT_TOKENS):
+                raise
+            # Arrow's reader takes no string in a number column: the rare values with
+            # NaN or an infinity are decoded one by one.
+            return self._values_to_arrow_one_by_one(values)  # type: ignore[arg-type]
         if parsed.num_rows != len(values):  # a value with a raw newline: not one of ours
             raise ValueError("values do not parse one row each")
         if self.value_format is LogFormat.JSON:
@@ -231,49 +225,80 @@ class RecordCodec:
         else:
             kinds, columns = _debezium_columns(parsed, len(self.schema))
         arrays = [kinds] + [
-            _from_json_arrow(column, field.type) for column, field in zip(columns, self.schema, strict=True)
+            from_json_arrow(column, field.type) for column, field in zip(columns, self.schema, strict=True)
         ]
         return pa.Table.from_arrays(arrays, schema=output)
 
+    def _values_to_arrow_one_by_one(self, values: list[bytes]) -> pa.Table:
+        try:
+            decoded = [self.decode_value(v) for v in values]
+            return self.rows_to_arrow([k for k, _ in decoded], [r for _, r in decoded])
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"a value is not a row of the table: {err!r}") from None
+
     @property
     def _json_parse_options(self) -> pa_json.ParseOptions:
-        row = pa.struct([pa.field(f.name, _json_type(f.type)) for f in self.schema])
+        row = pa.struct([pa.field(f.name, json_type(f.type)) for f in self.schema])
         if self.value_format is LogFormat.JSON:
             schema = pa.schema([*row, pa.field(KIND_COLUMN, pa.string())])
         else:
-            schema = pa.schema([("before", row), ("after", row), ("op", pa.string())])
+            schema = pa.schema([("before", row), ("after", row), ("op", pa.string()), (KIND_COLUMN, pa.string())])
         return pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
 
     def rows_to_arrow(self, kinds: list[RowKind], rows: list[dict[str, Any]]) -> pa.Table:
         """Decoded rows as an Arrow table with a leading ``_kind`` column."""
         arrays = [pa.array([k.value for k in kinds], pa.string())]
         for field in self.schema:
-            arrays.append(_from_json_column([r.get(field.name) for r in rows], field.type))
-        return pa.Table.from_arrays(arrays, names=[KIND_COLUMN, *self.schema.names])
+            arrays.append(from_json_values([r.get(field.name) for r in rows], field.type))
+        return pa.Table.from_arrays(arrays, schema=self._arrow_schema)
+
+    @property
+    def _arrow_schema(self) -> pa.Schema:
+        return pa.schema([pa.field(KIND_COLUMN, pa.string()), *self.schema])
 
     def python_row(self, row: dict[str, Any]) -> dict[str, Any]:
         """A decoded JSON-level row with values converted to the table's Python types."""
-        if self._identity_names is not None and tuple(row) == self._identity_names:
+        if (
+            self._identity_names is not None
+            and tuple(row) == self._identity_names
+            and not any(type(row[name]) is str for name in self._float_names)
+        ):
             return row  # exactly the table's columns, in order, nothing to convert
         return {name: convert(row.get(name)) for name, convert in self._row_converters}
-
-    @property
-    def _converters(self) -> list[tuple[str, Callable[[Any], Any]]]:
-        result: list[tuple[str, Callable[[Any], Any]]] = []
-        for field in self.schema:
-            if _json_type(field.type) == field.type:
-                result.append((field.name, _identity))
-            else:
-                result.append((field.name, _single_converter(field.type)))
-        return result
 
 
 _KIND_VALUES = [k.value for k in RowKind]
 
 
+def debezium_change(doc: dict[str, Any]) -> tuple[RowKind, dict[str, Any]]:
+    """Row kind and JSON-level row of one Debezium envelope (see the module docstring);
+    raises ValueError when it is none."""
+    payload = doc.get("payload")
+    if "op" not in doc and isinstance(payload, dict):
+        doc = payload  # Debezium's {"schema": ..., "payload": ...} wrapper
+    op = doc.get("op")
+    after, before = doc.get("after"), doc.get("before")
+    kind = _KIND_BY_VALUE.get(doc.get(KIND_COLUMN))  # type: ignore[arg-type]
+    if kind is not None:
+        row = before if kind.is_retraction else after
+        if isinstance(row, dict) and op == _OP_BY_VALUE[kind.value]:
+            return kind, row
+        raise ValueError(f"a {kind.value} record needs op {_OP_BY_VALUE[kind.value]!r} and its row "
+                         f"in {'before' if kind.is_retraction else 'after'}")
+    if op in ("c", "r") and isinstance(after, dict):
+        return RowKind.INSERT, after
+    if op == "u" and isinstance(after, dict):
+        return RowKind.UPDATE_AFTER, after
+    if op == "u" and isinstance(before, dict):
+        return RowKind.UPDATE_BEFORE, before
+    if op == "d" and isinstance(before, dict):
+        return RowKind.DELETE, before
+    raise ValueError(f"not a Debezium envelope (op={op!r})")
+
+
 def _debezium_columns(parsed: pa.Table, width: int) -> tuple[pa.Array, list[pa.ChunkedArray]]:
     """Row kinds and row columns of parsed Debezium envelopes; the same rules as
-    :meth:`RecordCodec.decode_value`, column-wise."""
+    :func:`debezium_change`, column-wise."""
     op = parsed.column("op")
     after, before = parsed.column("after"), parsed.column("before")
     has_after, has_before = pc.is_valid(after), pc.is_valid(before)
@@ -284,39 +309,30 @@ def _debezium_columns(parsed: pa.Table, width: int) -> tuple[pa.Array, list[pa.C
         pc.and_(update, has_before),
         pc.and_(pc.equal(op, "d"), has_before),
     )
-    kinds = pc.case_when(conditions, *(pa.scalar(k.value) for k in
+    by_op = pc.case_when(conditions, *(pa.scalar(k.value) for k in
                                        (RowKind.INSERT, RowKind.UPDATE_AFTER, RowKind.UPDATE_BEFORE, RowKind.DELETE)))
+    given = parsed.column(KIND_COLUMN)
+    if given.null_count == len(given):
+        kinds = by_op  # records written before the _kind field
+    else:
+        retraction = pc.is_in(given, pa.array(_RETRACTION_VALUES))
+        shaped = pc.if_else(
+            retraction,
+            pc.and_(pc.equal(op, "d"), has_before),
+            pc.and_(pc.equal(op, "c"), has_after),
+        )
+        valid = pc.and_(pc.is_in(given, pa.array(_KIND_VALUES)), shaped)
+        kinds = pc.if_else(pc.is_null(given), by_op, pc.if_else(valid, given, pa.scalar(None, pa.string())))
+    if isinstance(kinds, pa.ChunkedArray):
+        kinds = kinds.combine_chunks()
     if kinds.null_count:
         raise ValueError("a value is not a Debezium envelope of a row")
+    from_before = pc.is_in(kinds, pa.array(_RETRACTION_VALUES))
     columns = [
-        pc.if_else(has_after, pc.struct_field(after, [i]), pc.struct_field(before, [i])) for i in range(width)
+        pc.if_else(from_before, pc.struct_field(before, [i]), pc.struct_field(after, [i])) for i in range(width)
     ]
     return kinds, columns
 
 
-def _from_json_arrow(column: pa.ChunkedArray | pa.Array, data_type: pa.DataType) -> pa.ChunkedArray | pa.Array:
-    """A column parsed at its JSON-level type (see :func:`_json_type`) in the table's type."""
-    if column.type == data_type:
-        return column
-    if pa.types.is_timestamp(data_type):
-        return pc.cast(pc.cast(column, pa.timestamp("us", tz=data_type.tz)), data_type)
-    if pa.types.is_time(data_type):
-        return pc.cast(pc.cast(column, pa.time64("us")), data_type)
-    if pa.types.is_date(data_type):
-        return pc.cast(pc.cast(column, pa.date32()), data_type)
-    if pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type):
-        return _from_json_column(column.to_pylist(), data_type)
-    return pc.cast(column, data_type)
-
-
 def _identity(value: Any) -> Any:
     return value
-
-
-def _single_converter(data_type: pa.DataType) -> Callable[[Any], Any]:
-    def convert(value: Any) -> Any:
-        if value is None:
-            return None
-        return _from_json_column([value], data_type)[0].as_py()
-
-    return convert

@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tablelog.casting import Verdict, cast_column, verdict
 from tablelog.errors import SchemaMismatchError
 from tablelog.formats import KIND_COLUMN
 from tablelog.records import RowKind
@@ -16,19 +17,87 @@ from tablelog.records import RowKind
 _KIND_VALUES = {k.value: k for k in RowKind}
 
 
-def to_arrow(data: Any) -> pa.Table:
+def to_arrow(data: Any, where: str = "") -> pa.Table:
+    """``data`` as an Arrow table with the types its values have (cast later, by
+    :mod:`tablelog.casting`); a column whose values do not make one Arrow type is an
+    error naming the column and the row."""
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
     if type(data).__module__.startswith("pandas"):
-        return pa.Table.from_pandas(data, preserve_index=False)
+        try:
+            return pa.Table.from_pandas(data, preserve_index=False)
+        except _CONVERSION_ERRORS:
+            return _columns_table({str(name): data[name].tolist() for name in data.columns}, where)
     if isinstance(data, Sequence):
-        return pa.Table.from_pylist([_row_with_kind(item) for item in data])
+        rows = [_row_with_kind(item) for item in data]
+        names = _all_keys(rows)
+        if rows and len(names) == len(rows[0]):
+            try:
+                return pa.Table.from_pylist(rows)
+            except _CONVERSION_ERRORS:
+                pass  # column by column below, which names the column and the row
+        return _columns_table({name: [row.get(name) for row in rows] for name in names}, where)
     raise SchemaMismatchError(
         f"cannot write {type(data).__name__}: pass a pyarrow Table or RecordBatch, a pandas "
         "DataFrame, a list of dicts, or a list of (row_kind, dict) pairs"
     )
+
+
+_CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError)
+
+
+def _all_keys(rows: list[dict[str, Any]]) -> list[str]:
+    """Every row's keys, in the order they first appear: a key that only a later row has
+    is a column too (and then an unknown one), not dropped as Arrow's from_pylist does."""
+    if not rows:
+        return []
+    first = list(rows[0])
+    every = set().union(*rows)  # in native code; the common case ends here
+    if len(every) == len(first):
+        return first
+    return list(dict.fromkeys(name for row in rows for name in row))
+
+
+def _columns_table(columns: dict[str, list[Any]], where: str) -> pa.Table:
+    return pa.table({name: _python_column(name, values, where) for name, values in columns.items()})
+
+
+def _python_column(name: str, values: list[Any], where: str) -> pa.Array:
+    try:
+        return pa.array(values)
+    except _CONVERSION_ERRORS:
+        pass
+    first: tuple[int, Any] | None = None
+    for row, value in enumerate(values):
+        if value is None:
+            continue
+        try:
+            pa.array([value])
+        except _CONVERSION_ERRORS as err:
+            hint = " (outside int64 and uint64)" if isinstance(value, int) else ""
+            raise SchemaMismatchError(
+                f"{where}column {name!r} row {row}: {value!r} ({type(value).__name__}) is no value a table "
+                f"column can hold{hint}: {err}; nothing was written"
+            ) from None
+        if first is None:
+            first = (row, value)
+            continue
+        try:
+            pa.array([first[1], value])
+        except _CONVERSION_ERRORS:
+            if _is_number(first[1]) and _is_number(value):
+                raise SchemaMismatchError(
+                    f"{where}column {name!r} row {row}: {value!r} mixed with floats (row {first[0]}: "
+                    f"{first[1]!r}) is not exactly a float64: integers go into a float column only up to "
+                    "2^53 in magnitude; nothing was written"
+                ) from None
+            raise SchemaMismatchError(
+                f"{where}column {name!r} mixes types: row {first[0]} is {type(first[1]).__name__} "
+                f"({first[1]!r}), row {row} is {type(value).__name__} ({value!r}); nothing was written"
+            ) from None
+    raise SchemaMismatchError(f"{where}column {name!r}: its values do not make one Arrow column; nothing was written")
 
 
 def _row_with_kind(item: Any) -> dict[str, Any]:
@@ -53,8 +122,8 @@ def prepare(
     Row kinds come from ``kind`` (all rows) or a ``_kind`` column of ``+I``,
     ``-U``, ``+U``, ``-D`` values; default ``+I``.
     """
-    arrow = to_arrow(data)
     where = f"table {table!r}: " if table else ""
+    arrow = to_arrow(data, where)
     kinds = _kinds(arrow, kind, where)
     if KIND_COLUMN in arrow.schema.names:
         arrow = arrow.drop_columns([KIND_COLUMN])
@@ -70,18 +139,11 @@ def prepare(
             f"{where}data does not match the table schema: {'; '.join(parts)}; "
             f"table columns: {schema.names}"
         )
-    columns = []
-    for field in schema:
-        column = arrow.column(field.name)
-        if column.type != field.type:
-            try:
-                column = pc.cast(column, field.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-                raise SchemaMismatchError(
-                    f"{where}column {field.name!r} has type {column.type}, the table has "
-                    f"{field.type}, and the values do not convert: {err}"
-                ) from None
-        columns.append(column)
+    columns = [
+        cast_column(arrow.column(field.name), field.type, field.name, where,
+                    first_row_of=_first_row_refused(data, field.name))
+        for field in schema
+    ]
     result = pa.Table.from_arrays(columns, schema=schema.remove_metadata())
     for key in primary_key:
         nulls = result.column(key).null_count
@@ -115,3 +177,27 @@ def _kinds(arrow: pa.Table, kind: RowKind | str | None, where: str) -> list[RowK
             )
         kinds.append(parsed)
     return kinds
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _first_row_refused(data: Any, name: str) -> Any:
+    """For Python rows: the row of the first value whose own type a column refuses (a
+    column of ``[1, 2.5]`` is double, and row 1 is the one to name)."""
+    if not isinstance(data, Sequence) or isinstance(data, pa.Table | pa.RecordBatch):
+        return None
+
+    def first_row_of(target: pa.DataType) -> int | None:
+        for row, item in enumerate(data):
+            value = (item if isinstance(item, Mapping) else item[1]).get(name)
+            try:
+                refused = value is not None and verdict(pa.array([value]).type, target) is Verdict.NEVER
+            except _CONVERSION_ERRORS:
+                refused = True
+            if refused:
+                return row
+        return None
+
+    return first_row_of

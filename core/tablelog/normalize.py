@@ -14,6 +14,7 @@ from typing import Any
 
 from tablelog.reader import Change
 from tablelog.records import RowKind
+from tablelog.row_equality import row_key, rows_equal
 
 
 class Normalizer:
@@ -24,7 +25,7 @@ class Normalizer:
         self.state: dict[tuple[Any, ...], Mapping[str, Any]] = {}
 
     def key(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
-        return tuple(row[k] for k in self.primary_key)
+        return row_key(row, self.primary_key)
 
     def apply(self, changes: Iterable[Change]) -> list[Change]:
         """Feed changes in log order; returns the normalized changes they cause."""
@@ -43,7 +44,7 @@ class Normalizer:
             if old is None:
                 state[key] = change.row
                 out.append(Change(RowKind.INSERT, change.row, change.snapshot_id, change.partition, change.position))
-            elif old != change.row:
+            elif not rows_equal(old, change.row):
                 state[key] = change.row
                 out.append(Change(RowKind.UPDATE_BEFORE, dict(old), change.snapshot_id, change.partition, change.position))
                 out.append(Change(RowKind.UPDATE_AFTER, change.row, change.snapshot_id, change.partition, change.position))

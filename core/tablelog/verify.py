@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from tablelog.errors import TablelogError
+from tablelog.row_equality import row_items, row_key, rows_equal
 from tablelog.table import Table
 
 
@@ -77,8 +78,8 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
                     progress(len(batch))
                 for change in batch:
                     if key_of is None:
-                        row_key = tuple(sorted(change.row.items()))
-                        bag[row_key] += -1 if change.kind.is_retraction else 1
+                        items = row_items(change.row)
+                        bag[items] += -1 if change.kind.is_retraction else 1
                     elif change.kind.is_retraction:
                         state.pop(key_of(change.row), None)
                     else:
@@ -91,14 +92,14 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
         return VerifyReport(table.identifier, latest.id, replayed, len(table_rows), 0, error=str(err))
     if key_of is None:
         log_rows = [dict(k) for k, n in bag.items() for _ in range(max(n, 0))]
-        table_bag = Counter(tuple(sorted(r.items())) for r in table_rows)
+        table_bag = Counter(row_items(r) for r in table_rows)
         missing = [dict(k) for k, n in (table_bag - bag).items() for _ in range(n)]
         extra = [dict(k) for k, n in (bag - table_bag).items() for _ in range(n)]
         return VerifyReport(table.identifier, latest.id, replayed, len(table_rows), len(log_rows), missing, extra)
     table_state = {key_of(r): r for r in table_rows}
     missing_rows = [r for k, r in table_state.items() if k not in state]
     extra_rows = [r for k, r in state.items() if k not in table_state]
-    differing = [(table_state[k], state[k]) for k in table_state if k in state and table_state[k] != state[k]]
+    differing = [(table_state[k], state[k]) for k in table_state if k in state and not rows_equal(table_state[k], state[k])]
     return VerifyReport(
         table.identifier, latest.id, replayed, len(table_rows), len(state), missing_rows, extra_rows, differing
     )
@@ -108,4 +109,4 @@ def _key_function(table: Table) -> Callable[[Mapping[str, Any]], Any] | None:
     keys = table.primary_key
     if not keys:
         return None
-    return lambda row: tuple(row[k] for k in keys)
+    return lambda row: row_key(row, keys)

@@ -86,6 +86,8 @@ class WriteTask:
         )
         if arrow.num_rows == 0:
             return 0
+        if table.options.log_enabled:
+            table.codec.check_values(arrow)
         batches = self._encode(arrow, kinds) if table.options.log_enabled else []
         self._open()
         self._write_paimon(self._with_kind_column(arrow, kinds))

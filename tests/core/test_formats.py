@@ -22,8 +22,10 @@ def codec(fmt: LogFormat = LogFormat.DEBEZIUM_JSON, schema: pa.Schema = SCHEMA) 
 def test_debezium_envelopes_have_before_after_and_op() -> None:
     data = pa.table({"id": [1, 2], "name": ["a", "b"]}, schema=SCHEMA)
     encoded = codec().encode(data, [RowKind.INSERT, RowKind.DELETE], 1000)
-    assert orjson.loads(encoded.values[0]) == {"before": None, "after": {"id": 1, "name": "a"}, "op": "c", "ts_ms": 1000}
-    assert orjson.loads(encoded.values[1]) == {"before": {"id": 2, "name": "b"}, "after": None, "op": "d", "ts_ms": 1000}
+    assert orjson.loads(encoded.values[0]) == {
+        "before": None, "after": {"id": 1, "name": "a"}, "op": "c", "ts_ms": 1000, "_kind": "+I"}
+    assert orjson.loads(encoded.values[1]) == {
+        "before": {"id": 2, "name": "b"}, "after": None, "op": "d", "ts_ms": 1000, "_kind": "-D"}
     assert encoded.keys == [b'{"id":1}', b'{"id":2}']
 
 

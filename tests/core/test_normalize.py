@@ -42,3 +42,11 @@ def test_replayed_stream_normalizes_to_the_same_state() -> None:
     n = Normalizer(["id"])
     n.apply(stream + stream)
     assert sorted((r["id"], r["name"]) for r in n.rows()) == [(0, "v"), (1, "v"), (2, "w"), (3, "v")]
+
+
+def test_a_repeated_row_holding_nan_is_a_duplicate_and_a_nan_key_is_one_key() -> None:
+    n = Normalizer(["key"])
+    first = Change(RowKind.INSERT, {"key": float("nan"), "x": float("nan")})
+    again = Change(RowKind.INSERT, {"key": float("nan"), "x": float("nan")})  # other NaN objects, read again
+    assert [c.kind for c in n.apply([first, again])] == [RowKind.INSERT]
+    assert len(n.rows()) == 1

@@ -89,3 +89,29 @@ def test_importing_tablelog_spark_without_pyspark_says_what_to_install() -> None
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert 'pip install "tablelog[spark]"' in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("select", "message"),
+    [
+        ("id > 0 AS id, name, score", r"column 'id' is bool in the DataFrame but int64 in the table"),
+        ("id, name, CAST(score AS DECIMAL(10,2)) AS score", r"column 'score' is decimal128\(10, 2\) in the DataFrame"),
+        ("id, name, id + 9007199254740992 AS score", r"column 'score' row \d+: 900719925474099\d \(int64\) does not fit"),
+        ("CAST(id AS INT) AS id, name, CAST(score AS FLOAT) AS score", None),
+    ],
+    ids=["bool-into-bigint", "decimal-into-double", "long-a-double-cannot-hold", "lossless-widenings"],
+)
+def test_a_dataframe_follows_the_casting_policy_of_the_python_api(
+    rows: Any, tmp_path: Path, select: str, message: str | None
+) -> None:
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
+    table = tablelog.create_table(str(tmp_path), "db.t", schema, primary_key=["id"], bucket=2,
+                                  options={"log.system": "filesystem"})
+    if message is None:
+        write(rows.selectExpr(*select.split(", ")), tmp_path, "db.t")
+        assert sorted(table.rows().to_pylist(), key=lambda r: r["id"]) == [
+            {"id": 1, "name": "a", "score": 0.5}, {"id": 2, "name": "b", "score": 1.5}]
+        return
+    with pytest.raises(Exception, match=message):
+        write(rows.selectExpr(*select.split(", ")), tmp_path, "db.t")
+    assert table.store.latest_snapshot() is None

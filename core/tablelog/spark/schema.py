@@ -1,5 +1,8 @@
 """Spark <-> Arrow schemas, and the driver-side check that a DataFrame fits a table.
 
+The check applies the casting policy of :mod:`tablelog.casting` (the one the Python
+API applies): a conversion that is never made fails here; one checked value by value
+fails the task that meets a value that does not fit, before it produces anything.
 The check runs in the writer factory on the driver (Spark hands ``DataSource.writer``
 and ``streamWriter`` the DataFrame's schema), so a DataFrame that does not fit fails
 the job before any task produces a record.
@@ -11,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from tablelog.casting import Verdict, refusal_hint, verdict
 from tablelog.errors import SchemaMismatchError
 from tablelog.formats import KIND_COLUMN
 
@@ -40,53 +44,12 @@ def data_columns(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f for f in schema if f.name != KIND_COLUMN])
 
 
-def _family(data_type: pa.DataType) -> str:
-    t = pa.types
-    if t.is_null(data_type):
-        return "null"
-    if t.is_boolean(data_type):
-        return "boolean"
-    if t.is_integer(data_type):
-        return "integer"
-    if t.is_floating(data_type):
-        return "float"
-    if t.is_decimal(data_type):
-        return "decimal"
-    if t.is_string(data_type) or t.is_large_string(data_type):
-        return "string"
-    if t.is_binary(data_type) or t.is_large_binary(data_type) or t.is_fixed_size_binary(data_type):
-        return "binary"
-    if t.is_date(data_type):
-        return "date"
-    if t.is_timestamp(data_type):
-        return "timestamp"
-    if t.is_time(data_type):
-        return "time"
-    return str(data_type)
-
-
-#: Which families of DataFrame column types a table column of a family accepts. Casts
-#: inside these are checked value by value when written (an overflow fails the task
-#: before it produces); anything else is refused on the driver.
-_ACCEPTS = {
-    "boolean": {"boolean"},
-    "integer": {"integer"},
-    "float": {"float", "integer", "decimal"},
-    "decimal": {"decimal", "integer"},
-    "string": {"string"},
-    "binary": {"binary"},
-    "date": {"date"},
-    "timestamp": {"timestamp", "date"},
-    "time": {"time"},
-}
-
-
 def check_write_schema(table: str, table_schema: pa.Schema, data_schema: pa.Schema) -> None:
     """Raise :class:`SchemaMismatchError` naming every column that does not fit."""
     problems = []
     if KIND_COLUMN in data_schema.names:
         kind_type = data_schema.field(KIND_COLUMN).type
-        if _family(kind_type) != "string":
+        if not (pa.types.is_string(kind_type) or pa.types.is_large_string(kind_type)):
             problems.append(f"column {KIND_COLUMN!r} must be a string of row kinds (+I, -U, +U, -D), not {kind_type}")
     columns = data_columns(data_schema)
     missing = [n for n in table_schema.names if n not in columns.names]
@@ -99,12 +62,11 @@ def check_write_schema(table: str, table_schema: pa.Schema, data_schema: pa.Sche
         if field.name not in columns.names:
             continue
         given = columns.field(field.name).type
-        if given == field.type:
-            continue
-        family, given_family = _family(field.type), _family(given)
-        if given_family == "null" or given_family in _ACCEPTS.get(family, {family}):
-            continue
-        problems.append(f"column {field.name!r} is {given} in the DataFrame but {field.type} in the table")
+        if verdict(given, field.type) is Verdict.NEVER:
+            problems.append(
+                f"column {field.name!r} is {given} in the DataFrame but {field.type} in the table "
+                f"({refusal_hint(given, field.type)})"
+            )
     if problems:
         raise SchemaMismatchError(
             f"table {table!r}: the DataFrame does not match the table schema: {'; '.join(problems)}. "
