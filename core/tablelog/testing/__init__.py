@@ -14,7 +14,12 @@
 docs/plugins.md says how to use them.
 """
 
-from tablelog.testing.conformance import ClientOpener, ConfigFactory, LogSystemConformance, opened_clients
+from tablelog.testing.conformance import (
+    ClientOpener,
+    ConfigFactory,
+    LogSystemConformance,
+    opened_clients,
+)
 from tablelog.testing.processes import die_with_parent, free_port, stop, wheel_binary
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios, spark_test_session
