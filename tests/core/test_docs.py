@@ -25,3 +25,15 @@ def test_readme_has_the_two_setup_commands_that_ci_runs() -> None:
     test_command = 'python3 -m pip install "tox>=4.11" "tox-uv>=1.11" && python3 -m tox'
     assert test_command in readme and test_command in ci
     assert "tablelog demo" in readme
+
+
+def test_the_plugin_guide_documents_every_name_of_the_test_kit_and_no_test_counts() -> None:
+    import re
+
+    import tablelog.testing
+
+    guide = (ROOT / "docs" / "plugins.md").read_text()
+    missing = [name for name in tablelog.testing.__all__ if f"`{name}" not in guide]
+    assert missing == [], f"docs/plugins.md does not document {missing}"
+    # Counts go stale with every test added: the guide says how to list the tests instead.
+    assert not re.search(r"\b\d+\s+tests\b", guide), "docs/plugins.md hard-codes a test count"
