@@ -40,10 +40,11 @@ def run_commit_hook(
 ) -> str | None:
     """Call the hook on ``log`` and hand the connection back (discarded when the hook
     failed: it may be broken). Returns why the hook failed, None when it succeeded."""
+    succeeded = False
     try:
         log.commit(committed)
+        succeeded = True
     except Exception as err:  # any failure: the snapshot is committed all the same
-        release(log, log_pool, reusable=False)
         error = f"{type(err).__name__}: {err}"
         logger.warning(
             "table %r: the %s log system's commit hook failed for snapshot %d (writer %r, commit "
@@ -53,7 +54,8 @@ def run_commit_hook(
             committed.commit_identifier, error,
         )
         return error
-    release(log, log_pool, reusable=True)
+    finally:
+        release(log, log_pool, reusable=succeeded)
     return None
 
 
