@@ -8,7 +8,7 @@ A generated block sits between ``<!-- BEGIN GENERATED: name -->`` and
 the option tables of the kafka and pulsar log systems (from their
 ``option_specs``) and the ``--help`` of every ``tablelog`` command. The core
 option table of docs/options.md has its own markers and test
-(``tablelog options --markdown``, tests/core/test_docs.py).
+(``tablelog options --markdown --log-system filesystem``, tests/core/test_docs.py).
 """
 
 from __future__ import annotations
@@ -32,12 +32,10 @@ _BLOCK = re.compile(
 
 
 def option_table(specs: Iterable[Any]) -> str:
-    """Markdown table of OptionSpecs: key, default (or "required"), secret, meaning."""
-    lines = ["| key | default | secret | meaning |", "|---|---|---|---|"]
-    for spec in specs:
-        default = "required" if spec.required else (f"`{spec.default}`" if spec.default is not None else "—")
-        lines.append(f"| `{spec.key}` | {default} | {'yes' if spec.secret else ''} | {spec.doc} |")
-    return "\n".join(lines)
+    """Markdown table of OptionSpecs, as ``tablelog options --markdown`` prints it."""
+    from tablelog.cli.plugins import option_spec_table
+
+    return option_spec_table(specs)
 
 
 def kafka_options() -> str:

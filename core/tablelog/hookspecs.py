@@ -25,8 +25,22 @@ record's writer token and sequence number (``ProduceBatch.token``/``first_seq``)
 so that ``fetch`` can return them.
 
 Every hook raises only :class:`tablelog.errors.LogSystemError` subclasses for
-conditions of the log (unreachable, missing topic, rejected record, gone
-position); programming errors may raise anything.
+conditions of the log; programming errors may raise anything. The same condition
+gets the same error class from every hook:
+
+* the log cannot be reached (connection refused, no broker up, authentication or
+  TLS failed, a storage path that cannot be accessed):
+  :class:`~tablelog.errors.LogUnavailableError`, naming the address where the
+  plugin knows it, from whichever hook found out (``flush`` included);
+* a missing topic or partition: :class:`~tablelog.errors.TopicError`, naming it;
+* records the log refused or did not acknowledge in time while reachable:
+  :class:`~tablelog.errors.ProduceError`, naming topic and partition;
+* a position the log does not have: :class:`~tablelog.errors.PositionOutOfRangeError`.
+
+Required and optional hooks: a log system must implement every hook whose docstring
+starts with "Required" (:data:`tablelog.registry.REQUIRED_HOOKS`, checked when it is
+loaded); the "Optional" ones have a fallback in the core. The conformance suite
+(:class:`tablelog.testing.LogSystemConformance`) checks these contracts.
 """
 
 # mypy: disable-error-code="empty-body"
@@ -59,17 +73,21 @@ Connection = Any
 
 @hookspec(firstresult=True)
 def option_specs() -> list[OptionSpec]:
-    """Declare the options this log system understands (full keys, with prefix).
+    """Optional (without it: no declared options). Declare the options this log system
+    understands (full keys, with prefix).
 
-    Used to check required options before anything is written and to generate
-    the docs' option table. Keys with the system's prefix that are not declared
-    still reach the plugin (they are client settings). Must not do I/O.
+    Used to check required options before anything is written, to list them in
+    ``tablelog options`` and the docs. An option with a ``default`` that the user
+    does not give reaches ``open_log`` with that default (as ``LogConfig.options``
+    does: prefix removed), so the default shown is the one used. Keys with the
+    system's prefix that are not declared still reach the plugin (they are client
+    settings). Must not do I/O.
     """
 
 
 @hookspec(firstresult=True)
 def open_log(config: LogConfig) -> Connection:
-    """Connect to the log for one table and return a connection object.
+    """Required. Connect to the log for one table and return a connection object.
 
     Must validate ``config.options`` and raise
     :class:`~tablelog.errors.OptionError` naming the key for a missing or
@@ -82,7 +100,7 @@ def open_log(config: LogConfig) -> Connection:
 
 @hookspec
 def close_log(connection: Connection) -> None:
-    """Release the connection. Records produced but not flushed may be lost.
+    """Required. Release the connection. Records produced but not flushed may be lost.
 
     Idempotent: closing twice is allowed.
     """
@@ -90,31 +108,34 @@ def close_log(connection: Connection) -> None:
 
 @hookspec(firstresult=True)
 def ensure_topic(connection: Connection) -> int:
-    """Make sure the topic exists with at least ``config.partitions`` partitions.
+    """Required. Make sure the topic exists with at least ``config.partitions`` partitions.
 
     Creates a missing topic with exactly ``config.partitions`` partitions when
     ``config.auto_register`` is true. A log that cannot tell a missing topic from
     an empty one may keep its own metadata record (the Pulsar plugin does). Returns the topic's partition count.
     Raises :class:`~tablelog.errors.TopicError` when the topic is missing and may
     not be created, or has fewer partitions than the table needs (the message
-    names both counts). Idempotent.
+    names both counts). Raises :class:`~tablelog.errors.LogUnavailableError`, not
+    ``TopicError``, when the log cannot be reached: an outage is not a missing topic.
+    Idempotent.
     """
 
 
 @hookspec(firstresult=True)
 def produce(connection: Connection, batch: ProduceBatch) -> None:
-    """Send ``batch`` to partition ``batch.partition``, asynchronously.
+    """Required. Send ``batch`` to partition ``batch.partition``, asynchronously.
 
     Records keep their order within the partition and carry ``batch.token`` and
     their sequence numbers so that ``fetch`` returns them. Nothing is durable
     when this returns; a delivery error may be raised here or by the next
-    ``flush``. May block while the client's buffer is full.
+    ``flush``, with the classes ``flush`` uses. May block while the client's
+    buffer is full.
     """
 
 
 @hookspec(firstresult=True)
 def flush(connection: Connection, timeout_s: float) -> list[ProducedRange]:
-    """Wait until every record produced since the last ``flush`` is durable.
+    """Required. Wait until every record produced since the last ``flush`` is durable.
 
     Durable means acknowledged by the log as the client's strongest setting
     allows (Kafka ``acks=all``): a commit may now reference these records.
@@ -122,29 +143,46 @@ def flush(connection: Connection, timeout_s: float) -> list[ProducedRange]:
     produced since the last flush, with the first and last position and the
     count, and ``contiguous=True`` only where the plugin knows that no other
     record lies between first and last (readers then trust every record there
-    without reading its token; when unsure, leave it False). Raises :class:`~tablelog.errors.ProduceError` naming topic and
-    partition when any record failed or the time-out passed; then the caller
-    commits nothing for this attempt. The time-out is best effort where the
-    storage cannot be interrupted (an ``fsync``).
+    without reading its token; when unsure, leave it False).
+
+    Raises, and then the caller commits nothing for this attempt:
+
+    * :class:`~tablelog.errors.LogUnavailableError` when the records are not durable
+      because the log could not be reached (no broker up, connection refused,
+      authentication failed) within ``timeout_s``: an outage, worth retrying later;
+    * :class:`~tablelog.errors.ProduceError` naming topic and partition when the log
+      was reachable and any record failed (refused, too large, a missing partition)
+      or was not acknowledged within ``timeout_s``.
+
+    The time-out is best effort where the storage cannot be interrupted (an ``fsync``).
     """
 
 
 @hookspec(firstresult=True)
 def end_positions(connection: Connection, partitions: list[int]) -> dict[int, int]:
-    """Return each partition's end position: the position the next record will get
-    (an exclusive upper bound of the positions written so far).
+    """Required. Return each partition's end position: the position the next record
+    will get (an exclusive upper bound of the positions written so far), one entry per
+    requested partition.
+
+    A partition the topic does not have (or a missing topic) raises
+    :class:`~tablelog.errors.TopicError` naming the partition: never a made-up 0, which
+    would let a reader or a commit treat a missing partition as an empty one.
     """
 
 
 @hookspec(firstresult=True)
 def seek(connection: Connection, partition: int, spec: SeekSpec) -> int:
-    """Resolve ``spec`` to a concrete position to ``fetch`` from.
+    """Required. Resolve ``spec`` to a concrete position to ``fetch`` from.
 
     ``EARLIEST``: the first position still in the log. ``LATEST``: the end
     position. ``TIMESTAMP``: the first record with timestamp >= the given
     epoch-millis, or the end position when there is none (never the start of
-    the partition). ``POSITION``: the position itself, validated
-    (:class:`~tablelog.errors.PositionOutOfRangeError` when it is not one).
+    the partition). ``POSITION``: the position itself, unchanged, when it is the
+    position of a record the log still holds or the end position (a reader that
+    saved the end waits there for the next record); anything else raises
+    :class:`~tablelog.errors.PositionOutOfRangeError`: a position below the earliest
+    (negative, or removed by retention), past the end, or between records.
+    A partition the topic does not have raises :class:`~tablelog.errors.TopicError`.
     """
 
 
@@ -152,7 +190,7 @@ def seek(connection: Connection, partition: int, spec: SeekSpec) -> int:
 def fetch(
     connection: Connection, partition: int, position: int, max_records: int, timeout_s: float
 ) -> FetchResult:
-    """Return up to ``max_records`` records of ``partition`` at positions >= ``position``,
+    """Required. Return up to ``max_records`` records of ``partition`` at positions >= ``position``,
     in log order, waiting at most ``timeout_s`` for the first one. Records a
     broker redelivers are the plugin's to drop: positions only grow.
 
@@ -167,7 +205,7 @@ def fetch(
 
 @hookspec(firstresult=True)
 def prefetch(connection: Connection, positions: dict[int, int]) -> None:
-    """Optional. A hint: ``fetch`` (or ``fetch_values``) will soon be called for
+    """Optional (without it: no hint). A hint: ``fetch`` (or ``fetch_values``) will soon be called for
     each of these partitions at these positions.
 
     A transactional reader gives it at the start of every snapshot, then reads
@@ -183,7 +221,8 @@ def prefetch(connection: Connection, positions: dict[int, int]) -> None:
 def fetch_values(
     connection: Connection, partition: int, position: int, max_records: int, timeout_s: float
 ) -> ValuesResult:
-    """Optional. Like ``fetch``, but return only each record's value and position.
+    """Optional (without it: the core calls ``fetch``). Like ``fetch``, but return only
+    each record's value and position.
 
     The reader calls it only for spans of the log it knows hold committed records
     and nothing else (a committed range whose count equals its length), where the
@@ -196,9 +235,20 @@ def fetch_values(
 
 @hookspec
 def commit(connection: Connection, committed: CommittedLog) -> None:
-    """Called after the table snapshot ``committed.snapshot_id`` is durable.
+    """Required (a no-op is a valid implementation). Called after the table snapshot
+    ``committed.snapshot_id`` is durable.
 
     Visibility is already decided by the snapshot; use this for bookkeeping
-    (markers, retention hints). Must be idempotent: it may be called again for
-    the same snapshot after a crash.
+    (markers, retention hints). When it is called, the commit has happened: if the
+    hook raises, ``Table.commit`` still succeeds, logs the error (table, snapshot,
+    error) and reports it in ``CommitResult.hook_error``. There is no durable record
+    of a hook having run, so the core calls it again, with the same ``committed``
+    (read back from the snapshot), every time a commit of the same writer and
+    commit identifier is replayed: a caller's retry after a failed hook, an engine
+    re-running a batch after a crash between the snapshot and its own commit log.
+    It is not called again otherwise: a hook that failed and is never replayed
+    stays undone, so it must be bookkeeping a later snapshot's call can make up for.
+
+    Must therefore be idempotent: any number of calls for the same snapshot, from
+    any process, possibly after later snapshots' calls, have the effect of one.
     """

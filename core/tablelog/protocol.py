@@ -118,3 +118,7 @@ class CommitResult:
     committed: bool  # False when the commit identifier had already been committed
     rows: int
     records: int
+    #: Why the log system's ``commit`` hook failed (``"ErrorClass: message"``); None when
+    #: it ran or there is none. The snapshot is committed either way; committing the
+    #: same identifier again runs the hook again.
+    hook_error: str | None = None

@@ -35,7 +35,8 @@ KNOWN_EXTRAS = {
     "pulsar": 'pip install "tablelog[pulsar]"',
 }
 
-#: Hooks every log system must implement.
+#: Hooks every log system must implement (their docstrings in tablelog.hookspecs start
+#: with "Required"); the others (option_specs, prefetch, fetch_values) are optional.
 REQUIRED_HOOKS = (
     "open_log",
     "close_log",
@@ -150,7 +151,21 @@ class LogSystem:
     def option_specs(self) -> list[OptionSpec]:
         return list(self.pm.hook.option_specs() or [])
 
+    def with_defaults(self, config: LogConfig) -> LogConfig:
+        """``config`` with the declared default of every option it does not set
+        (``OptionSpec.default``; keys without the prefix, as ``LogConfig.options``)."""
+        prefix = self.name + "."
+        defaults = {
+            spec.key[len(prefix):]: spec.default
+            for spec in self.option_specs()
+            if spec.default is not None and spec.key.startswith(prefix)
+        }
+        missing = {key: value for key, value in defaults.items() if key not in config.options}
+        return attrs.evolve(config, options={**missing, **config.options}) if missing else config
+
     def open(self, config: LogConfig) -> LogClient:
+        """Open the log; the plugin receives its declared defaults for options not given."""
+        config = self.with_defaults(config)
         connection = self.pm.hook.open_log(config=config)
         if connection is None:
             raise PluginUnavailableError(f"log system {self.name!r} returned no connection")

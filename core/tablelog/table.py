@@ -15,6 +15,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog import registry
+from tablelog.commit_hook import rerun_commit_hook, run_commit_hook
 from tablelog.errors import CommitError, OptionError
 from tablelog.formats import RecordCodec
 from tablelog.log_pool import release
@@ -246,7 +247,10 @@ class Table:
 
         A replay of an identifier that is already committed commits nothing and
         returns ``committed=False`` with the earlier snapshot. After the
-        snapshot, the log system's ``commit`` hook runs (idempotent). With
+        snapshot, the log system's ``commit`` hook runs (idempotent), on a replay
+        too: a hook that failed runs again when the commit is retried. A durable
+        snapshot is a successful commit: a hook that raises does not make this
+        raise; its error is logged and returned in ``CommitResult.hook_error``. With
         ``log_pool``, the log connection (end positions, ``commit`` hook) comes from
         the pool and goes back to it: a committer of many snapshots opens it once.
         """
@@ -264,14 +268,14 @@ class Table:
         records = sum(r.count for r in ranges)
         existing = self.find_commit(writer_id, commit_identifier)
         if existing is not None:
-            return CommitResult(existing.id, committed=False, rows=rows, records=records)
+            hook_error = rerun_commit_hook(self, existing, log_pool)
+            return CommitResult(existing.id, committed=False, rows=rows, records=records, hook_error=hook_error)
         messages = [m for r in receipts for m in r.paimon_messages]
         if not messages and not ranges:
             return CommitResult(None, committed=True, rows=0, records=0)
         log: LogClient | None = None
         if self.options.log_enabled:
             log = log_pool.checkout(self) if log_pool is not None else self.open_log()
-        clean = False
         try:
             record = LogCommitRecord(
                 writer=writer_id,
@@ -282,12 +286,14 @@ class Table:
                 end_positions=self._end_positions(log),
             )
             snapshot = self._commit_snapshot(writer_id, commit_identifier, messages, record)
-            if log is not None:
-                log.commit(CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions))
-            clean = True
-        finally:
-            release(log, log_pool, reusable=clean)
-        return CommitResult(snapshot.id, committed=True, rows=rows, records=records)
+        except BaseException:
+            release(log, log_pool, reusable=False)
+            raise
+        hook_error = None
+        if log is not None:  # the snapshot is durable: from here on the commit has happened
+            committed = CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions)
+            hook_error = run_commit_hook(self, log, log_pool, committed)
+        return CommitResult(snapshot.id, committed=True, rows=rows, records=records, hook_error=hook_error)
 
     def _commit_snapshot(
         self, writer_id: str, commit_identifier: int, messages: list[Any], record: LogCommitRecord

@@ -48,6 +48,12 @@ class TestFileLogConformance(LogSystemConformance):
 
         return make
 
+    @pytest.fixture
+    def unreachable_log_config(self, tmp_path: Path) -> LogConfig:
+        blocker = tmp_path / "not-a-directory"
+        blocker.write_text("")  # the log's root lies below a regular file: it cannot be reached
+        return _config(tmp_path, path=str(blocker / "log"))
+
 
 # ---------------------------------------------------------------------- helpers
 

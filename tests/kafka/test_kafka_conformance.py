@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
 import pytest
 
 from tablelog.records import LogConfig
-from tablelog.testing import LogSystemConformance
+from tablelog.testing import LogSystemConformance, free_port
 
 
 class TestKafkaConformance(LogSystemConformance):
@@ -16,3 +17,9 @@ class TestKafkaConformance(LogSystemConformance):
         self, kafka_log_config_factory: Callable[..., LogConfig]
     ) -> Callable[..., LogConfig]:
         return kafka_log_config_factory
+
+    @pytest.fixture
+    def unreachable_log_config(self, kafka_log_config_factory: Callable[..., LogConfig]) -> LogConfig:
+        config = kafka_log_config_factory()
+        options = {**config.options, "bootstrap.servers": f"127.0.0.1:{free_port()}", "admin-timeout-ms": "3000"}
+        return attrs.evolve(config, options=options)

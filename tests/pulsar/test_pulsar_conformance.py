@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from tablelog.records import LogConfig
-from tablelog.testing import LogSystemConformance
+from tablelog.testing import LogSystemConformance, free_port
 
 pytestmark = pytest.mark.pulsar
 
@@ -18,3 +18,10 @@ class TestPulsarConformance(LogSystemConformance):
         self, pulsar_log_config_factory: Callable[..., LogConfig]
     ) -> Callable[..., LogConfig]:
         return pulsar_log_config_factory
+
+    @pytest.fixture
+    def unreachable_log_config(self, pulsar_log_config_factory: Callable[..., LogConfig]) -> LogConfig:
+        return pulsar_log_config_factory(
+            service_url=f"pulsar://127.0.0.1:{free_port()}", operation_timeout_seconds=3,
+            connection_timeout_ms=1000, send_timeout_ms=3000,
+        )

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import click
 from rich.markup import escape
 from rich.table import Table as RichTable
 
 from tablelog import registry
 from tablelog.cli.common import console
+from tablelog.errors import TablelogError
 from tablelog.options import option_docs
+from tablelog.records import OptionSpec
 
 
 @click.command()
@@ -21,17 +25,71 @@ def plugins() -> None:
     console.print(table)
 
 
+def spec_default(spec: OptionSpec) -> str:
+    """What the option listings show as an option's default."""
+    if spec.required:
+        return "required"
+    return "—" if spec.default is None else spec.default
+
+
+def option_spec_table(specs: Iterable[OptionSpec]) -> str:
+    """Markdown table of a log system's options: key, default (or "required"), secret, meaning."""
+    lines = ["| key | default | secret | meaning |", "|---|---|---|---|"]
+    for spec in specs:
+        default = spec_default(spec)
+        shown = default if default in ("required", "—") else f"`{default}`"
+        lines.append(f"| `{spec.key}` | {shown} | {'yes' if spec.secret else ''} | {spec.doc} |")
+    return "\n".join(lines)
+
+
+def _log_systems(names: Sequence[str]) -> list[tuple[registry.Installed, list[OptionSpec] | str]]:
+    """The installed log systems (those in ``names``, when given) with their option specs,
+    or why they cannot be loaded."""
+    installed = {item.name: item for item in registry.installed_log_systems()}
+    unknown = [name for name in names if name not in installed]
+    if unknown:
+        raise click.BadParameter(
+            f"{', '.join(map(repr, unknown))}: not installed; installed log systems: "
+            f"{', '.join(sorted(installed)) or 'none'}", param_hint="'--log-system'",
+        )
+    result: list[tuple[registry.Installed, list[OptionSpec] | str]] = []
+    for name in names or sorted(installed):
+        item = installed[name]
+        try:
+            result.append((item, registry.load_log_system(name).option_specs()))
+        except TablelogError as err:
+            result.append((item, str(err)))
+    return result
+
+
 @click.command("options")
-@click.option("--markdown", is_flag=True, help="Print the option table as Markdown (for the docs).")
-def options_command(markdown: bool) -> None:
-    """List every table option with its default and meaning."""
+@click.option("--markdown", is_flag=True, help="Print the option tables as Markdown (for the docs).")
+@click.option("--log-system", "log_systems", multiple=True, metavar="NAME",
+              help="List only this log system's options (repeatable); default: every installed one.")
+def options_command(markdown: bool, log_systems: tuple[str, ...]) -> None:
+    """List every table option with its default and meaning, then each installed log
+    system's options (keys with its prefix)."""
     docs = option_docs()
+    systems = _log_systems(log_systems)
     if markdown:
         click.echo("| key | default | meaning |\n|---|---|---|")
         for doc in docs:
             click.echo(f"| `{doc.key}` | `{doc.default}` | {doc.doc} |")
+        for item, specs in systems:
+            click.echo(f"\n### `log.system = {item.name}`\n")
+            click.echo(f"From {item.distribution} {item.version} (`{item.module}`).\n")
+            click.echo(f"Not available: {specs}" if isinstance(specs, str) else option_spec_table(specs))
         return
-    table = RichTable("key", "default", "meaning")
+    table = RichTable("key", "default", "meaning", title="table options")
     for doc in docs:
         table.add_row(doc.key, doc.default, doc.doc)
     console.print(table)
+    for item, specs in systems:
+        title = f"log.system = {item.name} ({item.distribution} {item.version})"
+        if isinstance(specs, str):
+            console.print(f"\n{escape(title)}: [red]unavailable[/]: {escape(specs)}")
+            continue
+        system_table = RichTable("key", "default", "secret", "meaning", title=escape(title))
+        for spec in specs:
+            system_table.add_row(spec.key, spec_default(spec), "yes" if spec.secret else "", spec.doc)
+        console.print(system_table)

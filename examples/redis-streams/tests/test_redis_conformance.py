@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from tablelog.records import LogConfig
-from tablelog.testing import LogSystemConformance
+from tablelog.testing import LogSystemConformance, free_port
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 
 
@@ -18,6 +18,11 @@ class TestRedisConformance(LogSystemConformance):
         self, redis_log_config_factory: Callable[..., LogConfig]
     ) -> Callable[..., LogConfig]:
         return redis_log_config_factory
+
+    @pytest.fixture
+    def unreachable_log_config(self) -> LogConfig:
+        return LogConfig(system="redis", table="db.t", topic="unreachable", partitions=2, auto_register=True,
+                         options={"url": f"redis://127.0.0.1:{free_port()}/0", "socket-connect-timeout": "2"})
 
 
 class TestRedisExactlyOnce(ExactlyOnceScenarios):

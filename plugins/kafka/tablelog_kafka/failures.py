@@ -30,6 +30,11 @@ _UNAVAILABLE = frozenset({
 })
 
 
+def is_unavailable(error: KafkaError) -> bool:
+    """Whether ``error`` means the brokers cannot be reached (an outage, not a refusal)."""
+    return error.code() in _UNAVAILABLE
+
+
 def kafka_error_of(exc: BaseException) -> KafkaError | None:
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         return exc.args[0]

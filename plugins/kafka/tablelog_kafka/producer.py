@@ -16,11 +16,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from tablelog.errors import OptionError, ProduceError
+from tablelog.errors import LogUnavailableError, OptionError, ProduceError
 from tablelog.records import ProduceBatch, ProducedRange
 
 from .config import KafkaSettings
-from .failures import describe, translate
+from .failures import describe, is_unavailable, translate
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +70,15 @@ class ProduceSide:
         self._producer: Producer | None = None
         self._ranges: dict[tuple[str, int], _Range] = {}
         self._fatal: KafkaError | None = None
+        # The last "cannot reach the brokers" error since the last good flush: records
+        # unacknowledged then are an outage (LogUnavailableError), not a refusal.
+        self._unreachable: KafkaError | None = None
 
     def _on_error(self, err: KafkaError) -> None:
         if err.fatal():
             self._fatal = err
+        elif is_unavailable(err):
+            self._unreachable = err
         log.debug("kafka producer: %s", describe(err, self._settings.secrets))
 
     def _client(self) -> Producer:
@@ -143,7 +148,7 @@ class ProduceSide:
             return []
         topic = self._settings.topic
         remaining = self._producer.flush(max(0.0, timeout_s))
-        failure: ProduceError | None = None
+        failure: ProduceError | LogUnavailableError | None = None
         if self._fatal is not None:
             failure = ProduceError(
                 "the kafka producer failed fatally: " + describe(self._fatal, self._settings.secrets),
@@ -160,6 +165,13 @@ class ProduceSide:
                         topic=topic, partition=rng.partition,
                     )
                     break
+        if failure is None and remaining > 0 and self._unreachable is not None:
+            failure = LogUnavailableError(
+                f"{remaining} record(s) not acknowledged within {timeout_s:g} s: the brokers "
+                f"{self._settings.bootstrap_servers} cannot be reached ("
+                + describe(self._unreachable, self._settings.secrets) + ")",
+                topic=topic,
+            )
         if failure is None and remaining > 0:
             unacked = [r for r in ranges.values() if r.count and r.last < 0] or list(ranges.values())
             failure = ProduceError(
@@ -177,6 +189,7 @@ class ProduceSide:
         if failure is not None:
             self._discard_pending()
             raise failure
+        self._unreachable = None
         return [
             ProducedRange(token=r.token, partition=r.partition, first=r.first, last=r.last, count=r.count)
             for r in ranges.values()
@@ -198,6 +211,7 @@ class ProduceSide:
         # one may be in a fatal state, or turn fatal over what was just purged.
         self._producer = None
         self._fatal = None
+        self._unreachable = None
 
     def close(self) -> None:
         producer, self._producer = self._producer, None

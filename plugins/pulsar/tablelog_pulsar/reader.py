@@ -37,7 +37,7 @@ from typing import Any
 import attrs
 import pulsar
 
-from tablelog.errors import LogSystemError, LogUnavailableError, PositionOutOfRangeError
+from tablelog.errors import LogSystemError, LogUnavailableError, PositionOutOfRangeError, TopicError
 from tablelog.records import FetchResult, LogRecord, SeekKind, SeekSpec, ValuesResult
 from tablelog_pulsar import codec, positions
 from tablelog_pulsar.config import PulsarConfig
@@ -298,6 +298,11 @@ class Reader:
                     f"pulsar: position {spec.value} is past the end position {end}",
                     topic=self._config.partition_topic(partition), partition=partition,
                 )
+            if spec.value < end and spec.value < (earliest := self._scan(partition, end, lambda record: True)):
+                raise PositionOutOfRangeError(
+                    f"pulsar: position {spec.value} is before the earliest record still held ({earliest})",
+                    topic=self._config.partition_topic(partition), partition=partition,
+                )
             return int(spec.value)
         if spec.kind is SeekKind.LATEST or end == 0:
             return end
@@ -347,7 +352,7 @@ class Reader:
 
     def _check_partition(self, partition: int) -> None:
         if not 0 <= partition < self._config.partitions:
-            raise PositionOutOfRangeError(
+            raise TopicError(
                 f"partition {partition} outside 0..{self._config.partitions - 1}",
                 topic=self._config.topic, partition=partition,
             )

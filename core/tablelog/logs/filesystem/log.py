@@ -180,7 +180,9 @@ class FileLog:
             meta = json.loads(meta_path.read_bytes())
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as err:
+        except OSError as err:  # the storage itself fails (not a directory, no access): an outage
+            raise LogUnavailableError(f"cannot read {meta_path}: {err}", topic=self.topic) from None
+        except ValueError as err:
             raise TopicError(f"cannot read {meta_path}: {err}", topic=self.topic) from None
         count = meta.get("partitions") if isinstance(meta, dict) else None
         if not isinstance(count, int) or count < 1 or meta.get("format") != FORMAT_NAME:
