@@ -25,7 +25,7 @@ import pyarrow as pa
 from tablelog.errors import OptionError, SchemaMismatchError
 from tablelog.formats import KIND_COLUMN
 from tablelog.options import TableOptions, fixed_option_keys
-from tablelog.store import KIND_FIELD, PaimonTable, paimon_option_default
+from tablelog.store import KIND_FIELD, PaimonTable, as_stored, paimon_option_default
 
 
 def _reserved_columns() -> dict[str, str]:
@@ -70,6 +70,18 @@ def check_columns(schema: pa.Schema) -> None:
                 "case-insensitively, as Spark and Paimon's engines resolve them)"
             )
         seen[folded] = name
+
+
+def check_same_schema(identifier: str, table_schema: pa.Schema, given: pa.Schema) -> None:
+    """Refuse a schema given for an existing table (``create_table(..., exist_ok=True)``)
+    that is not the table's: the caller would write columns the table does not have."""
+    wanted = as_stored(given)
+    if [(f.name, f.type) for f in wanted] != [(f.name, f.type) for f in table_schema]:
+        raise SchemaMismatchError(
+            f"table {identifier!r} already exists with columns "
+            f"{', '.join(f'{f.name} {f.type}' for f in table_schema)}; the given schema has "
+            f"{', '.join(f'{f.name} {f.type}' for f in wanted)}. Columns are fixed when the table is created"
+        )
 
 
 @attrs.frozen

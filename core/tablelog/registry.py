@@ -51,15 +51,22 @@ REQUIRED_HOOKS = (
 
 _registered: dict[str, Any] = {}
 
+# Option prefixes already looked at by learn_declared_secrets (a log system whose
+# declared secrets are known, or a prefix that names none): each is looked up once,
+# since finding the installed log systems scans every distribution's metadata.
+_prefixes_seen: set[str] = set()
+
 
 def register_log_system(name: str, plugin: Any) -> None:
     """Register ``plugin`` (a module or object with hook implementations) as ``name``
     without packaging it: for tests and embedding. Entry points are the normal way."""
     _registered[name] = plugin
+    _prefixes_seen.discard(name)
 
 
 def unregister_log_system(name: str) -> None:
     _registered.pop(name, None)
+    _prefixes_seen.discard(name)
 
 
 @attrs.frozen
@@ -148,7 +155,10 @@ def learn_declared_secrets(keys: Iterable[str]) -> None:
     """Load the installed log systems that own these option keys (by prefix), so that
     the keys they declare secret count as secrets (``is_secret``) before any value is
     stored, shown or put in an error message."""
-    owners = {key.strip().lower().split(".", 1)[0] for key in keys if "." in key}
+    owners = {key.strip().lower().split(".", 1)[0] for key in keys if "." in key} - _prefixes_seen
+    if not owners:
+        return
+    _prefixes_seen.update(owners)
     for name in sorted(owners & set(available_names())):
         try:
             load_log_system(name)

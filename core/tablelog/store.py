@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 import urllib.parse
@@ -49,6 +50,7 @@ def native_write_available() -> bool:
     return True
 
 
+@functools.cache
 def paimon_option_keys() -> frozenset[str]:
     """Every table option key pypaimon knows, allowed through to the table."""
     from pypaimon.common.options.core_options import CoreOptions
@@ -104,6 +106,7 @@ def warehouse_path(location: str) -> str:
     return os.path.abspath(path)
 
 
+@functools.cache
 def paimon_option_default(key: str) -> str | None:
     """Paimon's default of the table option ``key`` as text, or None when it has none."""
     from pypaimon.common.options.core_options import CoreOptions
@@ -117,6 +120,14 @@ def paimon_option_default(key: str) -> str | None:
                 return "true" if default else "false"
             return str(getattr(default, "value", default))
     return None
+
+
+def as_stored(schema: pa.Schema) -> pa.Schema:
+    """``schema`` as a Paimon table stores and returns it (``large_string`` -> ``string``...)."""
+    from pypaimon import Schema
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    return PyarrowFieldParser.from_paimon_schema(Schema.from_pyarrow_schema(schema).fields)
 
 
 @attrs.define

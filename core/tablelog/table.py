@@ -37,14 +37,15 @@ if TYPE_CHECKING:
 
 
 def _parse(
-    options: Mapping[str, Any], also_systems: Sequence[str] = ()
+    options: Mapping[str, Any], systems: Sequence[str] | None = None
 ) -> tuple[TableOptions, dict[str, str], dict[str, str]]:
-    """Validate options; ``also_systems``: log systems whose keys are accepted even when
-    not installed (the table's own, whose absence is reported when its log is opened)."""
+    """Validate options; ``systems``: the log systems whose keys are accepted (default:
+    the installed ones), e.g. with the table's own, whose absence is reported when its
+    log is opened."""
     registry.learn_declared_secrets(options)
     return TableOptions.parse(
         {k: v for k, v in options.items()},
-        log_systems=[*registry.available_names(), *also_systems],
+        log_systems=registry.available_names() if systems is None else systems,
         passthrough=paimon_option_keys(),
     )
 
@@ -98,7 +99,9 @@ def create_table(
     if wh.exists(identifier):
         if not exist_ok:
             raise OptionError(f"table {identifier!r} already exists in warehouse {wh.path!r}")
-        return open_table(warehouse, identifier, raw)
+        existing = open_table(warehouse, identifier, raw)
+        definition.check_same_schema(identifier, existing.schema, schema)
+        return existing
     definition.check_columns(schema)
     definition.check_paimon_options(paimon_options, schema, parsed.primary_key)
     if parsed.log_system_partitions is not None and parsed.log_system_partitions < parsed.bucket:
@@ -151,17 +154,18 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
     store = wh.open(identifier)
     table_keys = {"primary-key", "bucket"}
     stored = _tablelog_keys({k: v for k, v in store.properties.items() if k not in table_keys})
-    table_options, table_system_options, _ = _parse(stored)
+    systems = registry.available_names()
+    table_options, table_system_options, _ = _parse(stored, systems)
     table_options = attrs.evolve(table_options, primary_key=store.primary_key, bucket=store.bucket)
     given = dict(options or {})
-    given_options, given_system_options, given_paimon_options = _parse(given, [table_options.log_system])
+    given_options, given_system_options, given_paimon_options = _parse(given, [*systems, table_options.log_system])
     definition.check_same_definition(
         store, table_options, default_topic(identifier, table_options.log_system, table_system_options),
         [k.strip().lower() for k in given],
         given_options, given_system_options, given_paimon_options,
     )
     extra = {k: v for k, v in given.items() if k.strip().lower() not in table_keys}
-    parsed, system_options, _ = _parse({**stored, **extra})
+    parsed, system_options, _ = _parse({**stored, **extra}, systems)
     parsed = attrs.evolve(parsed, primary_key=store.primary_key, bucket=store.bucket)
     return Table(wh, store, parsed, system_options)
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import tablelog
 from tablelog.cli import cli
-from tablelog.errors import OptionError
+from tablelog.errors import OptionError, SchemaMismatchError
 from tablelog.verify import verify
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -123,3 +123,13 @@ def test_the_cli_refuses_a_different_defining_option(table: tablelog.Table, comm
     assert result.exit_code == 1, result.output
     assert "log.format: the table has 'debezium-json', given 'json'" in result.output
     assert_unchanged(table)
+
+
+def test_create_with_exist_ok_refuses_a_different_schema(table: tablelog.Table) -> None:
+    other = pa.schema([("id", pa.int64()), ("name", pa.int32())])
+    with pytest.raises(SchemaMismatchError, match="already exists with columns id int64, name string; the given schema has id int64, name int32"):
+        tablelog.create_table(table.warehouse.path, "db.t", other, primary_key=["id"], bucket=2,
+                              options={"log.system": "filesystem"}, exist_ok=True)
+    same = pa.schema([("id", pa.int64()), ("name", pa.large_string())])  # as Paimon stores it: string
+    tablelog.create_table(table.warehouse.path, "db.t", same, primary_key=["id"], bucket=2,
+                          options={"log.system": "filesystem"}, exist_ok=True)
