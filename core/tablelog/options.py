@@ -259,7 +259,7 @@ class TableOptions:
         values: dict[str, Any] = {}
         system_options: dict[str, str] = {}
         paimon_options: dict[str, str] = {}
-        _refuse_repeated_keys(raw, fields)
+        _refuse_repeated_keys(raw)
         for key, value in raw.items():
             key = key.strip().lower()
             if key in fields:
@@ -310,7 +310,7 @@ class TableOptions:
         return attrs.evolve(self, **changes)
 
 
-def _refuse_repeated_keys(raw: Mapping[str, Any], fields: Mapping[str, Any]) -> None:
+def _refuse_repeated_keys(raw: Mapping[str, Any]) -> None:
     """One key given twice (``Bucket`` and ``bucket``) with different values: an error,
     where a mapping would silently keep one of them."""
     first: dict[str, tuple[str, Any]] = {}
@@ -320,7 +320,7 @@ def _refuse_repeated_keys(raw: Mapping[str, Any], fields: Mapping[str, Any]) -> 
             first[key] = (given_key, value)
             continue
         other_key, other = first[key]
-        if _same_value(fields.get(key), other, value):
+        if same_value(key, other, value):
             continue
         shown = [REDACTED if is_secret(key) else v for v in (other, value)]
         raise OptionError(
@@ -329,8 +329,10 @@ def _refuse_repeated_keys(raw: Mapping[str, Any], fields: Mapping[str, Any]) -> 
         )
 
 
-def _same_value(field: Any, a: Any, b: Any) -> bool:
-    """Whether two values of one option mean the same (``2`` and ``"2"``, ``"id, v"`` and ``"id,v"``)."""
+def same_value(key: str, a: Any, b: Any) -> bool:
+    """Whether two values of the option ``key`` mean the same: ``2`` and ``"2"`` for
+    ``bucket``, ``"id, v"`` and ``"id,v"`` for ``primary-key``; other keys compare as text."""
+    field = next((f for f in attrs.fields(TableOptions) if f.metadata["key"] == key.strip().lower()), None)
     if field is not None:
         try:
             convert = field.metadata["convert"]

@@ -18,7 +18,13 @@ from tablelog import definition, registry
 from tablelog.errors import CommitError, OptionError
 from tablelog.formats import RecordCodec
 from tablelog.log_pool import release
-from tablelog.options import ChangelogMode, TableOptions, is_secret, split_system_options
+from tablelog.options import (
+    ChangelogMode,
+    TableOptions,
+    is_secret,
+    same_value,
+    split_system_options,
+)
 from tablelog.protocol import CommitResult, LogCommitRecord, WriteReceipt
 from tablelog.records import CommittedLog, LogConfig
 from tablelog.store import (
@@ -54,7 +60,7 @@ def _merge_argument(raw: dict[str, Any], key: str, argument: str, value: str) ->
     """Put the ``argument`` (``primary_key=``, ``bucket=``) into the options as ``key``,
     refusing a different value given for it in the options too."""
     given = {k.strip().lower(): (k, v) for k, v in raw.items()}.get(key)
-    if given is not None and not _same_option_value(key, given[1], value):
+    if given is not None and not same_value(key, given[1], value):
         raise OptionError(
             f"{key!r} is given twice with different values: {argument}={value!r} and "
             f"options[{given[0]!r}]={given[1]!r}; give it once"
@@ -62,15 +68,6 @@ def _merge_argument(raw: dict[str, Any], key: str, argument: str, value: str) ->
     if given is not None:
         del raw[given[0]]
     raw[key] = value
-
-
-def _same_option_value(key: str, a: Any, b: Any) -> bool:
-    try:
-        parsed_a, _, _ = TableOptions.parse({key: a})
-        parsed_b, _, _ = TableOptions.parse({key: b})
-    except OptionError:
-        return False
-    return parsed_a == parsed_b
 
 
 def create_table(
@@ -164,7 +161,8 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
         [k.strip().lower() for k in given],
         given_options, given_system_options, given_paimon_options,
     )
-    extra = {k: v for k, v in given.items() if k.strip().lower() not in table_keys}
+    # Normalized keys: a given "Log.Consistency" overrides the stored "log.consistency".
+    extra = {k.strip().lower(): v for k, v in given.items() if k.strip().lower() not in table_keys}
     parsed, system_options, _ = _parse({**stored, **extra}, systems)
     parsed = attrs.evolve(parsed, primary_key=store.primary_key, bucket=store.bucket)
     return Table(wh, store, parsed, system_options)

@@ -133,3 +133,9 @@ def test_create_with_exist_ok_refuses_a_different_schema(table: tablelog.Table) 
     same = pa.schema([("id", pa.int64()), ("name", pa.large_string())])  # as Paimon stores it: string
     tablelog.create_table(table.warehouse.path, "db.t", same, primary_key=["id"], bucket=2,
                           options={"log.system": "filesystem"}, exist_ok=True)
+
+
+def test_keys_are_compared_whatever_their_case(table: tablelog.Table) -> None:
+    with pytest.raises(OptionError, match="log.format: the table has 'debezium-json', given 'json'"):
+        reopen(table, **{"LOG.Format": "json"})
+    assert reopen(table, **{"Log.Consistency": "eventual"}).options.log_consistency.value == "eventual"

@@ -11,7 +11,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from tablelog.errors import TablelogError
+from tablelog.errors import OptionError, TablelogError
+from tablelog.options import REDACTED, is_secret, same_value
 
 # Piped output (files, CI logs) gets wide tables instead of rich's 80-column default.
 _PIPED_WIDTH = None if sys.stdout.isatty() else 160
@@ -52,17 +53,10 @@ def parse_options(raw: tuple[str, ...], **flags: tuple[str, str | None]) -> dict
 
 
 def _merge(result: dict[str, str], given_as: dict[str, str], key: str, value: str, shown: str) -> None:
-    from tablelog.errors import OptionError
-    from tablelog.options import REDACTED, TableOptions, is_secret
-
     folded = key.lower()
     previous = next((k for k in result if k.lower() == folded), None)
     if previous is not None:
-        try:
-            same = TableOptions.parse({previous: result[previous]}) == TableOptions.parse({key: value})
-        except OptionError:
-            same = result[previous].strip() == value.strip()
-        if not same:
+        if not same_value(folded, result[previous], value):
             first, second = given_as[previous], shown
             if is_secret(key):
                 first, second = first.replace(result[previous], REDACTED), second.replace(value, REDACTED)
