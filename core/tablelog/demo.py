@@ -82,10 +82,12 @@ def run_demo(
     say: Callable[[str], None] = print,
     seed: int = 7,
 ) -> DemoResult:
-    warehouse = warehouse or tempfile.mkdtemp(prefix="tablelog-demo-")
     identifier = f"demo.orders_{int(time.time() * 1000)}"
-    table = create_table(warehouse, identifier, SCHEMA, primary_key=["order_id"], bucket=2,
+    # An empty or unsupported warehouse is an error (create_table says why), not a temporary one.
+    table = create_table(tempfile.mkdtemp(prefix="tablelog-demo-") if warehouse is None else warehouse,
+                         identifier, SCHEMA, primary_key=["order_id"], bucket=2,
                          options=options or {"log.system": "filesystem"})
+    warehouse = table.warehouse.path
     result = DemoResult(warehouse, identifier)
     say(f"table {identifier} in {warehouse}: log.system={table.options.log_system}, "
         f"topic {table.topic!r}, {table.log_partitions} partitions")

@@ -28,9 +28,21 @@ _SECRET_KEY = re.compile(
 )
 
 
+# Keys that log systems declare secret (``OptionSpec(secret=True)``) beyond the name
+# patterns: filled when a log system is loaded (tablelog.registry), never emptied.
+_declared_secrets: set[str] = set()
+
+
+def declare_secret_keys(keys: Iterable[str]) -> None:
+    """Treat these full option keys (``pgx.apikey``) as secrets in this process, as
+    :func:`is_secret` treats the keys its name patterns match."""
+    _declared_secrets.update(k.strip().lower() for k in keys)
+
+
 def is_secret(key: str) -> bool:
-    """Whether the option ``key`` holds a secret that must never be shown or stored."""
-    return bool(_SECRET_KEY.search(key))
+    """Whether the option ``key`` holds a secret that must never be shown or stored:
+    its name matches a secret pattern, or a loaded log system declared it secret."""
+    return bool(_SECRET_KEY.search(key)) or key.strip().lower() in _declared_secrets
 
 
 def redact(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,6 +121,17 @@ def _int(minimum: int) -> Any:
     return convert
 
 
+def _bucket(value: Any) -> int:
+    text = str(value).strip()
+    if text in ("-1", "-2"):
+        raise _InvalidValue(
+            "dynamic (-1) and postponed (-2) bucket modes are not supported: bucket b is log "
+            "partition b, so the table needs a fixed number of buckets, an integer >= 1"
+        )
+    number: int = _int(1)(value)
+    return number
+
+
 def _name(value: Any) -> str:
     text = str(value).strip().lower()
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", text):
@@ -120,9 +143,13 @@ class _InvalidValue(ValueError):
     """Raised by converters; turned into an OptionError that names the key."""
 
 
-def option(key: str, default: Any, doc: str, convert: Any = str) -> Any:
-    """Declare one option: its key, default (already converted) and doc line."""
-    return attrs.field(default=default, metadata={"key": key, "doc": doc, "convert": convert})
+def option(key: str, default: Any, doc: str, convert: Any = str, *, fixed: bool = False) -> Any:
+    """Declare one option: its key, default (already converted) and doc line.
+
+    ``fixed``: the option defines the table (its log records or files depend on it):
+    set when the table is created, it may be repeated but not changed afterwards
+    (:mod:`tablelog.definition`)."""
+    return attrs.field(default=default, metadata={"key": key, "doc": doc, "convert": convert, "fixed": fixed})
 
 
 @attrs.frozen(kw_only=True)
@@ -132,7 +159,7 @@ class TableOptions:
     log_system: str = option(
         "log.system", "none",
         "`none`, `filesystem` (built-in), `kafka`, `pulsar`, or any installed plugin name.",
-        _name,
+        _name, fixed=True,
     )
     log_consistency: Consistency = option(
         "log.consistency", Consistency.TRANSACTIONAL,
@@ -143,20 +170,20 @@ class TableOptions:
     log_changelog_mode: ChangelogMode = option(
         "log.changelog-mode", ChangelogMode.AUTO,
         "`auto` (upsert with a primary key, all without), `all`, `upsert` (no `-U` records).",
-        _enum(ChangelogMode),
+        _enum(ChangelogMode), fixed=True,
     )
     log_format: LogFormat = option(
         "log.format", LogFormat.DEBEZIUM_JSON, "Record value format: `debezium-json` or `json`.",
-        _enum(LogFormat),
+        _enum(LogFormat), fixed=True,
     )
     log_key_format: KeyFormat = option(
         "log.key.format", KeyFormat.JSON, "Record key format (the primary key): `json`.",
-        _enum(KeyFormat),
+        _enum(KeyFormat), fixed=True,
     )
     log_system_partitions: int | None = option(
         "log.system.partitions", None,
         "Partitions of a created topic; default the bucket count. Bucket b goes to partition b.",
-        _int(1),
+        _int(1), fixed=True,
     )
     log_system_auto_register: bool = option(
         "log.system.auto-register", True,
@@ -197,10 +224,11 @@ class TableOptions:
     primary_key: tuple[str, ...] = option(
         "primary-key", (), "Primary key columns, comma-separated (table creation).",
         lambda v: v if isinstance(v, tuple) else tuple(c.strip() for c in str(v).split(",") if c.strip()),
+        fixed=True,
     )
     bucket: int = option(
         "bucket", 1, "Fixed number of buckets (table creation); bucket b maps to log partition b.",
-        _int(1),
+        _bucket, fixed=True,
     )
 
     @property
@@ -231,6 +259,7 @@ class TableOptions:
         values: dict[str, Any] = {}
         system_options: dict[str, str] = {}
         paimon_options: dict[str, str] = {}
+        _refuse_repeated_keys(raw)
         for key, value in raw.items():
             key = key.strip().lower()
             if key in fields:
@@ -281,6 +310,43 @@ class TableOptions:
         return attrs.evolve(self, **changes)
 
 
+def _refuse_repeated_keys(raw: Mapping[str, Any]) -> None:
+    """One key given twice (``Bucket`` and ``bucket``) with different values: an error,
+    where a mapping would silently keep one of them."""
+    first: dict[str, tuple[str, Any]] = {}
+    for given_key, value in raw.items():
+        key = given_key.strip().lower()
+        if key not in first:
+            first[key] = (given_key, value)
+            continue
+        other_key, other = first[key]
+        if same_value(key, other, value):
+            continue
+        shown = [REDACTED if is_secret(key) else v for v in (other, value)]
+        raise OptionError(
+            f"option {key!r} is given twice with different values: {other_key}={shown[0]!r} and "
+            f"{given_key}={shown[1]!r}; give it once"
+        )
+
+
+def same_value(key: str, a: Any, b: Any) -> bool:
+    """Whether two values of the option ``key`` mean the same: ``2`` and ``"2"`` for
+    ``bucket``, ``"id, v"`` and ``"id,v"`` for ``primary-key``; other keys compare as text."""
+    field = next((f for f in attrs.fields(TableOptions) if f.metadata["key"] == key.strip().lower()), None)
+    if field is not None:
+        try:
+            convert = field.metadata["convert"]
+            return bool(convert(a) == convert(b))
+        except _InvalidValue:
+            pass
+    return str(a).strip() == str(b).strip()
+
+
+def fixed_option_keys() -> list[str]:
+    """The tablelog option keys that define a table (fixed at creation)."""
+    return [f.metadata["key"] for f in attrs.fields(TableOptions) if f.metadata["fixed"]]
+
+
 def _to_text(value: Any) -> str:
     if isinstance(value, enum.Enum):
         return str(value.value)
@@ -303,7 +369,10 @@ def option_docs() -> list[OptionDoc]:
     docs = []
     for field in attrs.fields(TableOptions):
         default = "—" if field.default in (None, ()) else _to_text(field.default)
-        docs.append(OptionDoc(field.metadata["key"], default, field.metadata["doc"]))
+        doc = field.metadata["doc"]
+        if field.metadata["fixed"]:
+            doc += " **Defines the table**: may be given again later, not changed."
+        docs.append(OptionDoc(field.metadata["key"], default, doc))
     return docs
 
 

@@ -8,14 +8,15 @@ way fsspec's known implementations do.
 from __future__ import annotations
 
 import importlib.metadata as metadata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
 import pluggy
 
 from tablelog import hookspecs
-from tablelog.errors import PluginNotFoundError, PluginUnavailableError
+from tablelog.errors import PluginNotFoundError, PluginUnavailableError, TablelogError
+from tablelog.options import declare_secret_keys
 from tablelog.records import (
     CommittedLog,
     FetchResult,
@@ -51,15 +52,22 @@ REQUIRED_HOOKS = (
 
 _registered: dict[str, Any] = {}
 
+# Option prefixes already looked at by learn_declared_secrets (a log system whose
+# declared secrets are known, or a prefix that names none): each is looked up once,
+# since finding the installed log systems scans every distribution's metadata.
+_prefixes_seen: set[str] = set()
+
 
 def register_log_system(name: str, plugin: Any) -> None:
     """Register ``plugin`` (a module or object with hook implementations) as ``name``
     without packaging it: for tests and embedding. Entry points are the normal way."""
     _registered[name] = plugin
+    _prefixes_seen.discard(name)
 
 
 def unregister_log_system(name: str) -> None:
     _registered.pop(name, None)
+    _prefixes_seen.discard(name)
 
 
 @attrs.frozen
@@ -132,13 +140,31 @@ def load_log_system(name: str) -> LogSystem:
     pm.add_hookspecs(hookspecs)
     pm.register(plugin, name=name)
     pm.check_pending()
+    system = LogSystem(name, pm)
+    # Even a plugin that fails the next check keeps its secrets out of the error messages.
+    declare_secret_keys(spec.key for spec in system.option_specs() if spec.secret)
     missing = [h for h in REQUIRED_HOOKS if not getattr(pm.hook, h).get_hookimpls()]
     if missing:
         raise PluginUnavailableError(
             f"log system {name!r} ({getattr(plugin, '__name__', plugin)!r}) does not implement "
             f"the required hooks: {', '.join(missing)}"
         )
-    return LogSystem(name, pm)
+    return system
+
+
+def learn_declared_secrets(keys: Iterable[str]) -> None:
+    """Load the installed log systems that own these option keys (by prefix), so that
+    the keys they declare secret count as secrets (``is_secret``) before any value is
+    stored, shown or put in an error message."""
+    owners = {key.strip().lower().split(".", 1)[0] for key in keys if "." in key} - _prefixes_seen
+    if not owners:
+        return
+    _prefixes_seen.update(owners)
+    for name in sorted(owners & set(available_names())):
+        try:
+            load_log_system(name)
+        except TablelogError:
+            continue  # not loadable: using it fails later, with the reason
 
 
 @attrs.define

@@ -1,5 +1,8 @@
 """The table files: Apache Paimon tables through pypaimon, in a filesystem warehouse.
 
+A warehouse is given as a local path or a ``file://`` URL; :func:`warehouse_path`
+is the one place that turns what a user typed into the directory, or refuses it.
+
 tablelog keeps its own options as Paimon table properties, and for primary-key
 tables a string column ``_tablelog_kind`` that Paimon's ``rowkind.field`` reads
 (so ``-U``/``-D`` rows are applied as retractions). Readers never show that
@@ -10,8 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import Any
@@ -45,6 +50,7 @@ def native_write_available() -> bool:
     return True
 
 
+@functools.cache
 def paimon_option_keys() -> frozenset[str]:
     """Every table option key pypaimon knows, allowed through to the table."""
     from pypaimon.common.options.core_options import CoreOptions
@@ -60,14 +66,78 @@ def paimon_option_keys() -> frozenset[str]:
     return frozenset(keys)
 
 
+#: What a warehouse may be, for error messages.
+SUPPORTED_WAREHOUSES = "a local directory path or a file:// URL (file:///data/wh)"
+
+# A URL scheme followed by a slash: "s3://b/wh", "file:///x", "hdfs:/x". A local
+# relative path such as "data:2024/wh" has no slash after its colon and stays a path.
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):/")
+
+
+def warehouse_path(location: str) -> str:
+    """The absolute local directory of the warehouse ``location``.
+
+    A local path (``~`` expanded, relative to the working directory) or a ``file://``
+    URL without a host. Anything else is refused rather than taken as a relative
+    path: ``s3://b/wh`` would otherwise become the local folder ``./s3:/b/wh``.
+    """
+    text = str(location).strip()
+    if not text:
+        raise OptionError(f"the warehouse is empty; give {SUPPORTED_WAREHOUSES}")
+    scheme = _URL_SCHEME.match(text)
+    if scheme is None:
+        return os.path.abspath(os.path.expanduser(text))
+    if scheme[1].lower() != "file":
+        raise OptionError(
+            f"warehouse {text!r}: the URL scheme {scheme[1]!r} is not supported; "
+            f"a warehouse is {SUPPORTED_WAREHOUSES}"
+        )
+    url = urllib.parse.urlsplit(text)
+    if url.netloc not in ("", "localhost"):
+        raise OptionError(
+            f"warehouse {text!r}: a file:// URL names a local directory, not the host {url.netloc!r}; "
+            "write file:///path (three slashes)"
+        )
+    if url.query or url.fragment:
+        raise OptionError(f"warehouse {text!r}: a file:// URL takes no '?' query or '#' fragment")
+    path = urllib.parse.unquote(url.path)
+    if not path.startswith("/"):
+        raise OptionError(f"warehouse {text!r}: a file:// URL needs an absolute path (file:///data/wh)")
+    return os.path.abspath(path)
+
+
+@functools.cache
+def paimon_option_default(key: str) -> str | None:
+    """Paimon's default of the table option ``key`` as text, or None when it has none."""
+    from pypaimon.common.options.core_options import CoreOptions
+
+    for value in vars(CoreOptions).values():
+        if callable(getattr(value, "key", None)) and value.key() == key:
+            default = value.default_value() if value.has_default_value() else None
+            if default is None:
+                return None
+            if isinstance(default, bool):
+                return "true" if default else "false"
+            return str(getattr(default, "value", default))
+    return None
+
+
+def as_stored(schema: pa.Schema) -> pa.Schema:
+    """``schema`` as a Paimon table stores and returns it (``large_string`` -> ``string``...)."""
+    from pypaimon import Schema
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    return PyarrowFieldParser.from_paimon_schema(Schema.from_pyarrow_schema(schema).fields)
+
+
 @attrs.define
 class Warehouse:
-    """A local directory of Paimon databases and tables."""
+    """A local directory of Paimon databases and tables (see :func:`warehouse_path`)."""
 
     path: str
 
     def __attrs_post_init__(self) -> None:
-        self.path = os.path.abspath(os.path.expanduser(self.path))
+        self.path = warehouse_path(self.path)
 
     @cached_property
     def catalog(self) -> Any:

@@ -14,12 +14,18 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pyarrow as pa
 
-from tablelog import registry
+from tablelog import definition, registry
 from tablelog.commit_hook import rerun_commit_hook, run_commit_hook
 from tablelog.errors import CommitError, OptionError
 from tablelog.formats import RecordCodec
 from tablelog.log_pool import release
-from tablelog.options import ChangelogMode, TableOptions, is_secret, split_system_options
+from tablelog.options import (
+    ChangelogMode,
+    TableOptions,
+    is_secret,
+    same_value,
+    split_system_options,
+)
 from tablelog.protocol import CommitResult, LogCommitRecord, WriteReceipt
 from tablelog.records import CommittedLog, LogConfig
 from tablelog.store import (
@@ -37,12 +43,32 @@ if TYPE_CHECKING:
     from tablelog.writer import Writer, WriteTask
 
 
-def _parse(options: Mapping[str, Any]) -> tuple[TableOptions, dict[str, str], dict[str, str]]:
+def _parse(
+    options: Mapping[str, Any], systems: Sequence[str] | None = None
+) -> tuple[TableOptions, dict[str, str], dict[str, str]]:
+    """Validate options; ``systems``: the log systems whose keys are accepted (default:
+    the installed ones), e.g. with the table's own, whose absence is reported when its
+    log is opened."""
+    registry.learn_declared_secrets(options)
     return TableOptions.parse(
         {k: v for k, v in options.items()},
-        log_systems=registry.available_names(),
+        log_systems=registry.available_names() if systems is None else systems,
         passthrough=paimon_option_keys(),
     )
+
+
+def _merge_argument(raw: dict[str, Any], key: str, argument: str, value: str) -> None:
+    """Put the ``argument`` (``primary_key=``, ``bucket=``) into the options as ``key``,
+    refusing a different value given for it in the options too."""
+    given = {k.strip().lower(): (k, v) for k, v in raw.items()}.get(key)
+    if given is not None and not same_value(key, given[1], value):
+        raise OptionError(
+            f"{key!r} is given twice with different values: {argument}={value!r} and "
+            f"options[{given[0]!r}]={given[1]!r}; give it once"
+        )
+    if given is not None:
+        del raw[given[0]]
+    raw[key] = value
 
 
 def create_table(
@@ -63,15 +89,19 @@ def create_table(
     """
     raw = dict(options or {})
     if primary_key:
-        raw["primary-key"] = ",".join(primary_key)
+        _merge_argument(raw, "primary-key", "primary_key", ",".join(primary_key))
     if bucket is not None:
-        raw["bucket"] = str(bucket)
+        _merge_argument(raw, "bucket", "bucket", str(bucket))
     parsed, system_options, paimon_options = _parse(raw)
     wh = Warehouse(warehouse)
     if wh.exists(identifier):
         if not exist_ok:
             raise OptionError(f"table {identifier!r} already exists in warehouse {wh.path!r}")
-        return open_table(warehouse, identifier, raw)
+        existing = open_table(warehouse, identifier, raw)
+        definition.check_same_schema(identifier, existing.schema, schema)
+        return existing
+    definition.check_columns(schema)
+    definition.check_paimon_options(paimon_options, schema, parsed.primary_key)
     if parsed.log_system_partitions is not None and parsed.log_system_partitions < parsed.bucket:
         raise OptionError(
             f"log.system.partitions={parsed.log_system_partitions} is fewer than bucket={parsed.bucket}; "
@@ -114,16 +144,27 @@ def _register_topic(
 
 
 def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | None = None) -> Table:
-    """Open an existing table. ``options`` add runtime options (secrets, client settings)."""
+    """Open an existing table. ``options`` add runtime options (secrets, client settings,
+    time-outs, reader defaults); options that define the table (``log.format``, the
+    topic, ``bucket``, Paimon's file options, ...) may be repeated but not changed
+    (:mod:`tablelog.definition`): a different value is an ``OptionError``."""
     wh = Warehouse(warehouse)
     store = wh.open(identifier)
     table_keys = {"primary-key", "bucket"}
-    stored = {
-        k: v for k, v in store.properties.items()
-        if k not in table_keys and (k.split(".", 1)[0] in ("log", "scan") or "." in k)
-    }
-    extra = {k: v for k, v in (options or {}).items() if k not in table_keys}
-    parsed, system_options, _ = _parse({**_tablelog_keys(stored), **extra})
+    stored = _tablelog_keys({k: v for k, v in store.properties.items() if k not in table_keys})
+    systems = registry.available_names()
+    table_options, table_system_options, _ = _parse(stored, systems)
+    table_options = attrs.evolve(table_options, primary_key=store.primary_key, bucket=store.bucket)
+    given = dict(options or {})
+    given_options, given_system_options, given_paimon_options = _parse(given, [*systems, table_options.log_system])
+    definition.check_same_definition(
+        store, table_options, default_topic(identifier, table_options.log_system, table_system_options),
+        [k.strip().lower() for k in given],
+        given_options, given_system_options, given_paimon_options,
+    )
+    # Normalized keys: a given "Log.Consistency" overrides the stored "log.consistency".
+    extra = {k.strip().lower(): v for k, v in given.items() if k.strip().lower() not in table_keys}
+    parsed, system_options, _ = _parse({**stored, **extra}, systems)
     parsed = attrs.evolve(parsed, primary_key=store.primary_key, bucket=store.bucket)
     return Table(wh, store, parsed, system_options)
 

@@ -14,7 +14,7 @@ import tablelog
 from tablelog.store import Warehouse
 
 
-def write(df: Any, warehouse: Path, name: str, **options: str) -> None:
+def write(df: Any, warehouse: Path | str, name: str, **options: str) -> None:
     writer = df.write.format("tablelog").option("warehouse", str(warehouse)).option("table", name)
     for key, value in options.items():
         writer = writer.option(key, value)
@@ -64,6 +64,44 @@ def test_dataframe_not_matching_the_table_fails_before_anything_is_written(
     assert table.store.latest_snapshot() is None
     with table.reader(consistency="eventual", scan_mode="earliest") as reader:
         assert reader.read_all(idle_timeout_s=0.2) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"log.format": "json"}, "log.format: the table has 'debezium-json', given 'json'"),
+        ({"filesystem.topic": "elsewhere"}, "filesystem.topic: the table has 'db.t', given 'elsewhere'"),
+        ({"bucket": "3"}, "bucket: the table has 2, given 3"),
+        ({"file.format": "orc"}, "file.format: the table has 'parquet', given 'orc'"),
+    ],
+    ids=["log-format", "topic", "bucket", "paimon-file-format"],
+)
+def test_a_write_or_read_that_changes_a_defining_option_fails_before_anything_is_written(
+    spark: Any, rows: Any, tmp_path: Path, options: dict[str, str], message: str
+) -> None:
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
+    table = tablelog.create_table(str(tmp_path), "db.t", schema, primary_key=["id"], bucket=2,
+                                  options={"log.system": "filesystem"})
+    write(rows, tmp_path, "db.t", **{"primary-key": "id", "bucket": "2", "log.system": "filesystem"})  # equal: fine
+    with pytest.raises(Exception, match=message):
+        write(rows, tmp_path, "db.t", **{"primary-key": "id", **options})
+    with pytest.raises(Exception, match=message):
+        reader = spark.read.format("tablelog").option("warehouse", str(tmp_path)).option("table", "db.t")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        reader.load().collect()
+    assert [s.id for s in table.snapshots()] == [1]
+    with table.reader(consistency="eventual", scan_mode="earliest") as log_reader:
+        assert len(log_reader.read_all(idle_timeout_s=0.2)) == 2
+
+
+def test_an_object_store_warehouse_is_refused_not_made_a_local_folder(
+    rows: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Exception, match="scheme 's3' is not supported"):
+        write(rows, "s3://bucket/wh", "db.t", **{"primary-key": "id"})
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_streaming_write_with_a_bad_schema_fails_the_query_before_any_task(

@@ -15,7 +15,8 @@ from tablelog.cli.tables import create, describe, tail, verify_command
 def cli() -> None:
     """Double-write a Paimon table's changelog into Kafka, Pulsar or any log system.
 
-    Tables live in a warehouse directory: pass --warehouse or set TABLELOG_WAREHOUSE.
+    Tables live in a warehouse (a directory or a file:// URL): pass --warehouse or set
+    TABLELOG_WAREHOUSE.
     """
 
 

@@ -11,7 +11,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from tablelog.errors import TablelogError
+from tablelog.errors import OptionError, TablelogError
+from tablelog.options import REDACTED, is_secret, same_value
 
 # Piped output (files, CI logs) gets wide tables instead of rich's 80-column default.
 _PIPED_WIDTH = None if sys.stdout.isatty() else 160
@@ -22,7 +23,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 warehouse_option = click.option(
     "--warehouse", "-w", envvar="TABLELOG_WAREHOUSE", required=True, show_envvar=True,
-    help="Warehouse directory holding the tables.",
+    help="Warehouse holding the tables: a directory or a file:// URL.",
 )
 table_argument = click.argument("table", metavar="DB.NAME")
 options_option = click.option(
@@ -31,14 +32,38 @@ options_option = click.option(
 )
 
 
-def parse_options(raw: tuple[str, ...]) -> dict[str, str]:
-    result = {}
+def parse_options(raw: tuple[str, ...], **flags: tuple[str, str | None]) -> dict[str, str]:
+    """``-o KEY=VALUE`` items as a dict, and ``flags`` (option key -> (flag, value)) merged
+    in. A key given twice with different values (``-o a=1 -o a=2``, ``-b 2 -o bucket=3``)
+    is an error naming both: a dict would silently keep one. An identical repeat passes."""
+    from tablelog.registry import learn_declared_secrets
+
+    learn_declared_secrets(item.partition("=")[0] for item in raw)
+    result: dict[str, str] = {}
+    given_as: dict[str, str] = {}
     for item in raw:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise click.BadParameter(f"expected KEY=VALUE, got {key!r} without '='")
-        result[key.strip()] = value
+        _merge(result, given_as, key.strip(), value, f"-o {key.strip()}={value}")
+    for key, (flag, flag_value) in flags.items():
+        if flag_value is not None:
+            _merge(result, given_as, key, flag_value, f"{flag} {flag_value}")
     return result
+
+
+def _merge(result: dict[str, str], given_as: dict[str, str], key: str, value: str, shown: str) -> None:
+    folded = key.lower()
+    previous = next((k for k in result if k.lower() == folded), None)
+    if previous is not None:
+        if not same_value(folded, result[previous], value):
+            first, second = given_as[previous], shown
+            if is_secret(key):
+                first, second = first.replace(result[previous], REDACTED), second.replace(value, REDACTED)
+            raise OptionError(f"option {folded!r} is given twice with different values: {first} and {second}")
+        return
+    result[key] = value
+    given_as[key] = shown
 
 
 def friendly_errors(func: F) -> F:

@@ -67,11 +67,11 @@ def parse_schema(text: str) -> pa.Schema:
 def create(warehouse: str, table: str, schema_text: str, primary_key: str, bucket: int | None,
            raw_options: tuple[str, ...]) -> None:
     """Create a table."""
-    keys = [k.strip() for k in primary_key.split(",") if k.strip()]
-    created = create_table(
-        warehouse, table, parse_schema(schema_text), primary_key=keys, bucket=bucket,
-        options=parse_options(raw_options),
-    )
+    options = parse_options(raw_options, **{
+        "primary-key": ("-k/--primary-key", primary_key or None),
+        "bucket": ("-b/--bucket", None if bucket is None else str(bucket)),
+    })
+    created = create_table(warehouse, table, parse_schema(schema_text), options=options)
     console.print(f"created {created.identifier} in {created.warehouse.path} (log.system={created.options.log_system})")
 
 

@@ -68,11 +68,13 @@ def run_spark_demo(
 
     from tablelog.spark.session import local_session
 
-    warehouse = warehouse or tempfile.mkdtemp(prefix="tablelog-demo-")
-    work = tempfile.mkdtemp(prefix="tablelog-demo-spark-")
     identifier = f"demo.orders_{int(time.time() * 1000)}"
     options = options or {"log.system": "filesystem"}
-    table = create_table(warehouse, identifier, SCHEMA, primary_key=["order_id"], bucket=2, options=options)
+    # An empty or unsupported warehouse is an error (create_table says why), not a temporary one.
+    table = create_table(tempfile.mkdtemp(prefix="tablelog-demo-") if warehouse is None else warehouse,
+                         identifier, SCHEMA, primary_key=["order_id"], bucket=2, options=options)
+    warehouse = table.warehouse.path
+    work = tempfile.mkdtemp(prefix="tablelog-demo-spark-")
     result = DemoResult(warehouse, identifier)
     say(f"table {identifier} in {warehouse}: log.system={table.options.log_system}, "
         f"topic {table.topic!r}, {table.log_partitions} partitions")

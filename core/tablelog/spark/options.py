@@ -15,15 +15,13 @@ from collections.abc import Mapping
 import attrs
 
 from tablelog.errors import OptionError
+from tablelog.store import warehouse_path
 
 #: Keys that configure the data source (or Spark itself), never the table.
 ENGINE_KEYS = frozenset({"warehouse", "table", "path", "checkpointlocation", "queryname", "writer.id"})
 
 #: Reader-side overrides of table options.
 READ_KEYS = frozenset({"log.consistency", "scan.mode", "scan.timestamp-millis"})
-
-#: Table options only used when the sink creates the table; an existing table keeps its own.
-CREATE_KEYS = frozenset({"primary-key", "bucket"})
 
 #: Options for tests and demos only: they make tasks or the driver fail on purpose.
 TESTING_PREFIX = "testing."
@@ -57,7 +55,7 @@ class SourceOptions:
         warehouse = raw.get("warehouse") or os.environ.get(WAREHOUSE_ENV)
         if not warehouse:
             raise OptionError(
-                "the tablelog data source needs option 'warehouse' (the warehouse directory): "
+                "the tablelog data source needs option 'warehouse' (a warehouse directory or file:// URL): "
                 f".option('warehouse', '/path/to/warehouse'), or set {WAREHOUSE_ENV}"
             )
         table = raw.get("table") or raw.get("path")
@@ -74,12 +72,14 @@ class SourceOptions:
             k: v for k, v in raw.items() if k not in ENGINE_KEYS and not k.startswith(TESTING_PREFIX)
         }
         writer_id = raw.get("writer.id") or None
-        return cls(os.path.abspath(os.path.expanduser(warehouse)), table, table_options, writer_id, testing)
+        # Resolved on the driver: executors may run in another working directory.
+        return cls(warehouse_path(warehouse), table, table_options, writer_id, testing)
 
     @property
     def runtime_options(self) -> dict[str, str]:
-        """Options for opening an existing table: everything but creation-only and read keys."""
-        return {k: v for k, v in self.table_options.items() if k not in CREATE_KEYS | READ_KEYS}
+        """Options for opening an existing table: everything but the read keys. Those that
+        define the table (``primary-key``, ``log.format``...) are checked against it there."""
+        return {k: v for k, v in self.table_options.items() if k not in READ_KEYS}
 
     @property
     def read_options(self) -> dict[str, str]:

@@ -33,9 +33,8 @@ from pyspark.sql import datasource as _ds
 
 from tablelog.errors import OptionError, TablelogError
 from tablelog.log_pool import shared_pool
-from tablelog.options import TableOptions
 from tablelog.protocol import CommitResult, WriteReceipt
-from tablelog.spark.options import CREATE_KEYS, SourceOptions
+from tablelog.spark.options import SourceOptions
 from tablelog.spark.schema import check_write_schema, data_columns, to_arrow
 from tablelog.table import Table, create_table, open_table
 
@@ -45,9 +44,6 @@ if TYPE_CHECKING:
 #: Local properties Spark sets on every task of a streaming micro-batch.
 BATCH_ID_KEY = "streaming.sql.batchId"
 QUERY_ID_KEY = "sql.streaming.queryId"
-
-#: Table options a write may repeat for an existing table, but not change.
-_FIXED_KEYS = ("log.system", "log.format", "log.key.format", "log.changelog-mode", "log.system.partitions")
 
 _ROW_CHUNK = 10_000
 
@@ -108,7 +104,8 @@ def plan_write(options: Mapping[str, str], schema: StructType, overwrite: bool, 
 
 
 def open_or_create(parsed: SourceOptions, data_schema: pa.Schema) -> Table:
-    """The table named by the options; created from the DataFrame's columns when missing."""
+    """The table named by the options; created from the DataFrame's columns when missing.
+    Opening an existing one refuses options that would change its definition."""
     try:
         table = open_table(parsed.warehouse, parsed.table, parsed.runtime_options)
     except TablelogError as err:
@@ -121,30 +118,7 @@ def open_or_create(parsed: SourceOptions, data_schema: pa.Schema) -> Table:
             parsed.warehouse, parsed.table, data_columns(data_schema),
             options=parsed.table_options, exist_ok=True,
         )
-    _check_same_table(table, parsed.table_options)
     return table
-
-
-def _check_same_table(table: Table, given: Mapping[str, str]) -> None:
-    """Options that define an existing table may be repeated, not changed."""
-    for key in (*_FIXED_KEYS, *CREATE_KEYS):
-        if key not in given:
-            continue
-        parsed, _, _ = TableOptions.parse({key: given[key]})
-        name = next(f.name for f in attrs.fields(TableOptions) if f.metadata["key"] == key)
-        wanted = getattr(parsed, name)
-        if key == "primary-key":
-            actual: Any = table.primary_key
-        elif key == "bucket":
-            actual = table.store.bucket
-        else:
-            actual = getattr(table.options, name)
-        if wanted != actual:
-            shown = ",".join(actual) if isinstance(actual, tuple) else getattr(actual, "value", actual)
-            raise OptionError(
-                f"table {table.identifier!r} already exists with {key}={shown!r}; the write asks for "
-                f"{key}={given[key]!r}. Table options are fixed when the table is created"
-            )
 
 
 # -- executors: write -----------------------------------------------------------------

@@ -1,0 +1,240 @@
+"""What defines a table, checked where tables are created and opened.
+
+A table's **definition** is what its log records and table files depend on: the
+columns and primary key, the buckets, the log system, topic, formats and changelog
+mode, and the Paimon options that shape its files. It is fixed when the table is
+created. Given again when the table is opened or written (Python API, CLI ``-o``,
+Spark ``.option``), an equal value is fine and a different one is an error, before
+anything is written: a write with another ``log.format`` or topic would leave
+records that ``tail``, ``verify`` and readers cannot use. Everything else (secrets,
+client settings, time-outs, reader overrides) is a runtime option and may differ.
+
+At creation, column names tablelog or Paimon use themselves, and Paimon options
+whose routing, merging or file layout tablelog cannot follow, are refused with the
+reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import pyarrow as pa
+
+from tablelog.errors import OptionError, SchemaMismatchError
+from tablelog.formats import KIND_COLUMN
+from tablelog.options import TableOptions, fixed_option_keys
+from tablelog.store import KIND_FIELD, PaimonTable, as_stored, paimon_option_default
+
+
+def _reserved_columns() -> dict[str, str]:
+    from pypaimon.table.special_fields import SpecialFields
+
+    reserved = {
+        KIND_COLUMN: "tablelog's row-kind column (writes, reads, the json log format)",
+        KIND_FIELD: "tablelog's row-kind column in the table files",
+    }
+    for name in sorted(SpecialFields.SYSTEM_FIELD_NAMES):
+        reserved[name] = "a Paimon system column"
+    return reserved
+
+
+#: Prefix of the key columns in Paimon's primary-key data files.
+PAIMON_KEY_PREFIX = "_KEY_"
+
+
+def reserved_column_names() -> list[str]:
+    """The column names a table may not have (compared case-insensitively), and the prefix."""
+    return [*_reserved_columns(), PAIMON_KEY_PREFIX + "*"]
+
+
+def check_columns(schema: pa.Schema) -> None:
+    """Refuse columns that could not be written or read back: reserved, empty or
+    duplicate names (Spark and Paimon's engines resolve names case-insensitively)."""
+    reserved = {name.lower(): (name, why) for name, why in _reserved_columns().items()}
+    seen: dict[str, str] = {}
+    for name in schema.names:
+        if not name.strip():
+            raise SchemaMismatchError(f"column names may not be empty; columns: {schema.names}")
+        folded = name.lower()
+        if folded in reserved or folded.startswith(PAIMON_KEY_PREFIX.lower()):
+            own, why = reserved.get(folded, (PAIMON_KEY_PREFIX + "*", "Paimon's prefix of key columns"))
+            raise SchemaMismatchError(
+                f"column {name!r} is a reserved name ({own}: {why}); reserved column names: "
+                f"{', '.join(reserved_column_names())}. Rename the column"
+            )
+        if folded in seen:
+            raise SchemaMismatchError(
+                f"columns {seen[folded]!r} and {name!r} have the same name (names are compared "
+                "case-insensitively, as Spark and Paimon's engines resolve them)"
+            )
+        seen[folded] = name
+
+
+def check_same_schema(identifier: str, table_schema: pa.Schema, given: pa.Schema) -> None:
+    """Refuse a schema given for an existing table (``create_table(..., exist_ok=True)``)
+    that is not the table's: the caller would write columns the table does not have."""
+    wanted = as_stored(given)
+    if [(f.name, f.type) for f in wanted] != [(f.name, f.type) for f in table_schema]:
+        raise SchemaMismatchError(
+            f"table {identifier!r} already exists with columns "
+            f"{', '.join(f'{f.name} {f.type}' for f in table_schema)}; the given schema has "
+            f"{', '.join(f'{f.name} {f.type}' for f in wanted)}. Columns are fixed when the table is created"
+        )
+
+
+@attrs.frozen
+class RefusedOption:
+    """A Paimon option tablelog cannot honour end to end, unless it has an ``allowed`` value."""
+
+    key: str
+    reason: str
+    allowed: tuple[str, ...] = ()  # the values that are fine (Paimon's default among them)
+
+
+_READ_OPTION = (
+    "a Paimon read option: stored with the table it would pin or filter every read of the "
+    "table files; tablelog readers take `scan.mode` and positions instead"
+)
+
+#: Paimon options refused at creation, with the reason (docs/options.md lists them).
+REFUSED_PAIMON_OPTIONS: tuple[RefusedOption, ...] = (
+    RefusedOption(
+        "merge-engine",
+        "tablelog's log, `verify` and `normalize` keep the last row per key; other merge engines "
+        "keep another row (`first-row`) or combine rows (`partial-update`, `aggregation`), "
+        "so the table and its log would disagree",
+        ("deduplicate",),
+    ),
+    RefusedOption(
+        "sequence.field",
+        "Paimon would order the rows of a key by that field while the log keeps write order: "
+        "the table and its log would keep different rows",
+    ),
+    RefusedOption("sequence.field.sort-order", "only meaningful with `sequence.field`, which is refused"),
+    RefusedOption(
+        "ignore-delete",
+        "the table would keep rows the log deletes (and pypaimon commits no snapshot for such a write)",
+        ("false",),
+    ),
+    RefusedOption(
+        "deletion-vectors.enabled",
+        "pypaimon's writer does not maintain deletion vectors: reads of such a table return no rows",
+        ("false",),
+    ),
+    RefusedOption("type", "tablelog tables are Paimon tables of type `table`", ("table",)),
+    RefusedOption(
+        "path",
+        "a table's files live in its warehouse (`<warehouse>/<db>.db/<name>`), where tablelog "
+        "finds, locks and commits it; choose the warehouse instead",
+    ),
+    RefusedOption(
+        "branch",
+        "tablelog reads, writes and commits the table's main branch; Paimon branches are not supported",
+        ("main",),
+    ),
+    RefusedOption("scan.fallback-branch", "Paimon branches are not supported"),
+    *(
+        RefusedOption(key, _READ_OPTION)
+        for key in (
+            "scan.snapshot-id", "scan.tag-name", "scan.timestamp", "scan.version", "scan.watermark",
+            "scan.creation-time-millis", "scan.file-creation-time-millis", "incremental-between-timestamp",
+        )
+    ),
+)
+
+_REFUSED = {r.key: r for r in REFUSED_PAIMON_OPTIONS}
+
+
+def check_paimon_options(options: Mapping[str, str], schema: pa.Schema, primary_key: Sequence[str]) -> None:
+    """Refuse Paimon options tablelog cannot honour end to end, naming the reason."""
+    for key, value in options.items():
+        refused = _REFUSED.get(key)
+        if refused is None or str(value).strip().lower() in refused.allowed:
+            continue
+        allowed = f" (allowed: {', '.join(repr(v) for v in refused.allowed)})" if refused.allowed else ""
+        raise OptionError(f"table option {key}={value!r} is not supported{allowed}: {refused.reason}")
+    if "bucket-key" in options:
+        _check_bucket_key(options["bucket-key"], schema, primary_key)
+
+
+def _check_bucket_key(value: str, schema: pa.Schema, primary_key: Sequence[str]) -> None:
+    columns = [c.strip() for c in value.split(",") if c.strip()]
+    unknown = [c for c in columns if c not in schema.names]
+    if not columns or unknown:
+        raise OptionError(
+            f"table option bucket-key={value!r} names {'no column' if not columns else f'unknown columns {unknown}'}; "
+            f"columns: {', '.join(schema.names)}"
+        )
+    outside = [c for c in columns if c not in primary_key]
+    if primary_key and outside:
+        raise OptionError(
+            f"table option bucket-key={value!r} is not supported: {outside} not in the primary key "
+            f"({', '.join(primary_key)}). The rows of one key would land in several buckets, so the "
+            "table would keep several rows for it; the bucket key must be primary-key columns"
+        )
+
+
+def check_same_definition(
+    store: PaimonTable,
+    stored: TableOptions,
+    topic: str,
+    given_keys: Sequence[str],
+    given: TableOptions,
+    given_system_options: Mapping[str, str],
+    given_paimon_options: Mapping[str, str],
+) -> None:
+    """Refuse options given when a table is opened that would change its definition.
+
+    ``stored``: the table's own options, ``topic`` its topic; ``given_*``: the parsed
+    options of this open (``given_keys`` the keys it named, normalized).
+    """
+    differences: list[tuple[str, Any, Any]] = []  # key, the table's value, the given value
+    fields = {f.metadata["key"]: f.name for f in attrs.fields(TableOptions)}
+    for key in fixed_option_keys():
+        if key not in given_keys:
+            continue
+        actual, wanted = getattr(stored, fields[key]), getattr(given, fields[key])
+        if key == "primary-key":
+            actual = store.primary_key
+        elif key == "bucket":
+            actual = store.bucket
+        elif key == "log.system.partitions":  # unset means one partition per bucket
+            actual, wanted = actual or store.bucket, wanted or store.bucket
+        if wanted != actual:
+            differences.append((key, actual, wanted))
+    system = stored.log_system
+    topic_key = f"{system}.topic"
+    if topic_key in given_system_options and given_system_options[topic_key] != topic:
+        differences.append((topic_key, topic, given_system_options[topic_key]))
+    properties = store.properties
+    for key, value in given_paimon_options.items():
+        actual_value = properties.get(key, paimon_option_default(key))
+        if not _same_text(value, actual_value):
+            differences.append((key, actual_value, value))
+    if differences:
+        shown = "; ".join(
+            f"{key}: the table has {_text(actual)}, given {_text(wanted)}" for key, actual, wanted in differences
+        )
+        raise OptionError(
+            f"table {store.identifier!r}: options that define the table differ from the table's ({shown}). "
+            "They are fixed when the table is created: give the table's value or leave the option out; "
+            "nothing was written"
+        )
+
+
+def _same_text(given: str, actual: str | None) -> bool:
+    if actual is None:
+        return False
+    given, actual = given.strip(), actual.strip()
+    booleans = ("true", "false")
+    return given == actual or (actual.lower() in booleans and given.lower() == actual.lower())
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "it unset"
+    if isinstance(value, tuple):
+        return repr(",".join(value)) if value else "none"
+    return repr(getattr(value, "value", value))

@@ -1,0 +1,73 @@
+"""An option given twice with different values is an error naming both values, on the
+command line and in the Python API; an identical repeat passes."""
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+import tablelog
+from tablelog.cli import cli
+from tablelog.errors import OptionError
+
+SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.string())])
+
+
+def create(tmp_path: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(
+        cli, ["create", "-w", str(tmp_path / "wh"), "db.t", "--schema", "id bigint, x string", *args]
+    )
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-b", "2", "-o", "bucket=3"], "option 'bucket' is given twice with different values: -o bucket=3 and -b/--bucket 2"),
+    (["-k", "id", "-o", "primary-key=x"], "-o primary-key=x and -k/--primary-key id"),
+    (["-o", "log.format=json", "-o", "log.format=debezium-json"], "-o log.format=json and -o log.format=debezium-json"),
+    (["-o", "kafka.topic=a", "-o", "KAFKA.TOPIC=b"], "-o kafka.topic=a and -o KAFKA.TOPIC=b"),
+    (["-o", "file.format=orc", "-o", "file.format=avro"], "-o file.format=orc and -o file.format=avro"),
+])
+def test_a_cli_option_given_twice_with_different_values_is_refused(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    code, output = create(tmp_path, *args)
+    assert code == 1, output
+    assert message in " ".join(output.split())
+    assert not (tmp_path / "wh" / "db.db" / "t").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["-b", "2", "-o", "bucket=2"],
+    ["-k", "id", "-o", "primary-key=id"],
+    ["-o", "log.system=filesystem", "-o", "log.system=filesystem"],
+    ["-o", "log.format=JSON", "-o", "log.format=json"],
+])
+def test_an_identical_repeat_passes(tmp_path: Path, args: list[str]) -> None:
+    code, output = create(tmp_path, *args)
+    assert code == 0, output
+
+
+def test_a_secret_given_twice_is_not_echoed(tmp_path: Path) -> None:
+    code, output = create(tmp_path, "-o", "kafka.sasl.password=first-s3cret", "-o", "kafka.sasl.password=second-s3cret")
+    assert code == 1 and "given twice" in output
+    assert "s3cret" not in output
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"bucket": 2, "options": {"bucket": "3"}}, r"'bucket' is given twice with different values: bucket='2' and options\['bucket'\]='3'"),
+    ({"primary_key": ["id"], "options": {"primary-key": "x"}}, "primary_key='id' and options"),
+    ({"options": {"bucket": "2", "BUCKET": "3"}}, "option 'bucket' is given twice with different values: bucket='2' and BUCKET='3'"),
+])
+def test_the_python_api_refuses_one_option_given_twice_with_different_values(
+    tmp_path: Path, kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(OptionError, match=message):
+        tablelog.create_table(str(tmp_path / "wh"), "db.t", SCHEMA, **kwargs)  # type: ignore[arg-type]
+    assert not (tmp_path / "wh" / "db.db" / "t").exists()
+
+
+def test_the_python_api_accepts_an_identical_repeat(tmp_path: Path) -> None:
+    table = tablelog.create_table(str(tmp_path / "wh"), "db.t", SCHEMA, primary_key=["id"], bucket=2,
+                                  options={"primary-key": "id", "bucket": 2, "Bucket": "2"})
+    assert table.primary_key == ("id",) and table.store.bucket == 2

@@ -1,0 +1,133 @@
+"""At creation, what tablelog cannot write and read back is refused with the reason:
+column names the product uses itself, and Paimon options whose routing, merging or
+file layout tablelog cannot follow. What it accepts works end to end."""
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import tablelog
+from tablelog.definition import REFUSED_PAIMON_OPTIONS, reserved_column_names
+from tablelog.errors import OptionError, SchemaMismatchError
+from tablelog.verify import verify
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def create(tmp_path: Path, schema: pa.Schema, primary_key: tuple[str, ...] = ("id",), bucket: int = 3,
+           **options: str) -> tablelog.Table:
+    return tablelog.create_table(str(tmp_path / "wh"), "db.t", schema, primary_key=list(primary_key),
+                                 bucket=bucket, options={"log.system": "filesystem", **options})
+
+
+def assert_not_created(tmp_path: Path) -> None:
+    assert not (tmp_path / "wh" / "db.db" / "t").exists()
+    assert not (tmp_path / "wh" / ".tablelog").exists()  # no topic either
+
+
+@pytest.mark.parametrize("column", [
+    "_kind", "_KIND", "_tablelog_kind", "_SEQUENCE_NUMBER", "_VALUE_KIND", "_ROW_ID", "_KEY_id",
+])
+def test_a_column_the_product_uses_itself_is_refused_at_create(tmp_path: Path, column: str) -> None:
+    schema = pa.schema([("id", pa.int64()), (column, pa.string())])
+    with pytest.raises(SchemaMismatchError, match=rf"column '{column}' is a reserved name.*_kind, _tablelog_kind"):
+        create(tmp_path, schema)
+    assert_not_created(tmp_path)
+
+
+def test_the_reserved_names_cover_every_column_tablelog_and_paimon_add() -> None:
+    assert {"_kind", "_tablelog_kind", "_SEQUENCE_NUMBER", "_VALUE_KIND", "_ROW_ID", "_KEY_*"} <= set(
+        reserved_column_names()
+    )
+
+
+@pytest.mark.parametrize(("columns", "message"), [
+    (["id", ""], "column names may not be empty"),
+    (["id", "name", "NAME"], "columns 'name' and 'NAME' have the same name"),
+    (["id", "id"], "columns 'id' and 'id' have the same name"),
+])
+def test_empty_and_duplicate_column_names_are_refused(tmp_path: Path, columns: list[str], message: str) -> None:
+    schema = pa.schema([(c, pa.int64()) for c in columns])
+    with pytest.raises(SchemaMismatchError, match=message):
+        create(tmp_path, schema)
+    assert_not_created(tmp_path)
+
+
+SCHEMA = pa.schema([("id", pa.int64()), ("g", pa.int64()), ("v", pa.string())])
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"bucket-key": "g"}, r"bucket-key='g' is not supported: \['g'\] not in the primary key"),
+    ({"bucket-key": "nosuch"}, r"unknown columns \['nosuch'\]"),
+    ({"merge-engine": "first-row"}, "allowed: 'deduplicate'.*keep the last row per key"),
+    ({"merge-engine": "partial-update"}, "merge-engine='partial-update' is not supported"),
+    ({"merge-engine": "aggregation"}, "merge-engine='aggregation' is not supported"),
+    ({"sequence.field": "g"}, "order the rows of a key by that field"),
+    ({"ignore-delete": "true"}, "would keep rows the log deletes"),
+    ({"deletion-vectors.enabled": "true"}, "does not maintain deletion vectors"),
+    ({"scan.snapshot-id": "1"}, "pin or filter every read"),
+    ({"path": "/elsewhere"}, "a table's files live in its warehouse"),
+    ({"branch": "dev"}, "Paimon branches are not supported"),
+    ({"type": "format-table"}, "of type `table`"),
+    ({"bucket": "-1"}, "dynamic .* bucket modes are not supported"),
+])
+def test_a_paimon_option_tablelog_cannot_honour_is_refused_with_the_reason(
+    tmp_path: Path, options: dict[str, str], message: str
+) -> None:
+    with pytest.raises(OptionError, match=message):
+        tablelog.create_table(str(tmp_path / "wh"), "db.t", SCHEMA, primary_key=["id"],
+                              options={"log.system": "filesystem", **options})
+    assert_not_created(tmp_path)
+
+
+def test_every_refused_paimon_option_is_documented_with_its_reason() -> None:
+    page = (ROOT / "docs" / "options.md").read_text()
+    for refused in REFUSED_PAIMON_OPTIONS:
+        assert f"`{refused.key}`" in page, refused.key
+
+
+def write_updates(table: tablelog.Table) -> None:
+    """Each key written three times with changing non-key columns, then one delete."""
+    for round_ in range(3):
+        with table.writer() as writer:
+            writer.write([{"id": k, "g": k % 2, "v": f"v{round_}"} for k in range(8)])
+            writer.commit()
+    with table.writer() as writer:
+        writer.write([("-D", {"id": 5, "g": 1, "v": "v2"})])
+        writer.commit()
+
+
+def assert_one_row_per_key_and_consistent(table: tablelog.Table, expected: int) -> None:
+    rows = table.rows().to_pylist()
+    assert len(rows) == expected
+    assert all(r["v"] == "v2" for r in rows)
+    assert verify(table).consistent
+    with table.reader(scan_mode="earliest") as reader:
+        assert len(reader.read_all(idle_timeout_s=0.2)) == 3 * 8 + 1
+
+
+def test_a_bucket_key_inside_the_primary_key_is_honoured_end_to_end(tmp_path: Path) -> None:
+    table = create(tmp_path, SCHEMA, primary_key=("id", "g"), **{"bucket-key": "g"})
+    write_updates(table)
+    assert_one_row_per_key_and_consistent(table, 7)
+
+
+def test_a_bucket_key_on_a_table_without_primary_key_is_honoured_end_to_end(tmp_path: Path) -> None:
+    table = create(tmp_path, SCHEMA, primary_key=(), **{"bucket-key": "g"})
+    with table.writer() as writer:
+        writer.write([{"id": k, "g": k % 2, "v": "x"} for k in range(8)])
+        writer.commit()
+    assert table.rows().num_rows == 8 and verify(table).consistent
+
+
+@pytest.mark.parametrize("options", [
+    {"merge-engine": "deduplicate"},
+    {"changelog-producer": "input"},
+    {"file.format": "orc"},
+    {"deletion-vectors.enabled": "false"},
+])
+def test_allowed_paimon_options_keep_the_table_and_its_log_consistent(tmp_path: Path, options: dict[str, str]) -> None:
+    table = create(tmp_path, SCHEMA, **options)
+    write_updates(table)
+    assert_one_row_per_key_and_consistent(table, 7)

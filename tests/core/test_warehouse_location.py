@@ -1,0 +1,97 @@
+"""A warehouse is a local directory or a file:// URL; anything else is refused, never
+turned into a local folder named after the URL."""
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+import tablelog
+from tablelog.cli import cli
+from tablelog.demo import run_demo
+from tablelog.errors import OptionError
+from tablelog.store import warehouse_path
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+@pytest.fixture(autouse=True)
+def in_empty_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test runs in an empty working directory, so a stray folder shows up."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.delenv("TABLELOG_WAREHOUSE", raising=False)
+    return cwd
+
+
+def assert_nothing_created(cwd: Path) -> None:
+    assert list(cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/wh", "hdfs://nn:8020/wh", "gs://b/wh", "S3A://b/wh", "s3:/b/wh"])
+def test_an_object_store_url_is_refused_naming_its_scheme(url: str, in_empty_directory: Path) -> None:
+    scheme = url.split(":")[0]
+    with pytest.raises(OptionError, match=rf"scheme '{scheme}' is not supported.*local directory path or a file://"):
+        tablelog.create_table(url, "db.t", SCHEMA, primary_key=["id"])
+    with pytest.raises(OptionError, match=f"scheme '{scheme}'"):
+        tablelog.open_table(url, "db.t")
+    assert_nothing_created(in_empty_directory)
+
+
+@pytest.mark.parametrize("empty", ["", "   "])
+def test_an_empty_warehouse_is_refused_instead_of_the_working_directory(empty: str, in_empty_directory: Path) -> None:
+    with pytest.raises(OptionError, match="the warehouse is empty"):
+        tablelog.create_table(empty, "db.t", SCHEMA)
+    assert_nothing_created(in_empty_directory)
+
+
+def test_a_file_url_is_the_local_directory_it_names(tmp_path: Path, in_empty_directory: Path) -> None:
+    target = tmp_path / "my wh"
+    table = tablelog.create_table(f"file://{target.as_posix().replace(' ', '%20')}", "db.t", SCHEMA,
+                                  primary_key=["id"])
+    assert table.warehouse.path == str(target)
+    assert tablelog.open_table(f"file://localhost{target}", "db.t").warehouse.path == str(target)
+    assert tablelog.open_table(str(target), "db.t").identifier == "db.t"
+    assert_nothing_created(in_empty_directory)
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("file://server/share/wh", "not the host 'server'"),
+    ("file:///wh?x=1", "no '\\?' query"),
+])
+def test_a_file_url_that_is_not_a_local_path_is_refused(url: str, problem: str, in_empty_directory: Path) -> None:
+    with pytest.raises(OptionError, match=problem):
+        tablelog.create_table(url, "db.t", SCHEMA)
+    assert_nothing_created(in_empty_directory)
+
+
+def test_relative_and_home_paths_stay_local_paths(in_empty_directory: Path) -> None:
+    assert warehouse_path("wh") == str(in_empty_directory / "wh")
+    assert warehouse_path("data:2024/wh") == str(in_empty_directory / "data:2024" / "wh")
+    assert warehouse_path("~/wh") == os.path.expanduser("~/wh")
+
+
+def test_the_cli_takes_a_warehouse_url_from_the_option_or_the_environment(
+    tmp_path: Path, in_empty_directory: Path
+) -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["create", "-w", "s3://b/wh", "db.t", "--schema", "id bigint"])
+    assert result.exit_code == 1 and "scheme 's3' is not supported" in result.output
+    result = runner.invoke(cli, ["create", "db.t", "--schema", "id bigint"],
+                           env={"TABLELOG_WAREHOUSE": f"file://{tmp_path}/envwh"})
+    assert result.exit_code == 0, result.output
+    assert tablelog.open_table(str(tmp_path / "envwh"), "db.t").identifier == "db.t"
+    result = runner.invoke(cli, ["create", "-w", "", "db.u", "--schema", "id bigint"])
+    assert result.exit_code == 1 and "the warehouse is empty" in result.output
+    assert_nothing_created(in_empty_directory)
+
+
+def test_the_demo_refuses_an_unsupported_warehouse(in_empty_directory: Path) -> None:
+    with pytest.raises(OptionError, match="scheme 's3'"):
+        run_demo("s3://b/wh", say=lambda line: None)
+    with pytest.raises(OptionError, match="the warehouse is empty"):
+        run_demo("", say=lambda line: None)
+    assert_nothing_created(in_empty_directory)
