@@ -122,6 +122,22 @@ def test_path_option_is_a_root_holding_one_directory_per_topic(
     assert not (tmp_path / "unused-warehouse").exists()
 
 
+@pytest.mark.parametrize("path", ["relative/log", "./log", "file://otherhost/log"])
+def test_a_log_path_that_is_not_one_absolute_local_directory_is_refused(tmp_path: Path, path: str) -> None:
+    # Every process (a Spark executor, a second client) must reach the same files.
+    with pytest.raises(OptionError, match="filesystem.path") as raised:
+        load_log_system("filesystem").open(_config(tmp_path, path=path))
+    assert path in str(raised.value)
+
+
+def test_a_file_url_log_path_is_the_directory_it_names(
+    tmp_path: Path, clients: Callable[[LogConfig], LogClient]
+) -> None:
+    config = _config(tmp_path / "unused-warehouse", path=f"file://{tmp_path / 'logs'}")
+    clients(config).ensure_topic()
+    assert (tmp_path / "logs" / config.topic / partition_file_name(0)).exists()
+
+
 def test_unknown_option_is_an_error_with_a_hint(tmp_path: Path) -> None:
     with pytest.raises(OptionError, match="did you mean 'filesystem.path'"):
         load_log_system("filesystem").open(_config(tmp_path, pth="/x"))

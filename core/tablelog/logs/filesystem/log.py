@@ -106,14 +106,29 @@ def topic_directory(config: LogConfig) -> Path:
 
 
 def _local_path(location: str, key: str) -> Path:
+    """An absolute local directory. A relative path would be resolved against each
+    process's working directory, so a Spark executor or a second client would read and
+    write another log than the writer's."""
     if location.startswith("file://"):
         location = location[len("file://") :]
+        if not location.startswith("/"):
+            host = location.split("/", 1)[0]
+            raise OptionError(
+                f"invalid value 'file://{location}' for option {key!r}: a file URL names a "
+                f"local directory (file:///dir), not one on host {host!r}"
+            )
     elif "://" in location:
         raise OptionError(
             f"invalid value {location!r} for option {key!r}: the filesystem log needs a local "
             "directory; set 'filesystem.path' to one"
         )
-    return Path(location).expanduser()
+    path = Path(location).expanduser()
+    if not path.is_absolute():
+        raise OptionError(
+            f"invalid value {location!r} for option {key!r}: a relative path means another "
+            "directory in every process that opens the log; give an absolute path or a file:// URL"
+        )
+    return path
 
 
 @contextlib.contextmanager
