@@ -17,6 +17,7 @@ import pyarrow as pa
 from tablelog import registry
 from tablelog.errors import CommitError, OptionError
 from tablelog.formats import RecordCodec
+from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_prefix
 from tablelog.log_pool import release
 from tablelog.options import ChangelogMode, TableOptions, is_secret, split_system_options
 from tablelog.protocol import CommitResult, LogCommitRecord, WriteReceipt
@@ -84,11 +85,38 @@ def create_table(
         **parsed.to_properties(),
         **{k: v for k, v in system_options.items() if not is_secret(k)},
         **paimon_options,
+        TABLE_ID_PROPERTY: new_table_id(),
     }
     if parsed.log_enabled:
+        _refuse_shared_topic(wh, identifier, parsed, system_options)
         _register_topic(wh, identifier, parsed, system_options, create=parsed.log_system_auto_register)
     store = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
     return Table(wh, store, parsed, system_options)
+
+
+def _refuse_shared_topic(
+    wh: Warehouse, identifier: str, options: TableOptions, system_options: Mapping[str, str]
+) -> None:
+    """Refuse a topic that another table of the warehouse already writes: its readers
+    would be handed the other table's records. Tables are told apart by the values of
+    the log system's required options too (another Kafka cluster is another topic)."""
+    system = options.log_system
+    topic = default_topic(identifier, system, system_options)
+    address_keys = [spec.key for spec in registry.load_log_system(system).option_specs() if spec.required]
+    address = {k: system_options.get(k) for k in address_keys}
+    for other in wh.tables():
+        properties = wh.open(other).properties
+        if properties.get("log.system") != system:
+            continue
+        other_options = {k: v for k, v in properties.items() if k.startswith(system + ".")}
+        if default_topic(other, system, other_options) != topic:
+            continue
+        if {k: other_options.get(k) for k in address_keys} == address:
+            raise OptionError(
+                f"table {identifier!r}: {system} topic {topic!r} is already the log of table {other!r} "
+                f"in this warehouse; two tables on one topic would read each other's records. "
+                f"Choose another topic with option '{system}.topic'"
+            )
 
 
 def _register_topic(
@@ -177,6 +205,16 @@ class Table:
         if mode is ChangelogMode.AUTO:
             return ChangelogMode.UPSERT if self.primary_key else ChangelogMode.ALL
         return mode
+
+    @cached_property
+    def table_id(self) -> str:
+        """The table's stable id (see :mod:`tablelog.identity`)."""
+        return table_id(self.store)
+
+    @cached_property
+    def token_prefix(self) -> str:
+        """What the writer tokens of this table start with (see :mod:`tablelog.identity`)."""
+        return token_prefix(self.table_id)
 
     @cached_property
     def codec(self) -> RecordCodec:
