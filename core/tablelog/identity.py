@@ -12,10 +12,11 @@ survives a rename and every later schema change, as a stored id does. A copy of 
 table's directory keeps its id either way: a copy *is* the same table up to where
 it was copied, and positions saved before the copy are valid in both.
 
-Tokens: ``<tag>:<random>``. The tag is the first 8 hex digits of the SHA-256 of the
+Tokens: ``<tag>-<random>``. The tag is the first 8 hex digits of the SHA-256 of the
 table id, so checking a record is a prefix comparison, not parsing. Tokens without
-``:`` were written before tags existed; readers keep them (they cannot tell whose
-they are).
+``-`` (16 hex digits) were written before tags existed; readers keep them (they
+cannot tell whose they are). ``-`` because every log system already carries it in
+tokens (the conformance suite's tokens have one).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from tablelog.store import PaimonTable
 
 TABLE_ID_PROPERTY = "tablelog.table-id"
-TAG_SEPARATOR = ":"
+TAG_SEPARATOR = "-"
 _TAG_HEX_DIGITS = 8
 
 

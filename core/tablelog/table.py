@@ -97,26 +97,35 @@ def create_table(
 def _refuse_shared_topic(
     wh: Warehouse, identifier: str, options: TableOptions, system_options: Mapping[str, str]
 ) -> None:
-    """Refuse a topic that another table of the warehouse already writes: its readers
-    would be handed the other table's records. Tables are told apart by the values of
-    the log system's required options too (another Kafka cluster is another topic)."""
+    """Refuse a topic that another table of the warehouse already writes: readers of
+    either would be handed the other's records."""
     system = options.log_system
-    topic = default_topic(identifier, system, system_options)
-    address_keys = [spec.key for spec in registry.load_log_system(system).option_specs() if spec.required]
-    address = {k: system_options.get(k) for k in address_keys}
+    location = _log_location(wh, identifier, system, system_options)
     for other in wh.tables():
         properties = wh.open(other).properties
         if properties.get("log.system") != system:
             continue
         other_options = {k: v for k, v in properties.items() if k.startswith(system + ".")}
-        if default_topic(other, system, other_options) != topic:
-            continue
-        if {k: other_options.get(k) for k in address_keys} == address:
+        if _log_location(wh, other, system, other_options) == location:
             raise OptionError(
-                f"table {identifier!r}: {system} topic {topic!r} is already the log of table {other!r} "
-                f"in this warehouse; two tables on one topic would read each other's records. "
-                f"Choose another topic with option '{system}.topic'"
+                f"table {identifier!r}: {system} topic {default_topic(identifier, system, system_options)!r} "
+                f"is already the log of table {other!r} in this warehouse; two tables on one topic "
+                f"would read each other's records. Choose another topic with option '{system}.topic'"
             )
+
+
+def _log_location(wh: Warehouse, identifier: str, system: str, system_options: Mapping[str, str]) -> tuple[str, ...]:
+    """Where a table's log is: the system, the topic, and what addresses the log (the
+    values of the system's required options, such as Kafka's bootstrap servers; the
+    file log's directory). Tables on two clusters may use one topic name."""
+    topic = default_topic(identifier, system, system_options)
+    if system == "filesystem":
+        from tablelog.logs.filesystem.log import topic_directory
+
+        config = LogConfig(system, identifier, topic, 1, False, split_system_options(system, system_options), wh.path)
+        return (system, str(topic_directory(config).resolve()))
+    required = sorted(spec.key for spec in registry.load_log_system(system).option_specs() if spec.required)
+    return (system, topic, *(str(system_options.get(key)) for key in required))
 
 
 def _register_topic(
