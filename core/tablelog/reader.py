@@ -8,14 +8,17 @@ number). Records of failed, speculative or replayed attempts belong to no
 committed token and are never returned. A committed range the log cannot
 produce is reported as lost data, never skipped.
 
-**Eventual**: the reader returns every tablelog record as soon as the log has it
-(at least once); add :class:`tablelog.normalize.Normalizer` for a correct changelog.
+**Eventual**: the reader returns every record of this table as soon as the log has
+it (at least once; records of other tables on the topic, told by the tag in their
+writer token, are left out); add :class:`tablelog.normalize.Normalizer` for a correct
+changelog. Idle, it waits in the log's own fetch, not in a loop of fetches.
 
 **Hybrid** (``scan.mode = latest-full``): first the rows of the latest snapshot as
 ``+I``, then the changes after it: transactional readers continue with the next
 snapshot, eventual readers at that snapshot's log end positions.
 
-:attr:`ChangelogReader.position` is a small JSON value; pass it back to resume.
+:attr:`ChangelogReader.position` is a small JSON value; pass it back to resume. It
+names its table: another table refuses it (see :mod:`tablelog.positions`).
 """
 
 from __future__ import annotations
