@@ -213,6 +213,12 @@ class ChangelogReader:
                 )
             self._check_given_position(self._position)
         self._partitions = None if partitions is None else frozenset(partitions)
+        unknown = sorted(p for p in self._partitions or () if not 0 <= p < table.log_partitions)
+        if unknown:  # they would be read as empty partitions
+            raise OptionError(
+                f"partitions={unknown}: the log of table {table.identifier!r} has partitions "
+                f"0..{table.log_partitions - 1}"
+            )
         self._until_snapshot = until_snapshot
         self._log: LogClient | None = None
         self._full_rows: list[dict[str, Any]] | None = None

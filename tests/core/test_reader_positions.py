@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog.errors import ReaderPositionError
+from tablelog.errors import OptionError, ReaderPositionError
 from tablelog.identity import TABLE_ID_PROPERTY
 from tablelog.table import Table, create_table, open_table
 
@@ -128,6 +128,14 @@ def test_a_position_in_a_partition_the_log_does_not_have_is_refused(warehouse: P
     table = _table(warehouse)
     with pytest.raises(ReaderPositionError, match=r"partition\(s\) \[7\].*partitions 0..1"):
         table.reader(position={"consistency": "eventual", "snapshot": 0, "offsets": {"0": 0, "7": 0}})
+
+
+@pytest.mark.parametrize("consistency", ["transactional", "eventual"])
+def test_a_reader_of_a_partition_the_log_does_not_have_is_refused(warehouse: Path, consistency: str) -> None:
+    table = _table(warehouse)
+    _write(table, range(4))
+    with pytest.raises(OptionError, match=r"partitions=\[5\]: the log of table .* has partitions 0..1"):
+        table.reader(consistency=consistency, partitions=[0, 5])
 
 
 def test_a_transactional_position_inside_a_snapshot_the_table_does_not_have_is_refused(warehouse: Path) -> None:
