@@ -15,7 +15,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog import registry
-from tablelog.errors import CommitError, OptionError
+from tablelog.errors import CommitError, OptionError, TablelogError
 from tablelog.formats import RecordCodec
 from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_prefix
 from tablelog.log_pool import release
@@ -102,7 +102,10 @@ def _refuse_shared_topic(
     system = options.log_system
     location = _log_location(wh, identifier, system, system_options)
     for other in wh.tables():
-        properties = wh.open(other).properties
+        try:
+            properties = wh.open(other).properties
+        except (TablelogError, OSError, RuntimeError, ValueError):
+            continue  # a table that cannot be opened writes to no topic
         if properties.get("log.system") != system:
             continue
         other_options = {k: v for k, v in properties.items() if k.startswith(system + ".")}
