@@ -15,7 +15,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog import registry
-from tablelog.errors import CommitError, OptionError, TablelogError
+from tablelog.errors import CommitError, OptionError
 from tablelog.formats import RecordCodec
 from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_prefix
 from tablelog.log_pool import release
@@ -29,6 +29,7 @@ from tablelog.store import (
     paimon_option_keys,
     parse_identifier,
 )
+from tablelog.topic_owners import refuse_shared_topic
 
 if TYPE_CHECKING:
     from tablelog.log_pool import LogPool
@@ -88,47 +89,10 @@ def create_table(
         TABLE_ID_PROPERTY: new_table_id(),
     }
     if parsed.log_enabled:
-        _refuse_shared_topic(wh, identifier, parsed, system_options)
+        refuse_shared_topic(wh, identifier, parsed.log_system, system_options)
         _register_topic(wh, identifier, parsed, system_options, create=parsed.log_system_auto_register)
     store = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
     return Table(wh, store, parsed, system_options)
-
-
-def _refuse_shared_topic(
-    wh: Warehouse, identifier: str, options: TableOptions, system_options: Mapping[str, str]
-) -> None:
-    """Refuse a topic that another table of the warehouse already writes: readers of
-    either would be handed the other's records."""
-    system = options.log_system
-    location = _log_location(wh, identifier, system, system_options)
-    for other in wh.tables():
-        try:
-            properties = wh.open(other).properties
-        except (TablelogError, OSError, RuntimeError, ValueError):
-            continue  # a table that cannot be opened writes to no topic
-        if properties.get("log.system") != system:
-            continue
-        other_options = {k: v for k, v in properties.items() if k.startswith(system + ".")}
-        if _log_location(wh, other, system, other_options) == location:
-            raise OptionError(
-                f"table {identifier!r}: {system} topic {default_topic(identifier, system, system_options)!r} "
-                f"is already the log of table {other!r} in this warehouse; two tables on one topic "
-                f"would read each other's records. Choose another topic with option '{system}.topic'"
-            )
-
-
-def _log_location(wh: Warehouse, identifier: str, system: str, system_options: Mapping[str, str]) -> tuple[str, ...]:
-    """Where a table's log is: the system, the topic, and what addresses the log (the
-    values of the system's required options, such as Kafka's bootstrap servers; the
-    file log's directory). Tables on two clusters may use one topic name."""
-    topic = default_topic(identifier, system, system_options)
-    if system == "filesystem":
-        from tablelog.logs.filesystem.log import topic_directory
-
-        config = LogConfig(system, identifier, topic, 1, False, split_system_options(system, system_options), wh.path)
-        return (system, str(topic_directory(config).resolve()))
-    required = sorted(spec.key for spec in registry.load_log_system(system).option_specs() if spec.required)
-    return (system, topic, *(str(system_options.get(key)) for key in required))
 
 
 def _register_topic(
