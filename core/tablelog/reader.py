@@ -697,11 +697,13 @@ class ChangelogReader:
     def _fetch_eventual(self, partition: int, max_records: int, timeout_s: float, out: list[Change]) -> None:
         position = self._ensure_position()
         pos = position.offsets.get(partition, 0)
-        with _gc_paused():
+        # The collector is paused for the whole process: not while a fetch waits.
+        with _gc_paused() if timeout_s <= 0 else contextlib.nullcontext():
             try:
                 result = self.log.fetch(partition, pos, max_records, timeout_s)
             except PositionOutOfRangeError as err:
                 raise self._lost(partition, pos, pos, f"the log no longer holds them ({err})") from err
+        with _gc_paused():
             self._take_all_eventual(result.records, partition, out)
         position.offsets[partition] = result.next_position
 

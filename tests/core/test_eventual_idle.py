@@ -111,3 +111,19 @@ def test_an_eventual_reader_of_no_partition_waits_without_fetching(tmp_path: Pat
         assert reader.poll(timeout_s=0.2) == []
         assert time.monotonic() - began >= 0.19
     assert spy.calls == 0
+
+
+def test_the_garbage_collector_runs_while_an_idle_eventual_reader_waits(tmp_path: Path) -> None:
+    """The reader pauses the collector (for the whole process) while it builds a batch,
+    never for a wait."""
+    import gc
+
+    table = _table(tmp_path, 1)
+    seen: list[bool] = []
+    with table.reader(consistency="eventual", scan_mode="latest") as reader:
+        reader.poll()
+        thread = threading.Thread(target=lambda: (time.sleep(0.3), seen.append(gc.isenabled())))
+        thread.start()
+        reader.poll(timeout_s=0.6)
+        thread.join()
+    assert seen == [True]
