@@ -15,6 +15,11 @@ class OptionError(TablelogError, ValueError):
     """A table or reader option is unknown, missing or malformed."""
 
 
+class ReaderPositionError(OptionError):
+    """A saved reader position (or Spark offset) does not fit the table it is given to:
+    it was saved from another table or topic, or it is ahead of the table and its log."""
+
+
 class PluginNotFoundError(TablelogError, LookupError):
     """No log system is installed under the requested name."""
 

@@ -32,9 +32,11 @@ P_RANGES = "tablelog.log.ranges"
 P_CONTIGUOUS = "tablelog.log.contiguous-ranges"
 
 
-def new_token() -> str:
-    """A writer token: unique per write attempt (64 random bits, 16 hex characters)."""
-    return secrets.token_hex(8)
+def new_token(prefix: str = "") -> str:
+    """A writer token: unique per write attempt (64 random bits, 16 hex characters),
+    after ``prefix``: the table's tag (:func:`tablelog.identity.token_prefix`), which
+    lets eventual readers of a shared topic leave out other tables' records."""
+    return prefix + secrets.token_hex(8)
 
 
 @attrs.frozen

@@ -8,14 +8,17 @@ number). Records of failed, speculative or replayed attempts belong to no
 committed token and are never returned. A committed range the log cannot
 produce is reported as lost data, never skipped.
 
-**Eventual**: the reader returns every tablelog record as soon as the log has it
-(at least once); add :class:`tablelog.normalize.Normalizer` for a correct changelog.
+**Eventual**: the reader returns every record of this table as soon as the log has
+it (at least once; records of other tables on the topic, told by the tag in their
+writer token, are left out); add :class:`tablelog.normalize.Normalizer` for a correct
+changelog. Idle, it waits in the log's own fetch, not in a loop of fetches.
 
 **Hybrid** (``scan.mode = latest-full``): first the rows of the latest snapshot as
 ``+I``, then the changes after it: transactional readers continue with the next
 snapshot, eventual readers at that snapshot's log end positions.
 
-:attr:`ChangelogReader.position` is a small JSON value; pass it back to resume.
+:attr:`ChangelogReader.position` is a small JSON value; pass it back to resume. It
+names its table: another table refuses it (see :mod:`tablelog.positions`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
-import json
+import operator
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -41,7 +44,17 @@ from tablelog.errors import (
     TopicError,
 )
 from tablelog.formats import KIND_COLUMN
+from tablelog.identity import TAG_SEPARATOR
 from tablelog.options import Consistency, ForeignRecords, ScanMode
+from tablelog.positions import (
+    ReaderPosition,
+    check_identity,
+    check_not_past_ends,
+    check_partitions,
+    check_snapshot,
+    check_transactional,
+    log_name,
+)
 from tablelog.protocol import LogCommitRecord
 from tablelog.records import FetchResult, LogRecord, ProducedRange, RowKind, SeekSpec, ValuesResult
 
@@ -50,6 +63,10 @@ if TYPE_CHECKING:
     from tablelog.table import Table
 
 _POLL_SLEEP_S = 0.01
+#: An idle eventual reader waits in one partition at a time: each partition is
+#: looked at again within this long (the most an idle reader adds to a record's latency).
+_IDLE_ROUND_S = 0.02
+_TOKEN = operator.itemgetter(3)  # LogRecord.token
 
 
 @contextlib.contextmanager
@@ -153,57 +170,6 @@ def _dense(ranges: list[ProducedRange]) -> bool:
     return True
 
 
-@attrs.define
-class ReaderPosition:
-    """Where a reader is: save :meth:`to_json`, resume with ``table.reader(position=...)``.
-
-    ``snapshot``: transactional readers have returned every change committed up
-    to it; with ``full_pending`` its rows are still being returned (from row
-    ``full_offset``). ``offsets``: next log position per partition (transactional:
-    progress inside snapshot ``snapshot + 1``).
-    """
-
-    consistency: Consistency
-    snapshot: int = 0
-    offsets: dict[int, int] = attrs.field(factory=dict)
-    full_pending: bool = False
-    full_offset: int = 0
-    # Eventual hybrid reads: where the log part started. A write committed after the
-    # full scan whose records lie before it would otherwise fall into a gap.
-    horizon: dict[int, int] = attrs.field(factory=dict)
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "v": 1,
-                "consistency": self.consistency.value,
-                "snapshot": self.snapshot,
-                "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
-                "full_pending": self.full_pending,
-                "full_offset": self.full_offset,
-                "horizon": {str(p): o for p, o in sorted(self.horizon.items())},
-            },
-            separators=(",", ":"),
-        )
-
-    @classmethod
-    def parse(cls, value: ReaderPosition | str | dict[str, Any]) -> ReaderPosition:
-        if isinstance(value, ReaderPosition):
-            return attrs.evolve(value, offsets=dict(value.offsets), horizon=dict(value.horizon))
-        try:
-            doc = json.loads(value) if isinstance(value, str) else dict(value)
-            return cls(
-                consistency=Consistency(doc["consistency"]),
-                snapshot=int(doc["snapshot"]),
-                offsets={int(p): int(o) for p, o in doc.get("offsets", {}).items()},
-                full_pending=bool(doc.get("full_pending", False)),
-                full_offset=int(doc.get("full_offset", 0)),
-                horizon={int(p): int(o) for p, o in doc.get("horizon", {}).items()},
-            )
-        except (ValueError, KeyError, TypeError) as err:
-            raise OptionError(f"invalid reader position {value!r}: {err}") from None
-
-
 class ChangelogReader:
     """Reads a table's changelog; see the module docstring for the semantics."""
 
@@ -234,6 +200,10 @@ class ChangelogReader:
         if self.options.scan_mode is ScanMode.FROM_TIMESTAMP and self.options.scan_timestamp_millis is None:
             raise OptionError("scan.mode='from-timestamp' needs option 'scan.timestamp-millis'")
         self._position: ReaderPosition | None = None
+        # A saved position (its JSON, or a dict) is checked against the log's ends when
+        # the log is first used; a ReaderPosition object is trusted there (the Spark
+        # source builds them from offsets it checked on the driver).
+        self._ends_checked = position is None or isinstance(position, ReaderPosition)
         if position is not None:
             self._position = ReaderPosition.parse(position)
             if consistency is not None and self._position.consistency is not self.options.log_consistency:
@@ -241,7 +211,14 @@ class ChangelogReader:
                     f"the saved position is {self._position.consistency.value}, "
                     f"the reader asks for {self.options.log_consistency.value}"
                 )
+            self._check_given_position(self._position)
         self._partitions = None if partitions is None else frozenset(partitions)
+        unknown = sorted(p for p in self._partitions or () if not 0 <= p < table.log_partitions)
+        if unknown:  # they would be read as empty partitions
+            raise OptionError(
+                f"partitions={unknown}: the log of table {table.identifier!r} has partitions "
+                f"0..{table.log_partitions - 1}"
+            )
         self._until_snapshot = until_snapshot
         self._log: LogClient | None = None
         self._full_rows: list[dict[str, Any]] | None = None
@@ -249,6 +226,28 @@ class ChangelogReader:
         self._counts: dict[tuple[str, int], int] = defaultdict(int)
         self._counted_from_start = position is None or not self._position_offsets()
         self.foreign_skipped = 0
+        #: Records of other tables that share this table's topic, left out (eventual reads).
+        self.other_tables_skipped = 0
+        self._own_prefix = table.token_prefix
+        self._wait_turn = 0  # which partition an idle eventual reader waits in next
+
+    def _check_given_position(self, position: ReaderPosition) -> None:
+        """Refuse a position of another table or topic, or one ahead of the table; a
+        position saved before positions named their table is accepted, and names it now."""
+        check_identity(self.table, position.table, position.topic)
+        check_snapshot(self.table, position.snapshot)
+        check_partitions(self.table, {**position.offsets, **position.horizon})
+        if position.consistency is Consistency.TRANSACTIONAL:
+            check_transactional(self.table, position)
+        position.table, position.topic = self.table.table_id, log_name(self.table)
+
+    def _check_ends(self) -> None:
+        """Refuse a given position whose log positions are past the log's end (once, when
+        the log is first read: the check costs a look-up of the ends)."""
+        self._ends_checked = True
+        offsets = self._position_offsets()
+        if offsets:
+            check_not_past_ends(self.table, offsets, self.log.end_positions(sorted(offsets)))
 
     def _position_offsets(self) -> dict[int, int]:
         return self._position.offsets if self._position is not None else {}
@@ -269,6 +268,8 @@ class ChangelogReader:
         """Return the changes available now (up to about ``max_records``), waiting at
         most ``timeout_s`` for the first one. An empty list means: nothing new yet."""
         position = self._ensure_position()
+        if not self._ends_checked:
+            self._check_ends()
         if position.full_pending:
             return self._poll_full(max_records)
         if self.consistency is Consistency.TRANSACTIONAL:
@@ -285,6 +286,8 @@ class ChangelogReader:
         position = self._ensure_position()
         if position.full_pending or self.consistency is not Consistency.TRANSACTIONAL:
             return self.to_arrow(self.poll(max_records, timeout_s))
+        if not self._ends_checked:
+            self._check_ends()
         batch = self._poll_transactional(max_records, timeout_s, _Batch(arrow=True))
         tables = [part if not isinstance(part, list) else self.to_arrow(part) for part in batch.parts]
         if not tables:
@@ -352,6 +355,8 @@ class ChangelogReader:
             consistency=consistency,
             snapshot=snapshot,
             full_pending=mode is ScanMode.LATEST_FULL and snapshot > 0,
+            table=self.table.table_id,
+            topic=log_name(self.table),
         )
         if consistency is Consistency.EVENTUAL:
             position.offsets = self._eventual_start(mode, snapshot)
@@ -671,30 +676,60 @@ class ChangelogReader:
         partitions = sorted(position.offsets) or list(range(self.table.log_partitions))
         if self._partitions is not None:
             partitions = [p for p in partitions if p in self._partitions]
-        while True:
-            for partition in partitions:
-                if len(out) >= budget:
-                    break
-                pos = position.offsets.get(partition, 0)
-                with _gc_paused():
-                    try:
-                        result = self.log.fetch(partition, pos, budget - len(out), 0.0)
-                    except PositionOutOfRangeError as err:
-                        raise self._lost(partition, pos, pos, f"the log no longer holds them ({err})") from err
-                    self._take_all_eventual(result.records, partition, out)
-                position.offsets[partition] = result.next_position
-            if out or time.monotonic() >= deadline:
+        for partition in partitions:  # what every partition holds now
+            if len(out) >= budget:
                 return out
-            time.sleep(min(0.002, max(0.0, deadline - time.monotonic())))
+            self._fetch_eventual(partition, budget - len(out), 0.0, out)
+        # Nothing yet: the log's own waiting fetch does the waiting (a fetch may be a
+        # round trip or a database transaction: never spin on it). It waits in one
+        # partition at a time, taking turns, for a slice short enough that each
+        # partition is looked at again within _IDLE_ROUND_S.
+        while not out and (remaining := deadline - time.monotonic()) > 0:
+            if not partitions:
+                time.sleep(remaining)
+                break
+            partition = partitions[self._wait_turn % len(partitions)]
+            self._wait_turn += 1
+            wait = remaining if len(partitions) == 1 else min(remaining, _IDLE_ROUND_S / (len(partitions) - 1))
+            self._fetch_eventual(partition, budget, wait, out)
+        return out
+
+    def _fetch_eventual(self, partition: int, max_records: int, timeout_s: float, out: list[Change]) -> None:
+        position = self._ensure_position()
+        pos = position.offsets.get(partition, 0)
+        # The collector is paused for the whole process: not while a fetch waits.
+        with _gc_paused() if timeout_s <= 0 else contextlib.nullcontext():
+            try:
+                result = self.log.fetch(partition, pos, max_records, timeout_s)
+            except PositionOutOfRangeError as err:
+                raise self._lost(partition, pos, pos, f"the log no longer holds them ({err})") from err
+        with _gc_paused():
+            self._take_all_eventual(result.records, partition, out)
+        position.offsets[partition] = result.next_position
 
     def _take_all_eventual(self, records: list[LogRecord], partition: int, out: list[Change]) -> None:
-        """Every tablelog record, decoded; records without a writer token are foreign."""
-        if any(rec.token is None for rec in records):
-            for rec in records:
-                if rec.token is None:
-                    self._foreign(rec, partition, "it carries no tablelog writer token")
-            records = [rec for rec in records if rec.token is not None]
+        """Every record of this table, decoded: records without a writer token are
+        foreign, records whose token carries another table's tag are left out (they
+        share the topic). The tokens are looked at once per distinct token, not per
+        record: a fetch usually holds a few writes' records."""
+        own = self._own_prefix
+        tokens = set(map(_TOKEN, records))
+        if None in tokens or any(not t.startswith(own) and TAG_SEPARATOR in t for t in tokens if t is not None):
+            records = self._own_records(records, partition)
         self._decode_all([r.value for r in records], [r.position for r in records], partition, None, out)
+
+    def _own_records(self, records: list[LogRecord], partition: int) -> list[LogRecord]:
+        own = self._own_prefix
+        kept = []
+        for rec in records:
+            token = rec.token
+            if token is None:
+                self._foreign(rec, partition, "it carries no tablelog writer token")
+            elif not token.startswith(own) and TAG_SEPARATOR in token:
+                self.other_tables_skipped += 1
+            else:
+                kept.append(rec)
+        return kept
 
     def _late_writes(self) -> list[Change]:
         """Records of writes committed after the full scan but produced before the log

@@ -261,6 +261,13 @@ class PaimonTable:
     def path(self) -> str:
         return str(self.paimon.table_path)
 
+    def first_schema_text(self) -> str:
+        """The text of the table's oldest schema file (``schema-0`` unless expired):
+        written once when the table was created, never rewritten."""
+        manager = self.paimon.schema_manager
+        first = min(manager._list_versioned_files())
+        return str(self.paimon.file_io.read_file_utf8(manager._to_schema_path(first)))
+
     @contextlib.contextmanager
     def commit_lock(self) -> Iterator[None]:
         """An exclusive lock on this table's commits, across processes (local warehouse)."""

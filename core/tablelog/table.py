@@ -18,6 +18,7 @@ from tablelog import definition, registry
 from tablelog.commit_hook import rerun_commit_hook, run_commit_hook
 from tablelog.errors import CommitError, OptionError
 from tablelog.formats import RecordCodec
+from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_prefix
 from tablelog.log_pool import release
 from tablelog.options import (
     ChangelogMode,
@@ -35,6 +36,7 @@ from tablelog.store import (
     paimon_option_keys,
     parse_identifier,
 )
+from tablelog.topic_owners import refuse_shared_topic
 
 if TYPE_CHECKING:
     from tablelog.log_pool import LogPool
@@ -115,8 +117,10 @@ def create_table(
         **parsed.to_properties(),
         **{k: v for k, v in system_options.items() if not is_secret(k)},
         **paimon_options,
+        TABLE_ID_PROPERTY: new_table_id(),
     }
     if parsed.log_enabled:
+        refuse_shared_topic(wh, identifier, parsed.log_system, system_options)
         _register_topic(wh, identifier, parsed, system_options, create=parsed.log_system_auto_register)
     store = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
     return Table(wh, store, parsed, system_options)
@@ -219,6 +223,16 @@ class Table:
         if mode is ChangelogMode.AUTO:
             return ChangelogMode.UPSERT if self.primary_key else ChangelogMode.ALL
         return mode
+
+    @cached_property
+    def table_id(self) -> str:
+        """The table's stable id (see :mod:`tablelog.identity`)."""
+        return table_id(self.store)
+
+    @cached_property
+    def token_prefix(self) -> str:
+        """What the writer tokens of this table start with (see :mod:`tablelog.identity`)."""
+        return token_prefix(self.table_id)
 
     @cached_property
     def codec(self) -> RecordCodec:

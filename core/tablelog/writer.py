@@ -52,7 +52,7 @@ class WriteTask:
         self.writer = writer
         self.commit_identifier = commit_identifier
         self.task = task
-        self.token = new_token()
+        self.token = new_token(table.token_prefix)
         self.rows = 0
         self._seq: dict[int, int] = defaultdict(int)
         self._log: LogClient | None = None

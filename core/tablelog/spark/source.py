@@ -31,8 +31,15 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from tablelog.errors import OptionError, TablelogError
 from tablelog.formats import KIND_COLUMN
 from tablelog.options import Consistency
+from tablelog.positions import (
+    ReaderPosition,
+    check_identity,
+    check_not_past_ends,
+    check_partitions,
+    check_snapshot,
+    log_name,
+)
 from tablelog.protocol import LogCommitRecord
-from tablelog.reader import ReaderPosition
 from tablelog.records import RowKind
 from tablelog.spark.options import SourceOptions
 from tablelog.table import Table, open_table
@@ -42,22 +49,29 @@ _BATCH_ROWS = 10_000
 
 @attrs.frozen
 class Offset:
-    """A source offset: ``{"v": 1, "consistency": ..., "snapshot": N, "full": bool, "positions": {...}}``.
+    """A source offset: ``{"v": 1, "table": ID, "topic": ..., "consistency": ..., "snapshot": N,
+    "full": bool, "positions": {...}}``.
 
     ``snapshot``: transactional: every change committed up to it is before this offset;
     with ``full`` the rows of that snapshot are still to come (the hybrid read's first
     batch). ``positions``: eventual: the next log position per partition (strings, as
-    positions may exceed 64 bits).
+    positions may exceed 64 bits). ``table`` and ``topic`` name whose offset it is
+    (see :mod:`tablelog.positions`): a checkpoint of one table is refused by another.
+    Offsets checkpointed before they named their table (``None``) are accepted.
     """
 
     consistency: Consistency
     snapshot: int
     full: bool = False
     positions: Mapping[int, int] = attrs.field(factory=dict)
+    table: str | None = None
+    topic: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "v": 1,
+            **({"table": self.table} if self.table is not None else {}),
+            **({"topic": self.topic} if self.topic is not None else {}),
             "consistency": self.consistency.value,
             "snapshot": self.snapshot,
             "full": self.full,
@@ -72,9 +86,20 @@ class Offset:
                 int(value["snapshot"]),
                 bool(value.get("full", False)),
                 {int(p): int(pos) for p, pos in dict(value.get("positions", {})).items()},
+                None if value.get("table") is None else str(value["table"]),
+                None if value.get("topic") is None else str(value["topic"]),
             )
         except (KeyError, ValueError, TypeError) as err:
             raise OptionError(f"invalid tablelog source offset {dict(value)!r}: {err}") from None
+
+    def checked(self, table: Table) -> Offset:
+        """This offset, refused when it belongs to another table or topic or is ahead of the
+        table (see :mod:`tablelog.positions`); it names the table from then on."""
+        what = "Spark checkpoint offset"
+        check_identity(table, self.table, self.topic, what)
+        check_snapshot(table, self.snapshot, what)
+        check_partitions(table, self.positions, what)
+        return attrs.evolve(self, table=table.table_id, topic=log_name(table))
 
 
 def output_arrow_schema(table: Table) -> pa.Schema:
@@ -177,7 +202,10 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's names)
         with self.table.reader(**self.options.read_options) as reader:
             position = reader.position
-        return Offset(position.consistency, position.snapshot, position.full_pending, position.offsets).to_dict()
+        return Offset(
+            position.consistency, position.snapshot, position.full_pending, position.offsets,
+            position.table, position.topic,
+        ).to_dict()
 
     def _available(self) -> Offset:
         if self._target is not None:
@@ -192,13 +220,17 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
             ends = log.end_positions(partitions)
         return Offset(self.consistency, snapshot, positions={p: ends.get(p, 0) for p in partitions})
 
+    def _offset(self, value: dict[str, Any]) -> Offset:
+        return Offset.parse(value).checked(self.table)
+
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:  # noqa: N802
-        begin = Offset.parse(start)
+        begin = self._offset(start)
         if begin.full:
             return attrs.evolve(begin, full=False).to_dict()  # the first batch: the full scan alone
         available = self._available()
         if begin.consistency is Consistency.TRANSACTIONAL:
             return attrs.evolve(begin, snapshot=max(begin.snapshot, available.snapshot)).to_dict()
+        check_not_past_ends(self.table, begin.positions, available.positions, "Spark checkpoint offset")
         positions = {p: max(pos, begin.positions.get(p, 0)) for p, pos in available.positions.items()}
         return attrs.evolve(begin, positions={**begin.positions, **positions}).to_dict()
 
@@ -206,7 +238,7 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
         self._target = self._available()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        begin, stop = Offset.parse(start), Offset.parse(end)
+        begin, stop = self._offset(start), self._offset(end)
         result: list[InputPartition] = []
         table = self.table
         if begin.full and not stop.full:

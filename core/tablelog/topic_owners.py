@@ -1,0 +1,55 @@
+"""One topic, one table: the check ``create_table`` makes before a table takes a topic.
+
+Two tables writing one topic would each hand their readers the other's records
+(eventual readers leave them out by the table tag in their writer tokens, see
+:mod:`tablelog.identity`, but one table per topic is what the product promises).
+Within a warehouse every table is visible, so a topic already used there is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tablelog import registry
+from tablelog.errors import OptionError, TablelogError
+from tablelog.options import split_system_options
+from tablelog.records import LogConfig
+from tablelog.store import Warehouse
+
+
+def refuse_shared_topic(wh: Warehouse, identifier: str, system: str, system_options: Mapping[str, str]) -> None:
+    """Refuse the topic of the table to create when another table of the warehouse uses it,
+    naming that table and the option that chooses another topic."""
+    from tablelog.table import default_topic
+
+    location = log_location(wh, identifier, system, system_options)
+    for other in wh.tables():
+        try:
+            properties = wh.open(other).properties
+        except (TablelogError, OSError, RuntimeError, ValueError):
+            continue  # a table that cannot be opened writes to no topic
+        if properties.get("log.system") != system:
+            continue
+        other_options = {k: v for k, v in properties.items() if k.startswith(system + ".")}
+        if log_location(wh, other, system, other_options) == location:
+            raise OptionError(
+                f"table {identifier!r}: {system} topic {default_topic(identifier, system, system_options)!r} "
+                f"is already the log of table {other!r} in this warehouse; two tables on one topic "
+                f"would read each other's records. Choose another topic with option '{system}.topic'"
+            )
+
+
+def log_location(wh: Warehouse, identifier: str, system: str, system_options: Mapping[str, str]) -> tuple[str, ...]:
+    """Where a table's log is: the system, the topic, and what addresses the log (the
+    values of the system's required options, such as Kafka's bootstrap servers; the
+    file log's directory). Tables on two clusters may use one topic name."""
+    from tablelog.table import default_topic
+
+    topic = default_topic(identifier, system, system_options)
+    if system == "filesystem":
+        from tablelog.logs.filesystem.log import topic_directory
+
+        config = LogConfig(system, identifier, topic, 1, False, split_system_options(system, system_options), wh.path)
+        return (system, str(topic_directory(config).resolve()))
+    required = sorted(spec.key for spec in registry.load_log_system(system).option_specs() if spec.required)
+    return (system, topic, *(str(system_options.get(key)) for key in required))
