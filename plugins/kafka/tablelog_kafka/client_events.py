@@ -19,7 +19,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from .config import CONNECT_TIMEOUT, PREFIX, KafkaSettings
+from .config import ADMIN_TIMEOUT_MS, CONNECT_TIMEOUT, KafkaSettings
 
 CLIENT_LOGGER = logging.getLogger("tablelog_kafka.client")
 # A library logs, the application decides what is shown: without this handler Python
@@ -86,7 +86,10 @@ class ClientEvents:
         seconds, instead of after every later request's own, longer time-out."""
         if self.reached:
             return
-        timeout_s = self._settings.connect_timeout_s
+        settings = self._settings
+        # Never longer than the time-out of the look-up the caller is about to make.
+        timeout_s = min(settings.connect_timeout_s, settings.admin_timeout_s)
+        option = CONNECT_TIMEOUT if settings.connect_timeout_s <= settings.admin_timeout_s else ADMIN_TIMEOUT_MS
         started = time.monotonic()
         try:
             client.list_topics(timeout=timeout_s)
@@ -94,7 +97,7 @@ class ClientEvents:
             from .failures import unreachable
 
             serve_events(client)
-            raise unreachable(exc, self, self._settings, time.monotonic() - started) from None
+            raise unreachable(exc, self, settings, time.monotonic() - started, option) from None
         self.reached = True
 
 
@@ -111,5 +114,3 @@ def serve_events(client: Any) -> None:
     except (KafkaException, RuntimeError):
         pass
 
-
-CONNECT_OPTION = PREFIX + CONNECT_TIMEOUT

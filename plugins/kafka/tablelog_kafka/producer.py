@@ -78,14 +78,15 @@ class ProduceSide:
                 raise OptionError(
                     "invalid kafka producer option: " + describe(exc, self._settings.secrets)
                 ) from None
-            try:
-                self._events.first_contact(producer)
-            except BaseException:
-                producer.purge(True, True, False)
-                producer.flush(0)
-                raise
             self._producer = producer
         return self._producer
+
+    def reach(self) -> Producer:
+        """The producer, once it has had an answer from the brokers (see
+        :meth:`ClientEvents.first_contact`); a produce alone never waits for that."""
+        producer = self._client()
+        self._events.first_contact(producer)
+        return producer
 
     def produce(self, batch: ProduceBatch) -> None:
         n = len(batch.values)
