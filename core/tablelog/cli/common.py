@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from tablelog.errors import TablelogError
+from tablelog.errors import LogUnavailableError, TablelogError
 
 # Piped output (files, CI logs) gets wide tables instead of rich's 80-column default.
 _PIPED_WIDTH = None if sys.stdout.isatty() else 160
@@ -41,13 +41,21 @@ def parse_options(raw: tuple[str, ...]) -> dict[str, str]:
     return result
 
 
+#: Exit code when the log system cannot be reached (an outage, not bad input or bad data).
+EXIT_LOG_UNAVAILABLE = 3
+
+
 def friendly_errors(func: F) -> F:
-    """Show tablelog errors as one clear line and exit 1, instead of a traceback."""
+    """Show tablelog errors as one clear line and exit 1 (3 when the log system
+    cannot be reached), instead of a traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except LogUnavailableError as err:
+            err_console.print(f"[bold red]error:[/] {escape(str(err))}", markup=True, soft_wrap=True)
+            raise SystemExit(EXIT_LOG_UNAVAILABLE) from None
         except TablelogError as err:
             # escape: a message's own brackets (pip install "tablelog[kafka]") are not markup
             err_console.print(f"[bold red]error:[/] {escape(str(err))}", markup=True, soft_wrap=True)
