@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -59,6 +62,20 @@ def friendly_errors(func: F) -> F:
         except TablelogError as err:
             # escape: a message's own brackets (pip install "tablelog[kafka]") are not markup
             err_console.print(f"[bold red]error:[/] {escape(str(err))}", markup=True, soft_wrap=True)
+            raise SystemExit(1) from None
+        except BrokenPipeError:
+            # Whoever read the output went away (`| head`): stop quietly, as Unix tools do,
+            # and keep Python from complaining when it flushes stdout at exit.
+            with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise SystemExit(1) from None
+        except OSError as err:  # a warehouse path that cannot be created, read or written
+            where = f" {err.filename}" if err.filename else ""
+            err_console.print(
+                f"[bold red]error:[/] cannot use{escape(where)}: {escape(err.strerror or str(err))}; "
+                "the warehouse must be a directory this process can create, read and write",
+                markup=True, soft_wrap=True,
+            )
             raise SystemExit(1) from None
 
     return wrapper  # type: ignore[return-value]
