@@ -528,7 +528,9 @@ class ChangelogReader:
     def _chunk(out: _Batch, budget: int, pos: int, hi: int) -> int:
         # Never more than the positions left up to hi: a fetch that stops at the last
         # committed record leaves the client standing where the next snapshot starts.
-        return max(1, min(max(budget - len(out), 500), hi - pos + 1))
+        # Never more than the budget left: a poll returns at most max_records changes, so
+        # that its position is right after the last one a caller (tail --limit) prints.
+        return max(1, min(budget - len(out), hi - pos + 1))
 
     def _take_values(
         self, values: list[bytes | None], positions: Sequence[int], partition: int, snapshot_id: int, out: _Batch

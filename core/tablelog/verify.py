@@ -3,6 +3,10 @@
 The table files and the log are written separately; this is the check that they
 tell the same story. It replays every committed change transactionally from the
 first snapshot and compares the resulting rows with the rows Paimon returns.
+
+Only a difference of data is INCONSISTENT (rows that differ, log records that are
+gone or damaged). A log that cannot be reached, or a table that cannot be verified
+(no log, expired snapshots), raises instead: nothing was compared.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from tablelog.errors import TablelogError
+from tablelog.errors import LogUnavailableError, TablelogError
 from tablelog.row_equality import row_items, row_key, rows_equal
 from tablelog.table import Table
 
@@ -58,11 +62,11 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
         return VerifyReport(table.identifier, None, 0, 0, 0)
     earliest = table.store.earliest_snapshot_id() or 1
     if not table.options.log_enabled:
-        return VerifyReport(table.identifier, latest.id, 0, 0, 0, error="the table has log.system=none")
+        raise TablelogError(f"cannot verify table {table.identifier!r}: it has no log (log.system=none)")
     if earliest > 1:
-        return VerifyReport(
-            table.identifier, latest.id, 0, 0, 0,
-            error=f"snapshots before {earliest} have expired; the log cannot be replayed from the start",
+        raise TablelogError(
+            f"cannot verify table {table.identifier!r}: snapshots before {earliest} have expired, so "
+            "the log cannot be replayed from the start"
         )
     table_rows = table.rows(latest.id).to_pylist()
     replayed = 0
@@ -88,6 +92,8 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
                     # nothing returned yet the latest snapshot is not reached: only
                     # snapshots without log records remain; poll advances over them.
                     continue
+    except LogUnavailableError:
+        raise  # an outage, not a difference: nothing was compared
     except TablelogError as err:
         return VerifyReport(table.identifier, latest.id, replayed, len(table_rows), 0, error=str(err))
     if key_of is None:

@@ -258,8 +258,8 @@ def test_authentication_failure_does_not_echo_the_password_in_errors_or_log_line
         client.flush(10)
     assert SENTINEL not in str(failed.value)
     client.close()
-    out, err = capfd.readouterr()  # librdkafka's own log lines go to stderr
-    assert "SASL" in out + err or "sasl" in (out + err).lower()
+    out, err = capfd.readouterr()  # librdkafka's own log lines go to Python logging, not stderr
+    assert "sasl" in caplog.text.lower() and "sasl" not in (out + err).lower()
     assert SENTINEL not in out + err
     assert SENTINEL not in caplog.text
 
@@ -414,7 +414,7 @@ def test_ensure_topic_on_an_unreachable_broker_raises_log_unavailable_within_the
     client = open_client(LogConfig("kafka", "db.t", "nowhere", 1, True, {
         "bootstrap.servers": dead, "admin-timeout-ms": "1000", "log_level": "0"}))
     began = time.monotonic()
-    with pytest.raises(LogUnavailableError, match="cannot list the topics"):
+    with pytest.raises(LogUnavailableError, match=rf"cannot reach the Kafka brokers at {dead} .*kafka.admin-timeout-ms=1000"):
         client.ensure_topic()
     assert time.monotonic() - began < 10
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -11,7 +14,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from tablelog.errors import OptionError, TablelogError
+from tablelog.errors import LogUnavailableError, OptionError, TablelogError
 from tablelog.options import REDACTED, is_secret, same_value
 
 # Piped output (files, CI logs) gets wide tables instead of rich's 80-column default.
@@ -66,16 +69,38 @@ def _merge(result: dict[str, str], given_as: dict[str, str], key: str, value: st
     given_as[key] = shown
 
 
+#: Exit code when the log system cannot be reached (an outage, not bad input or bad data).
+EXIT_LOG_UNAVAILABLE = 3
+
+
 def friendly_errors(func: F) -> F:
-    """Show tablelog errors as one clear line and exit 1, instead of a traceback."""
+    """Show tablelog errors as one clear line and exit 1 (3 when the log system
+    cannot be reached), instead of a traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except LogUnavailableError as err:
+            err_console.print(f"[bold red]error:[/] {escape(str(err))}", markup=True, soft_wrap=True)
+            raise SystemExit(EXIT_LOG_UNAVAILABLE) from None
         except TablelogError as err:
             # escape: a message's own brackets (pip install "tablelog[kafka]") are not markup
             err_console.print(f"[bold red]error:[/] {escape(str(err))}", markup=True, soft_wrap=True)
+            raise SystemExit(1) from None
+        except BrokenPipeError:
+            # Whoever read the output went away (`| head`): stop quietly, as Unix tools do,
+            # and keep Python from complaining when it flushes stdout at exit.
+            with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise SystemExit(1) from None
+        except OSError as err:  # a warehouse path that cannot be created, read or written
+            where = f" {err.filename}" if err.filename else ""
+            err_console.print(
+                f"[bold red]error:[/] cannot use{escape(where)}: {escape(err.strerror or str(err))}; "
+                "the warehouse must be a directory this process can create, read and write",
+                markup=True, soft_wrap=True,
+            )
             raise SystemExit(1) from None
 
     return wrapper  # type: ignore[return-value]

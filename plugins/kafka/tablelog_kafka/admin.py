@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tablelog.errors import LogUnavailableError, OptionError, TopicError
 
+from .client_events import ClientEvents
 from .config import KafkaSettings
 from .failures import describe, kafka_error_of, translate
 
@@ -24,15 +25,18 @@ class AdminSide:
     def __init__(self, settings: KafkaSettings):
         self._settings = settings
         self._admin: AdminClient | None = None
+        self._events = ClientEvents(settings)
 
     def _client(self) -> AdminClient:
         if self._admin is None:
             try:
-                self._admin = AdminClient(self._settings.admin_config())
+                admin = AdminClient({**self._settings.admin_config(), **self._events.hooks()})
             except KafkaException as exc:
                 raise OptionError(
                     "invalid kafka client option: " + describe(exc, self._settings.secrets)
                 ) from None
+            self._events.first_contact(admin)
+            self._admin = admin
         return self._admin
 
     def close(self) -> None:
@@ -42,13 +46,11 @@ class AdminSide:
         """The topic's partition count, or None when it does not exist; looked up with
         ``metadata_client`` (any client: a producer) when given."""
         topic = self._settings.topic
+        client = metadata_client if metadata_client is not None else self._client()
         try:
-            client = metadata_client if metadata_client is not None else self._client()
             metadata = client.list_topics(timeout=self._settings.admin_timeout_s)
         except KafkaException as exc:
-            raise translate(
-                exc, self._settings.secrets, "cannot list the topics", TopicError, topic=topic
-            ) from None
+            raise translate(exc, self._settings, "cannot list the topics", TopicError, topic=topic) from None
         found = metadata.topics.get(topic)
         if found is None or found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
             return None
@@ -92,8 +94,8 @@ class AdminSide:
             error = kafka_error_of(exc)
             if error is None or error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise translate(
-                    exc, self._settings.secrets, f"cannot create the topic with {partitions} partitions",
-                    TopicError, topic=topic,
+                    exc, self._settings, f"cannot create the topic with {partitions} partitions",
+                    TopicError, topic=topic, events=self._events,
                 ) from None
         # Metadata may lag behind the creation for a moment.
         deadline = time.monotonic() + self._settings.admin_timeout_s

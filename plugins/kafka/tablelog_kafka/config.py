@@ -24,6 +24,11 @@ BOOTSTRAP = "bootstrap.servers"
 TOPIC = "topic"
 REPLICATION_FACTOR = "replication-factor"
 ADMIN_TIMEOUT_MS = "admin-timeout-ms"
+#: librdkafka's own key (it goes to every client): the time a connection may take to
+#: set up (TCP, TLS, SASL); tablelog also waits at most this long for a client's
+#: first answer, so that a broker that is down is reported within seconds.
+CONNECT_TIMEOUT = "socket.connection.setup.timeout.ms"
+CONNECT_TIMEOUT_DEFAULT_MS = 5_000
 
 #: Keys that configure tablelog, not the client: stripped before the client config.
 TABLELOG_KEYS = frozenset({TOPIC, REPLICATION_FACTOR, ADMIN_TIMEOUT_MS})
@@ -115,6 +120,12 @@ def option_specs() -> list[OptionSpec]:
             "Time-out of metadata, topic and offset look-ups against the brokers.",
             default="30000",
         ),
+        OptionSpec(
+            p + CONNECT_TIMEOUT,
+            "How long to wait for a broker's first answer (connection, TLS and SASL set-up) "
+            "before reporting the brokers unreachable.",
+            default=str(CONNECT_TIMEOUT_DEFAULT_MS),
+        ),
         OptionSpec(p + "security.protocol", "`plaintext`, `ssl`, `sasl_plaintext` or `sasl_ssl`."),
         OptionSpec(p + "sasl.mechanism", "`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`, `OAUTHBEARER`..."),
         OptionSpec(p + "sasl.username", "SASL user name.", secret=True),
@@ -158,6 +169,7 @@ class KafkaSettings:
     bootstrap_servers: str
     replication_factor: int
     admin_timeout_s: float
+    connect_timeout_s: float
     client: Mapping[str, str] = attrs.field(repr=False)  # user's client keys, secrets included
     secrets: Secrets = attrs.field(repr=False)
 
@@ -239,13 +251,17 @@ def parse_settings(config: LogConfig) -> KafkaSettings:
             f"invalid value '0' for option {PREFIX + REPLICATION_FACTOR!r}: expected -1 or >= 1"
         )
     admin_timeout_ms = _int_option(options, ADMIN_TIMEOUT_MS, 30_000, 1)
+    # librdkafka's minimum for this key is 1000.
+    connect_timeout_ms = _int_option(options, CONNECT_TIMEOUT, CONNECT_TIMEOUT_DEFAULT_MS, 1000)
     client = {k: v for k, v in options.items() if k not in TABLELOG_KEYS}
     client[BOOTSTRAP] = bootstrap
+    client[CONNECT_TIMEOUT] = str(connect_timeout_ms)
     return KafkaSettings(
         topic=config.topic,
         bootstrap_servers=bootstrap,
         replication_factor=replication,
         admin_timeout_s=admin_timeout_ms / 1000.0,
+        connect_timeout_s=connect_timeout_ms / 1000.0,
         client=client,
         secrets=Secrets(options),
     )

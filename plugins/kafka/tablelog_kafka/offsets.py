@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from tablelog.errors import LogSystemError, OptionError, PositionOutOfRangeError, TopicError
 
+from .client_events import ClientEvents
 from .config import KafkaSettings
 from .failures import describe, kafka_error_of, translate
 
@@ -36,17 +37,24 @@ class OffsetsSide:
     def __init__(self, settings: KafkaSettings):
         self._settings = settings
         self._consumer: Consumer | None = None
+        self._events = ClientEvents(settings)
 
     def _client(self) -> Consumer:
         if self._consumer is None:
             # Probes re-position for every look-up: keep the broker's long-poll short.
             config = self._settings.consumer_config("tablelog-offsets", **{"fetch.wait.max.ms": 10})
             try:
-                self._consumer = Consumer(config)
+                consumer = Consumer({**config, **self._events.hooks()})
             except KafkaException as exc:
                 raise OptionError(
                     "invalid kafka consumer option: " + describe(exc, self._settings.secrets)
                 ) from None
+            try:
+                self._events.first_contact(consumer)
+            except BaseException:
+                consumer.close()
+                raise
+            self._consumer = consumer
         return self._consumer
 
     def _fail(self, exc: BaseException, what: str, partition: int | None) -> LogSystemError:
@@ -55,8 +63,8 @@ class OffsetsSide:
         error = kafka_error_of(exc)
         missing = error is not None and error.code() in _MISSING
         return translate(
-            exc, self._settings.secrets, what, TopicError if missing else LogSystemError,
-            topic=self._settings.topic, partition=partition,
+            exc, self._settings, what, TopicError if missing else LogSystemError,
+            topic=self._settings.topic, partition=partition, events=self._events,
         )
 
     def watermarks(self, partition: int) -> tuple[int, int]:

@@ -57,7 +57,7 @@ def ensure_topic(connection: KafkaConnection) -> int:
     # finish(). Measured on Tansu, creation to first acknowledgement: 503 ms with no
     # look-up; with one, 503 ms in 10 of 20 tries (4 of 6 when the look-up found no topic
     # and an admin client created it); with the second look-up (~50 ms) never, in 40.
-    producer = conn.producer._client()
+    producer = conn.producer.reach()
     count = conn.admin.ensure_topic(conn.config.partitions, conn.config.auto_register, metadata_client=producer)
     conn.admin.partition_count(metadata_client=producer)
     return count

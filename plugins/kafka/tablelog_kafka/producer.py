@@ -11,7 +11,6 @@ message time-out they report failures through a cheap callback.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -19,10 +18,9 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from tablelog.errors import LogUnavailableError, OptionError, ProduceError
 from tablelog.records import ProduceBatch, ProducedRange
 
+from .client_events import ClientEvents
 from .config import KafkaSettings
-from .failures import describe, is_unavailable, translate
-
-log = logging.getLogger(__name__)
+from .failures import delivery_failure, describe, translate
 
 TOKEN_HEADER = "tablelog.token"
 SEQ_HEADER = "tablelog.seq"
@@ -69,29 +67,26 @@ class ProduceSide:
         self._settings = settings
         self._producer: Producer | None = None
         self._ranges: dict[tuple[str, int], _Range] = {}
-        self._fatal: KafkaError | None = None
-        # The last "cannot reach the brokers" error since the last good flush: records
-        # unacknowledged then are an outage (LogUnavailableError), not a refusal.
-        self._unreachable: KafkaError | None = None
-
-    def _on_error(self, err: KafkaError) -> None:
-        if err.fatal():
-            self._fatal = err
-        elif is_unavailable(err):
-            self._unreachable = err
-        log.debug("kafka producer: %s", describe(err, self._settings.secrets))
+        self._events = ClientEvents(settings)
 
     def _client(self) -> Producer:
         if self._producer is None:
-            config: dict[str, Any] = self._settings.producer_config()
-            config["error_cb"] = self._on_error
+            config: dict[str, Any] = {**self._settings.producer_config(), **self._events.hooks()}
             try:
-                self._producer = Producer(config)
+                producer = Producer(config)
             except KafkaException as exc:
                 raise OptionError(
                     "invalid kafka producer option: " + describe(exc, self._settings.secrets)
                 ) from None
+            self._producer = producer
         return self._producer
+
+    def reach(self) -> Producer:
+        """The producer, once it has had an answer from the brokers (see
+        :meth:`ClientEvents.first_contact`); a produce alone never waits for that."""
+        producer = self._client()
+        self._events.first_contact(producer)
+        return producer
 
     def produce(self, batch: ProduceBatch) -> None:
         n = len(batch.values)
@@ -136,8 +131,8 @@ class ProduceSide:
                         self._producer.poll(_FULL_QUEUE_POLL_S)  # type: ignore[union-attr]
         except KafkaException as exc:
             raise translate(
-                exc, self._settings.secrets, f"cannot produce record {i} of the batch",
-                ProduceError, topic=topic, partition=partition,
+                exc, self._settings, f"cannot produce record {i} of the batch",
+                ProduceError, topic=topic, partition=partition, events=self._events,
             ) from None
         finally:
             rng.count += i
@@ -149,9 +144,9 @@ class ProduceSide:
         topic = self._settings.topic
         remaining = self._producer.flush(max(0.0, timeout_s))
         failure: ProduceError | LogUnavailableError | None = None
-        if self._fatal is not None:
+        if self._events.fatal is not None:
             failure = ProduceError(
-                "the kafka producer failed fatally: " + describe(self._fatal, self._settings.secrets),
+                "the kafka producer failed fatally: " + delivery_failure(self._events.fatal, self._settings),
                 topic=topic,
                 partition=next(iter(ranges.values())).partition if ranges else None,
             )
@@ -161,21 +156,24 @@ class ProduceSide:
                     failure = ProduceError(
                         f"delivery failed for writer token {rng.token!r} ({rng.count} record(s) "
                         "produced since the last flush): "
-                        + describe(rng.error, self._settings.secrets),
+                        + delivery_failure(rng.error, self._settings),
                         topic=topic, partition=rng.partition,
                     )
                     break
-        if failure is None and remaining > 0 and self._unreachable is not None:
+        if failure is None and remaining > 0 and self._events.unreachable is not None:
             failure = LogUnavailableError(
                 f"{remaining} record(s) not acknowledged within {timeout_s:g} s: the brokers "
                 f"{self._settings.bootstrap_servers} cannot be reached ("
-                + describe(self._unreachable, self._settings.secrets) + ")",
+                + describe(self._events.unreachable, self._settings.secrets) + ")",
                 topic=topic,
             )
         if failure is None and remaining > 0:
             unacked = [r for r in ranges.values() if r.count and r.last < 0] or list(ranges.values())
+            cause = self._events.cause()
+            why = f" ({delivery_failure(cause, self._settings)})" if cause is not None else ""
             failure = ProduceError(
-                f"{remaining} record(s) not acknowledged by the log within {timeout_s:g} s",
+                f"{remaining} record(s) not acknowledged by the Kafka brokers at "
+                f"{self._settings.bootstrap_servers} within {timeout_s:g} s{why}",
                 topic=topic,
                 partition=unacked[0].partition if unacked else None,
             )
@@ -189,7 +187,7 @@ class ProduceSide:
         if failure is not None:
             self._discard_pending()
             raise failure
-        self._unreachable = None
+        self._events.unreachable = None
         return [
             ProducedRange(token=r.token, partition=r.partition, first=r.first, last=r.last, count=r.count)
             for r in ranges.values()
@@ -210,8 +208,7 @@ class ProduceSide:
         # A fresh producer (new idempotent producer id) for the next attempt: the old
         # one may be in a fatal state, or turn fatal over what was just purged.
         self._producer = None
-        self._fatal = None
-        self._unreachable = None
+        self._events = ClientEvents(self._settings)
 
     def close(self) -> None:
         producer, self._producer = self._producer, None

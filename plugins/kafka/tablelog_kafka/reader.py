@@ -29,6 +29,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from tablelog.errors import LogSystemError, OptionError, PositionOutOfRangeError
 from tablelog.records import FetchResult, LogRecord, ValuesResult
 
+from .client_events import ClientEvents
 from .config import KafkaSettings
 from .failures import describe, translate
 from .producer import SEQ_HEADER, TOKEN_HEADER
@@ -98,12 +99,13 @@ class FetchSide:
         #: partition -> error seen while reading another partition
         self._errors: dict[int, KafkaError] = {}
         self._tokens = _Tokens()
+        self._events = ClientEvents(settings)
 
     def _client(self) -> Consumer:
         if self._consumer is None:
             config: dict[str, Any] = self._settings.consumer_config("tablelog-fetch")
             try:
-                self._consumer = Consumer(config)
+                self._consumer = Consumer({**config, **self._events.hooks()})
             except KafkaException as exc:
                 raise OptionError(
                     "invalid kafka consumer option: " + describe(exc, self._settings.secrets)
@@ -163,8 +165,8 @@ class FetchSide:
         except KafkaException as exc:
             self._forget(partition)
             raise translate(
-                exc, self._settings.secrets, f"cannot fetch from position {position}",
-                LogSystemError, topic=self._settings.topic, partition=partition,
+                exc, self._settings, f"cannot fetch from position {position}",
+                LogSystemError, topic=self._settings.topic, partition=partition, events=self._events,
             ) from None
 
     def _forget(self, partition: int) -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
+import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import pulsar
 
-from tablelog.errors import LogSystemError
+from tablelog.errors import LogSystemError, LogUnavailableError
 from tablelog_pulsar.config import PulsarConfig
 from tablelog_pulsar.failures import PulsarException, describe
 from tablelog_pulsar.reader import Reader
@@ -28,6 +31,38 @@ class _ExpectedNoise(logging.Filter):
 
 
 CLIENT_LOGGER.addFilter(_ExpectedNoise())
+
+#: pulsar-client's default connection_timeout_ms.
+_CONNECT_TIMEOUT_MS = 10_000
+
+
+def check_reachable(config: PulsarConfig) -> None:
+    """Open (and close) a TCP connection to a broker of the service URL.
+
+    The client retries a refused connection until its operation time-out
+    (pulsar.operation-timeout-seconds, 30 s) and then reports only "Timeout":
+    this says within the connect time-out that nothing listens at the address."""
+    timeout_ms = int(config.client_kwargs.get("connection_timeout_ms", _CONNECT_TIMEOUT_MS))
+    url = urlsplit(config.service_url)
+    default_port = 6651 if url.scheme.endswith("+ssl") else 6650
+    hosts = [h for h in (url.netloc.rsplit("@", 1)[-1]).split(",") if h]
+    started = time.monotonic()
+    failures = []
+    for host in hosts:
+        name, _, port = host.rpartition(":") if ":" in host else (host, "", str(default_port))
+        try:
+            with socket.create_connection((name.strip("[]"), int(port)), timeout=timeout_ms / 1000):
+                return
+        except (OSError, ValueError) as err:
+            failures.append(f"{host}: {getattr(err, 'strerror', None) or err}")
+    if not failures:
+        return  # not a host:port URL (http lookup, proxies...): let the client try
+    raise LogUnavailableError(
+        f"cannot reach the Pulsar broker at {config.service_url} (pulsar.service-url): no connection "
+        f"within {time.monotonic() - started:.1f} s ({'; '.join(failures)}); check the address and "
+        f"that the broker runs; pulsar.connection-timeout-ms={timeout_ms} sets how long to wait",
+        topic=config.topic,
+    )
 
 
 class PulsarConnection:
@@ -49,6 +84,7 @@ class PulsarConnection:
         if self.closed:
             raise LogSystemError("pulsar: the connection is closed", topic=self.config.topic)
         if self._client is None:
+            check_reachable(self.config)
             try:
                 self._client = pulsar.Client(
                     self.config.service_url,

@@ -168,6 +168,13 @@ class FileLog:
     def __repr__(self) -> str:
         return f"FileLog(topic={self.topic!r}, directory={str(self.directory)!r})"
 
+    def _where_hint(self) -> str:
+        return (
+            "; the filesystem log keeps its files in <filesystem.path>/<topic>, by default "
+            "<warehouse>/.tablelog/log/<topic>: the warehouse (or filesystem.path) must be a "
+            "directory this process can create and write"
+        )
+
     # ----------------------------------------------------------------- topic
 
     def ensure_topic(self) -> int:
@@ -196,7 +203,9 @@ class FileLog:
         except FileNotFoundError:
             return None
         except OSError as err:  # the storage itself fails (not a directory, no access): an outage
-            raise LogUnavailableError(f"cannot read {meta_path}: {err}", topic=self.topic) from None
+            raise LogUnavailableError(
+                f"cannot read {meta_path}: {err}{self._where_hint()}", topic=self.topic
+            ) from None
         except ValueError as err:
             raise TopicError(f"cannot read {meta_path}: {err}", topic=self.topic) from None
         count = meta.get("partitions") if isinstance(meta, dict) else None
@@ -215,7 +224,7 @@ class FileLog:
             )
         except OSError as err:
             raise LogUnavailableError(
-                f"cannot create {self.directory}: {err}", topic=self.topic
+                f"cannot create {self.directory}: {err}{self._where_hint()}", topic=self.topic
             ) from None
         try:
             with _flock(lock_fd, exclusive=True):
@@ -238,7 +247,7 @@ class FileLog:
                 _fsync_directory(self.directory)
         except OSError as err:
             raise LogUnavailableError(
-                f"cannot create topic in {self.directory}: {err}", topic=self.topic
+                f"cannot create topic in {self.directory}: {err}{self._where_hint()}", topic=self.topic
             ) from None
         finally:
             os.close(lock_fd)

@@ -1,0 +1,122 @@
+"""`tablelog describe`: schema, options, snapshots with their log positions and committed writes."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from typing import Any
+
+import click
+from rich.table import Table as RichTable
+
+from tablelog.cli.common import (
+    console,
+    friendly_errors,
+    options_option,
+    parse_options,
+    table_argument,
+    warehouse_option,
+)
+from tablelog.cli.output import FORMATS, dumps
+from tablelog.options import redact
+from tablelog.protocol import LogCommitRecord
+from tablelog.table import Table, open_table
+
+
+def describe_document(t: Table, limit: int) -> dict[str, Any]:
+    """Everything ``describe`` shows, as one JSON-ready document (secrets redacted)."""
+    snapshots = []
+    for i, snapshot in enumerate(t.snapshots(newest_first=True)):
+        if i >= limit:
+            break
+        record = LogCommitRecord.from_properties(snapshot.properties)
+        when = datetime.datetime.fromtimestamp(snapshot.time_millis / 1000, datetime.timezone.utc)
+        entry: dict[str, Any] = {
+            "id": snapshot.id,
+            "time": when.isoformat(timespec="milliseconds"),
+            "kind": snapshot.commit_kind,
+            "rows": snapshot.total_record_count,
+            "writer": None, "commit_identifier": None, "log_end_positions": None, "writes": [],
+        }
+        if record is not None:
+            entry.update(
+                writer=record.writer,
+                commit_identifier=record.commit_identifier,
+                log_end_positions={str(p): e for p, e in sorted(record.end_positions.items())},
+                writes=[
+                    {"token": r.token, "partition": r.partition, "first": r.first, "last": r.last,
+                     "records": r.count}
+                    for r in record.ranges
+                ],
+            )
+        snapshots.append(entry)
+    log = None
+    if t.options.log_enabled:
+        log = {"system": t.options.log_system, "topic": t.topic, "partitions": t.log_partitions}
+    return {
+        "table": t.identifier,
+        "warehouse": t.warehouse.path,
+        "primary_key": list(t.primary_key),
+        "buckets": t.store.bucket,
+        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in t.schema],
+        "options": dict(sorted(redact({**t.store.properties, **t.system_options}).items())),
+        "log": log,
+        "snapshots": snapshots,
+    }
+
+
+@click.command()
+@warehouse_option
+@table_argument
+@options_option
+@click.option("--limit", default=20, show_default=True, help="How many of the newest snapshots to show.")
+@click.option("--tokens", is_flag=True, help="Also list each committed write: token, partition, positions.")
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="json: one JSON document (schema, options, log, snapshots with their writes).")
+@friendly_errors
+def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: int, tokens: bool,
+             output_format: str) -> None:
+    """Show a table: schema, options, snapshots with their log positions and committed writes."""
+    t = open_table(warehouse, table, parse_options(raw_options))
+    if output_format == "json":
+        click.echo(dumps(describe_document(t, limit)))
+        return
+    console.print(f"[bold]{t.identifier}[/]  warehouse {t.warehouse.path}")
+    console.print(f"primary key: {', '.join(t.primary_key) or '(none)'}   buckets: {t.store.bucket}")
+    schema = RichTable("column", "type", title="schema")
+    for field in t.schema:
+        schema.add_row(field.name, str(field.type))
+    console.print(schema)
+    opts = RichTable("option", "value", title="options")
+    for key, value in sorted(redact({**t.store.properties, **t.system_options}).items()):
+        opts.add_row(key, str(value))
+    console.print(opts)
+    if t.options.log_enabled:
+        console.print(f"log: {t.options.log_system} topic {t.topic!r}, {t.log_partitions} partition(s)")
+    snaps = RichTable("snapshot", "time", "kind", "rows", "writer", "commit", "writes", "records",
+                      "log end positions", title="snapshots (newest first)")
+    for i, snapshot in enumerate(t.snapshots(newest_first=True)):
+        if i >= limit:
+            break
+        record = LogCommitRecord.from_properties(snapshot.properties)
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time_millis / 1000))
+        if record is None:
+            snaps.add_row(str(snapshot.id), when, snapshot.commit_kind, str(snapshot.total_record_count),
+                          "-", "-", "-", "-", "-")
+            continue
+        snaps.add_row(
+            str(snapshot.id), when, snapshot.commit_kind, str(snapshot.total_record_count),
+            record.writer[:12], str(record.commit_identifier), str(len(record.tokens())),
+            str(sum(r.count for r in record.ranges)),
+            json.dumps({str(p): e for p, e in sorted(record.end_positions.items())}),
+        )
+    console.print(snaps)
+    if tokens:
+        writes = RichTable("snapshot", "writer token", "partition", "first position", "last position",
+                           "records", title="committed writes (newest first)")
+        for i, snapshot in enumerate(t.snapshots(newest_first=True)):
+            record = LogCommitRecord.from_properties(snapshot.properties) if i < limit else None
+            for r in record.ranges if record else ():
+                writes.add_row(str(snapshot.id), r.token, str(r.partition), str(r.first), str(r.last), str(r.count))
+        console.print(writes)
