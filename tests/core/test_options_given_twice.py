@@ -71,3 +71,24 @@ def test_the_python_api_accepts_an_identical_repeat(tmp_path: Path) -> None:
     table = tablelog.create_table(str(tmp_path / "wh"), "db.t", SCHEMA, primary_key=["id"], bucket=2,
                                   options={"primary-key": "id", "bucket": 2, "Bucket": "2"})
     assert table.primary_key == ("id",) and table.store.bucket == 2
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--consistency", "eventual", "-o", "log.consistency=transactional"],
+     "-o log.consistency=transactional and --consistency eventual"),
+    (["--scan-mode", "earliest", "-o", "scan.mode=latest"], "-o scan.mode=latest and --scan-mode earliest"),
+])
+def test_a_tail_flag_and_a_different_option_for_the_same_key_are_refused(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    assert create(tmp_path, "-o", "log.system=filesystem")[0] == 0
+    result = CliRunner().invoke(cli, ["tail", "-w", str(tmp_path / "wh"), "db.t", *args])
+    assert result.exit_code == 1, result.output
+    assert message in " ".join(result.output.split())
+
+
+def test_a_tail_flag_repeated_as_an_equal_option_passes(tmp_path: Path) -> None:
+    assert create(tmp_path, "-o", "log.system=filesystem")[0] == 0
+    result = CliRunner().invoke(cli, ["tail", "-w", str(tmp_path / "wh"), "db.t", "--consistency", "eventual",
+                                      "-o", "log.consistency=eventual", "--idle-timeout", "0.1"])
+    assert result.exit_code == 0, result.output

@@ -116,7 +116,12 @@ def tail(warehouse: str, table: str, consistency: str | None, scan_mode: str | N
     """
     if limit is not None and limit < 0:
         raise click.BadParameter(f"must be >= 0, got {limit}", param_hint="--limit")
-    t = open_table(warehouse, table, parse_options(raw_options))
+    given = parse_options(raw_options, **{
+        "log.consistency": ("--consistency", consistency),
+        "scan.mode": ("--scan-mode", scan_mode),
+        "scan.timestamp-millis": ("--timestamp-millis", None if timestamp_millis is None else str(timestamp_millis)),
+    })
+    t = open_table(warehouse, table, given)
     _check_followable(t, follow, scan_mode)
     line_of = _line_printer(t, output_format)
     shown = 0
