@@ -1,5 +1,6 @@
-"""The commit protocol: what one Paimon snapshot records about the log, atomically with
-its data files, and the idempotent commit that writes it.
+"""The commit protocol's records: what one Paimon snapshot records about the log,
+atomically with its data files; what a write attempt hands the committer; what a
+commit returns. (The commit itself: :mod:`tablelog.commit.committer`.)
 
 A snapshot's properties say which writer committed which commit identifier, and
 for every write attempt (writer token) it commits, where its records are in the
@@ -114,7 +115,7 @@ class WriteReceipt:
 
 @attrs.frozen
 class CommitResult:
-    """The outcome of :meth:`tablelog.table.Table.commit`."""
+    """The outcome of a commit (:func:`tablelog.commit.committer.commit`)."""
 
     snapshot_id: int | None  # the snapshot holding this commit (None: nothing to commit)
     committed: bool  # False when the commit identifier had already been committed
