@@ -33,9 +33,8 @@ from tablelog.store import (
     SnapshotInfo,
     Warehouse,
     paimon_option_keys,
-    parse_identifier,
 )
-from tablelog.topic_owners import refuse_shared_topic
+from tablelog.topic_owners import default_topic, refuse_shared_topic
 
 if TYPE_CHECKING:
     from tablelog.log_pool import LogPool
@@ -170,12 +169,6 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
     parsed, system_options, _ = _parse({**stored, **extra}, systems)
     parsed = attrs.evolve(parsed, primary_key=store.primary_key, bucket=store.bucket)
     return Table(wh, store, parsed, system_options)
-
-
-def default_topic(identifier: str, system: str, system_options: Mapping[str, str]) -> str:
-    """The `<system>.topic` option, else ``db.name``."""
-    db, name = parse_identifier(identifier)
-    return system_options.get(f"{system}.topic") or f"{db}.{name}"
 
 
 def _tablelog_keys(properties: Mapping[str, str]) -> dict[str, str]:
