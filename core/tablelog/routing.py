@@ -23,13 +23,6 @@ _SEED = 42
 _INTEGER_WIDTHS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 
 
-def route_rows(store: PaimonTable, data: pa.Table) -> list[tuple[int, list[int]]]:
-    """Row indices per partition, partitions ascending, rows in input order."""
-    order, groups = partition_order(store, data)
-    rows = range(data.num_rows) if order is None else order.tolist()
-    return [(partition, list(rows[start:stop])) for partition, start, stop in groups]
-
-
 def partition_order(store: PaimonTable, data: pa.Table) -> tuple[np.ndarray | None, list[tuple[int, int, int]]]:
     """The rows grouped by partition: ``(order, groups)``, where ``order`` lists row
     indices, partitions ascending and rows in input order within each, and every

@@ -47,12 +47,12 @@ def _parse(
     options: Mapping[str, Any], systems: Sequence[str] | None = None
 ) -> tuple[TableOptions, dict[str, str], dict[str, str]]:
     """Validate options; ``systems``: the log systems whose keys are accepted (default:
-    the installed ones), e.g. with the table's own, whose absence is reported when its
-    log is opened."""
+    :func:`tablelog.registry.known_names`), e.g. with the table's own, whose absence is
+    reported when its log is opened."""
     registry.learn_declared_secrets(options)
     return TableOptions.parse(
         {k: v for k, v in options.items()},
-        log_systems=registry.available_names() if systems is None else systems,
+        log_systems=registry.known_names() if systems is None else systems,
         passthrough=paimon_option_keys(),
     )
 
@@ -154,7 +154,7 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
     store = wh.open(identifier)
     table_keys = {"primary-key", "bucket"}
     stored = _tablelog_keys({k: v for k, v in store.properties.items() if k not in table_keys})
-    systems = registry.available_names()
+    systems = registry.known_names()
     table_options, table_system_options, _ = _parse(stored, systems)
     table_options = attrs.evolve(table_options, primary_key=store.primary_key, bucket=store.bucket)
     given = dict(options or {})
@@ -174,7 +174,7 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
 def _tablelog_keys(properties: Mapping[str, str]) -> dict[str, str]:
     """The stored properties that are tablelog's (not Paimon's own)."""
     ours = {f.metadata["key"] for f in attrs.fields(TableOptions)}
-    prefixes = ("filesystem.", "kafka.", "pulsar.", *(n + "." for n in registry.available_names()))
+    prefixes = tuple(n + "." for n in registry.known_names())
     return {k: v for k, v in properties.items() if k in ours or k.startswith(prefixes)}
 
 

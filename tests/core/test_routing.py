@@ -6,7 +6,15 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.routing import partition_order, route_rows
+from tablelog.routing import partition_order
+from tablelog.store import PaimonTable
+
+
+def route_rows(store: PaimonTable, data: pa.Table) -> list[tuple[int, list[int]]]:
+    """Row indices per partition, partitions ascending, rows in input order."""
+    order, groups = partition_order(store, data)
+    rows = range(data.num_rows) if order is None else order.tolist()
+    return [(partition, list(rows[start:stop])) for partition, start, stop in groups]
 
 
 @pytest.mark.parametrize("key_types", [[pa.int64()], [pa.int32()], [pa.int16()], [pa.int8()],
