@@ -247,9 +247,8 @@ class TableOptions:
 
         Returns ``(options, system_options, paimon_options)``: the typed tablelog
         options, the keys prefixed by a log system (``kafka.topic``...), and
-        Paimon table options to pass through. ``log_systems`` are the prefixes
-        accepted besides the named ``log.system``'s (the caller knows which systems
-        exist: :func:`tablelog.registry.known_names`); ``passthrough`` the Paimon keys allowed.
+        Paimon table options to pass through. ``log_systems``: the prefixes accepted
+        besides the named ``log.system``'s; ``passthrough``: the Paimon keys allowed.
         """
         fields = {f.metadata["key"]: f for f in attrs.fields(cls)}
         # The named log system's own keys are accepted even when it is not installed,
