@@ -12,8 +12,9 @@ from typing import Any
 import pyarrow as pa
 
 import tablelog
+from tablelog.commit import WriteReceipt
 from tablelog.log_pool import LogPool
-from tablelog.protocol import WriteReceipt
+from tablelog.routing import partition_order
 from tablelog.table import Table
 from tablelog.writer import WriteTask
 
@@ -124,7 +125,10 @@ def encoded_records(table: Table, rows: pa.Table) -> dict[int, tuple[list[bytes 
     arrow, kinds = inputs.prepare(rows, table.schema, table.primary_key)
     encoded = table.codec.encode(arrow, kinds, int(time.time() * 1000))
     out = {}
-    for partition, indices in table.route(arrow):
+    order, groups = partition_order(table.store, arrow)  # what the writer routes by
+    rows = range(arrow.num_rows) if order is None else order.tolist()
+    for partition, start, stop in groups:
+        indices = rows[start:stop]
         out[partition] = ([encoded.keys[i] for i in indices], [encoded.values[i] for i in indices])
     return out
 

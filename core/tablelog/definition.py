@@ -25,17 +25,21 @@ import pyarrow as pa
 from tablelog.errors import OptionError, SchemaMismatchError
 from tablelog.formats import KIND_COLUMN
 from tablelog.options import TableOptions, fixed_option_keys
-from tablelog.store import KIND_FIELD, PaimonTable, as_stored, paimon_option_default
+from tablelog.store import (
+    KIND_FIELD,
+    PaimonTable,
+    as_stored,
+    paimon_option_default,
+    system_column_names,
+)
 
 
 def _reserved_columns() -> dict[str, str]:
-    from pypaimon.table.special_fields import SpecialFields
-
     reserved = {
         KIND_COLUMN: "tablelog's row-kind column (writes, reads, the json log format)",
         KIND_FIELD: "tablelog's row-kind column in the table files",
     }
-    for name in sorted(SpecialFields.SYSTEM_FIELD_NAMES):
+    for name in sorted(system_column_names()):
         reserved[name] = "a Paimon system column"
     return reserved
 

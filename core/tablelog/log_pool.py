@@ -45,7 +45,7 @@ from tablelog import registry
 if TYPE_CHECKING:
     from tablelog.records import LogConfig
     from tablelog.registry import LogClient
-    from tablelog.table import Table
+    from tablelog.table_view import TableView
 
 #: What a connection is for: every field of its LogConfig, options sorted.
 PoolKey = tuple[str, str, str, int, bool, tuple[tuple[str, str], ...], str]
@@ -82,7 +82,7 @@ class LogPool:
         #: Connections this pool opened (tests and metrics look at it).
         self.opened = 0
 
-    def checkout(self, table: Table) -> LogClient:
+    def checkout(self, table: TableView) -> LogClient:
         """A connection to ``table``'s log whose topic is ensured, for the caller alone
         until it is checked in or discarded. Raises what ``open_log``/``ensure_topic`` raise."""
         config = table.log_config()

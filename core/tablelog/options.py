@@ -247,14 +247,14 @@ class TableOptions:
 
         Returns ``(options, system_options, paimon_options)``: the typed tablelog
         options, the keys prefixed by a log system (``kafka.topic``...), and
-        Paimon table options to pass through. ``log_systems`` are the prefixes
-        accepted besides the built-ins; ``passthrough`` the Paimon keys allowed.
+        Paimon table options to pass through. ``log_systems``: the prefixes accepted
+        besides the named ``log.system``'s; ``passthrough``: the Paimon keys allowed.
         """
         fields = {f.metadata["key"]: f for f in attrs.fields(cls)}
         # The named log system's own keys are accepted even when it is not installed,
         # so that the discovery error ("pip install ...") is the one users see.
         named = {str(v).strip().lower() for k, v in raw.items() if k.strip().lower() == "log.system"}
-        prefixes = {"filesystem", "kafka", "pulsar", *log_systems, *named}
+        prefixes = {*log_systems, *named}
         allowed_passthrough = set(passthrough)
         values: dict[str, Any] = {}
         system_options: dict[str, str] = {}
@@ -301,7 +301,7 @@ class TableOptions:
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> TableOptions:
         """A copy with reader-side overrides (``log.consistency``, ``scan.*``) applied."""
-        parsed, _, _ = TableOptions.parse(overrides)
+        parsed, _, _ = TableOptions.parse(overrides, log_systems=(self.log_system,))
         changes = {
             f.name: getattr(parsed, f.name)
             for f in attrs.fields(TableOptions)

@@ -22,7 +22,7 @@ from tablelog.options import Consistency
 from tablelog.protocol import LogCommitRecord
 
 if TYPE_CHECKING:
-    from tablelog.table import Table
+    from tablelog.table_view import TableView as Table
 
 
 @attrs.define

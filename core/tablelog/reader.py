@@ -60,7 +60,7 @@ from tablelog.records import FetchResult, LogRecord, ProducedRange, RowKind, See
 
 if TYPE_CHECKING:
     from tablelog.registry import LogClient
-    from tablelog.table import Table
+    from tablelog.table_view import TableView as Table
 
 _POLL_SLEEP_S = 0.01
 #: An idle eventual reader waits in one partition at a time: each partition is

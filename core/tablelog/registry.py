@@ -8,7 +8,7 @@ way fsspec's known implementations do.
 from __future__ import annotations
 
 import importlib.metadata as metadata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -112,6 +112,19 @@ def installed_log_systems() -> list[Installed]:
 
 def available_names() -> list[str]:
     return sorted({*_entry_points(), *_registered})
+
+
+def known_names() -> list[str]:
+    """The installed log systems and those that ship behind an extra (:data:`KNOWN_EXTRAS`):
+    the option prefixes tablelog accepts (``kafka.*`` before ``tablelog[kafka]`` is installed)."""
+    return sorted({*available_names(), *KNOWN_EXTRAS})
+
+
+def client_logger_names() -> tuple[str, ...]:
+    """The loggers of the installed log systems' client libraries: ``<package>.client`` of
+    each entry point's top-level package (``tablelog_kafka.client``), by convention."""
+    packages = {ep.value.split(":")[0].split(".")[0] for ep in _entry_points().values()}
+    return tuple(sorted(f"{package}.client" for package in packages if package != "tablelog"))
 
 
 def _load_plugin(name: str) -> Any:
@@ -271,14 +284,3 @@ class LogClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def iter_fetch(self, partition: int, start: int, stop: int, timeout_s: float) -> Iterator[FetchResult]:
-        """Fetch ``partition`` from ``start`` until a record at or past ``stop`` or a
-        fetch that returns nothing within ``timeout_s``."""
-        position = start
-        while position < stop:
-            result = self.fetch(partition, position, 10_000, timeout_s)
-            if not result.records:
-                return
-            yield result
-            position = result.next_position

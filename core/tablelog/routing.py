@@ -2,31 +2,28 @@
 
 Paimon decides a row's bucket by a Murmur3 hash of the bucket key serialized as a
 ``BinaryRow``. For integer keys (the common case) this module computes the same
-hash vectorized with numpy; any other key type goes through pypaimon's own
-extractor. A test checks both agree, so tablelog's partitions stay identical to
-the buckets every Paimon engine (Java, Rust, Python) writes.
+hash vectorized with numpy; any other key type goes through Paimon's own
+extractor (:meth:`tablelog.store.PaimonTable.bucket_rows`). A test checks both
+agree, so tablelog's partitions stay identical to the buckets every Paimon engine
+(Java, Rust, Python) writes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from tablelog.store import PaimonTable
 
 _C1, _C2, _MASK = np.uint64(0xCC9E2D51), np.uint64(0x1B873593), np.uint64(0xFFFFFFFF)
 _SEED = 42
 _INTEGER_WIDTHS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 
 
-def route_rows(store: Any, data: pa.Table) -> list[tuple[int, list[int]]]:
-    """Row indices per partition, partitions ascending, rows in input order."""
-    order, groups = partition_order(store, data)
-    rows = range(data.num_rows) if order is None else order.tolist()
-    return [(partition, list(rows[start:stop])) for partition, start, stop in groups]
-
-
-def partition_order(store: Any, data: pa.Table) -> tuple[np.ndarray | None, list[tuple[int, int, int]]]:
+def partition_order(store: PaimonTable, data: pa.Table) -> tuple[np.ndarray | None, list[tuple[int, int, int]]]:
     """The rows grouped by partition: ``(order, groups)``, where ``order`` lists row
     indices, partitions ascending and rows in input order within each, and every
     ``(partition, start, stop)`` of ``groups`` is one partition's slice of it.
@@ -39,7 +36,7 @@ def partition_order(store: Any, data: pa.Table) -> tuple[np.ndarray | None, list
         return None, []
     if store.bucket == 1:
         return None, [(0, 0, n)]
-    keys = list(store.paimon.table_schema.bucket_keys)
+    keys = list(store.bucket_keys)
     if keys and all(data.schema.field(k).type in _INTEGER_WIDTHS for k in keys):
         buckets = integer_key_buckets([data.column(k) for k in keys], store.bucket)
         order = np.argsort(buckets, kind="stable")
@@ -48,7 +45,7 @@ def partition_order(store: Any, data: pa.Table) -> tuple[np.ndarray | None, list
         stops = [*starts[1:], n]
         groups = [(int(sorted_buckets[start]), start, stop) for start, stop in zip(starts, stops, strict=True)]
     else:
-        grouped = _route_with_pypaimon(store, data)
+        grouped = store.bucket_rows(data)
         order = np.fromiter((i for _, rows in grouped for i in rows), np.int64, n)
         groups, start = [], 0
         for bucket, rows in grouped:
@@ -57,20 +54,6 @@ def partition_order(store: Any, data: pa.Table) -> tuple[np.ndarray | None, list
     if len(groups) == 1:
         return None, groups
     return order, groups
-
-
-def _route_with_pypaimon(store: Any, data: pa.Table) -> list[tuple[int, list[int]]]:
-    extractor = store.paimon.create_row_key_extractor()
-    groups: dict[int, list[int]] = {}
-    offset = 0
-    for batch in data.to_batches():
-        for _partition, bucket, indices in extractor.extract_partition_bucket_groups(batch):
-            rows = range(batch.num_rows) if indices is None else indices.to_pylist()
-            groups.setdefault(int(bucket), []).extend(offset + i for i in rows)
-        offset += batch.num_rows
-    for rows in groups.values():
-        rows.sort()
-    return sorted(groups.items())
 
 
 def integer_key_buckets(columns: list[pa.ChunkedArray | pa.Array], num_buckets: int) -> np.ndarray:

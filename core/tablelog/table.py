@@ -15,11 +15,11 @@ import attrs
 import pyarrow as pa
 
 from tablelog import definition, registry
-from tablelog.commit_hook import rerun_commit_hook, run_commit_hook
-from tablelog.errors import CommitError, OptionError
+from tablelog.commit import committer, history
+from tablelog.commit.record import CommitResult, WriteReceipt
+from tablelog.errors import OptionError
 from tablelog.formats import RecordCodec
 from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_prefix
-from tablelog.log_pool import release
 from tablelog.options import (
     ChangelogMode,
     TableOptions,
@@ -27,16 +27,14 @@ from tablelog.options import (
     same_value,
     split_system_options,
 )
-from tablelog.protocol import CommitResult, LogCommitRecord, WriteReceipt
-from tablelog.records import CommittedLog, LogConfig
+from tablelog.records import LogConfig
 from tablelog.store import (
     PaimonTable,
     SnapshotInfo,
     Warehouse,
     paimon_option_keys,
-    parse_identifier,
 )
-from tablelog.topic_owners import refuse_shared_topic
+from tablelog.topic_owners import default_topic, refuse_shared_topic
 
 if TYPE_CHECKING:
     from tablelog.log_pool import LogPool
@@ -49,12 +47,12 @@ def _parse(
     options: Mapping[str, Any], systems: Sequence[str] | None = None
 ) -> tuple[TableOptions, dict[str, str], dict[str, str]]:
     """Validate options; ``systems``: the log systems whose keys are accepted (default:
-    the installed ones), e.g. with the table's own, whose absence is reported when its
-    log is opened."""
+    :func:`tablelog.registry.known_names`), e.g. with the table's own, whose absence is
+    reported when its log is opened."""
     registry.learn_declared_secrets(options)
     return TableOptions.parse(
         {k: v for k, v in options.items()},
-        log_systems=registry.available_names() if systems is None else systems,
+        log_systems=registry.known_names() if systems is None else systems,
         passthrough=paimon_option_keys(),
     )
 
@@ -156,7 +154,7 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
     store = wh.open(identifier)
     table_keys = {"primary-key", "bucket"}
     stored = _tablelog_keys({k: v for k, v in store.properties.items() if k not in table_keys})
-    systems = registry.available_names()
+    systems = registry.known_names()
     table_options, table_system_options, _ = _parse(stored, systems)
     table_options = attrs.evolve(table_options, primary_key=store.primary_key, bucket=store.bucket)
     given = dict(options or {})
@@ -173,16 +171,10 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
     return Table(wh, store, parsed, system_options)
 
 
-def default_topic(identifier: str, system: str, system_options: Mapping[str, str]) -> str:
-    """The `<system>.topic` option, else ``db.name``."""
-    db, name = parse_identifier(identifier)
-    return system_options.get(f"{system}.topic") or f"{db}.{name}"
-
-
 def _tablelog_keys(properties: Mapping[str, str]) -> dict[str, str]:
     """The stored properties that are tablelog's (not Paimon's own)."""
     ours = {f.metadata["key"] for f in attrs.fields(TableOptions)}
-    prefixes = ("filesystem.", "kafka.", "pulsar.", *(n + "." for n in registry.available_names()))
+    prefixes = tuple(n + "." for n in registry.known_names())
     return {k: v for k, v in properties.items() if k in ours or k.startswith(prefixes)}
 
 
@@ -266,18 +258,6 @@ class Table:
         system = registry.load_log_system(self.options.log_system)
         return system.open(self.log_config())
 
-    def route(self, data: pa.Table) -> list[tuple[int, list[int]]]:
-        """Which log partition each row goes to: its Paimon bucket, as row indices per partition."""
-        from tablelog.routing import route_rows
-
-        return route_rows(self.store, data)
-
-    def partition_order(self, data: pa.Table) -> tuple[Any, list[tuple[int, int, int]]]:
-        """The rows grouped by log partition (see :func:`tablelog.routing.partition_order`)."""
-        from tablelog.routing import partition_order
-
-        return partition_order(self.store, data)
-
     # -- writing ---------------------------------------------------------------
 
     def writer(self, writer_id: str | None = None) -> Writer:
@@ -309,114 +289,20 @@ class Table:
         ``log_pool``, the log connection (end positions, ``commit`` hook) comes from
         the pool and goes back to it: a committer of many snapshots opens it once.
         """
-        # The check and the commit hold the table's commit lock: two committers of
-        # the same identifier (a replay racing the original) cannot both commit.
-        with self.store.commit_lock():
-            return self._commit_once(writer_id, commit_identifier, receipts, log_pool)
-
-    def _commit_once(
-        self, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
-        log_pool: LogPool | None,
-    ) -> CommitResult:
-        rows = sum(r.rows for r in receipts)
-        ranges = tuple(rng for r in receipts for rng in r.ranges)
-        records = sum(r.count for r in ranges)
-        existing = self.find_commit(writer_id, commit_identifier)
-        if existing is not None:
-            hook_error = rerun_commit_hook(self, existing, log_pool)
-            return CommitResult(existing.id, committed=False, rows=rows, records=records, hook_error=hook_error)
-        messages = [m for r in receipts for m in r.paimon_messages]
-        if not messages and not ranges:
-            return CommitResult(None, committed=True, rows=0, records=0)
-        log: LogClient | None = None
-        if self.options.log_enabled:
-            log = log_pool.checkout(self) if log_pool is not None else self.open_log()
-        try:
-            record = LogCommitRecord(
-                writer=writer_id,
-                commit_identifier=commit_identifier,
-                system=self.options.log_system,
-                topic=self.topic if log is not None else "",
-                ranges=ranges,
-                end_positions=self._end_positions(log),
-            )
-            snapshot = self._commit_snapshot(writer_id, commit_identifier, messages, record)
-        except BaseException:
-            release(log, log_pool, reusable=False)
-            raise
-        hook_error = None
-        if log is not None:  # the snapshot is durable: from here on the commit has happened
-            committed = CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions)
-            hook_error = run_commit_hook(self, log, log_pool, committed)
-        return CommitResult(snapshot.id, committed=True, rows=rows, records=records, hook_error=hook_error)
-
-    def _commit_snapshot(
-        self, writer_id: str, commit_identifier: int, messages: list[Any], record: LogCommitRecord
-    ) -> SnapshotInfo:
-        builder = self.store.paimon.new_stream_write_builder()._with_commit_user(writer_id)
-        commit = builder.new_commit()
-        try:
-            commit.commit(messages, commit_identifier, snapshot_properties=record.to_properties())
-        except Exception as err:
-            raise CommitError(
-                f"table {self.identifier!r}: commit {commit_identifier} of writer {writer_id!r} failed: {err}"
-            ) from err
-        finally:
-            commit.close()
-        snapshot = self.find_commit(writer_id, commit_identifier)
-        if snapshot is None:
-            raise CommitError(
-                f"table {self.identifier!r}: commit {commit_identifier} of writer {writer_id!r} "
-                "produced no snapshot"
-            )
-        return snapshot
-
-    def _end_positions(self, log: LogClient | None) -> dict[int, int]:
-        """The log's end per partition now, after every committed record: where an
-        eventual hybrid read of this snapshot continues. Records of other writers'
-        attempts may lie before it; readers catch those up when they commit."""
-        previous: dict[int, int] = {}
-        for snapshot in self.snapshots(newest_first=True):
-            record = LogCommitRecord.from_properties(snapshot.properties)
-            if record is not None:
-                previous = dict(record.end_positions)
-                break
-        if log is None:
-            return previous
-        ends = log.end_positions(list(range(self.log_partitions)))
-        return {p: max(previous.get(p, 0), ends.get(p, 0)) for p in sorted({*previous, *ends})}
+        return committer.commit(self, writer_id, commit_identifier, receipts, log_pool)
 
     def find_commit(self, writer_id: str, commit_identifier: int) -> SnapshotInfo | None:
         """The snapshot in which ``writer_id`` committed ``commit_identifier``, if any."""
-        for snapshot in self.snapshots(newest_first=True):
-            record = LogCommitRecord.from_properties(snapshot.properties)
-            if record is None or record.writer != writer_id:
-                continue
-            if record.commit_identifier == commit_identifier:
-                return snapshot
-            if record.commit_identifier < commit_identifier:
-                return None  # a writer's identifiers only grow
-        return None
+        return history.find_commit(self.store, writer_id, commit_identifier)
 
     def last_commit_identifier(self, writer_id: str) -> int | None:
-        for snapshot in self.snapshots(newest_first=True):
-            record = LogCommitRecord.from_properties(snapshot.properties)
-            if record is not None and record.writer == writer_id:
-                return record.commit_identifier
-        return None
+        """The newest commit identifier ``writer_id`` committed (None: none)."""
+        return history.last_commit_identifier(self.store, writer_id)
 
     # -- reading ---------------------------------------------------------------
 
     def snapshots(self, newest_first: bool = False) -> Iterator[SnapshotInfo]:
-        latest = self.store.latest_snapshot()
-        if latest is None:
-            return
-        earliest = self.store.earliest_snapshot_id() or 1
-        ids = range(latest.id, earliest - 1, -1) if newest_first else range(earliest, latest.id + 1)
-        for snapshot_id in ids:
-            snapshot = latest if snapshot_id == latest.id else self.store.snapshot(snapshot_id)
-            if snapshot is not None:
-                yield snapshot
+        return self.store.snapshots(newest_first)
 
     def rows(self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None) -> pa.Table:
         """The table's rows at a snapshot (default: the latest); ``buckets``: only those buckets'."""

@@ -14,14 +14,18 @@ from tablelog import registry
 from tablelog.errors import OptionError, TablelogError
 from tablelog.options import split_system_options
 from tablelog.records import LogConfig
-from tablelog.store import Warehouse
+from tablelog.store import Warehouse, parse_identifier
+
+
+def default_topic(identifier: str, system: str, system_options: Mapping[str, str]) -> str:
+    """The `<system>.topic` option, else ``db.name``."""
+    db, name = parse_identifier(identifier)
+    return system_options.get(f"{system}.topic") or f"{db}.{name}"
 
 
 def refuse_shared_topic(wh: Warehouse, identifier: str, system: str, system_options: Mapping[str, str]) -> None:
     """Refuse the topic of the table to create when another table of the warehouse uses it,
     naming that table and the option that chooses another topic."""
-    from tablelog.table import default_topic
-
     location = log_location(wh, identifier, system, system_options)
     for other in wh.tables():
         try:
@@ -43,8 +47,6 @@ def log_location(wh: Warehouse, identifier: str, system: str, system_options: Ma
     """Where a table's log is: the system, the topic, and what addresses the log (the
     values of the system's required options, such as Kafka's bootstrap servers; the
     file log's directory). Tables on two clusters may use one topic name."""
-    from tablelog.table import default_topic
-
     topic = default_topic(identifier, system, system_options)
     if system == "filesystem":
         from tablelog.logs.filesystem.log import topic_directory

@@ -4,14 +4,13 @@ publishes both in one snapshot.
 :class:`WriteTask` is one attempt (a Spark task attempt, or one round of a
 :class:`Writer`): it has its own writer token, sends records to the log at once
 (readers in eventual mode see them immediately) and returns a
-:class:`~tablelog.protocol.WriteReceipt`. The committer, possibly in another
-process, turns receipts into a snapshot (:meth:`tablelog.table.Table.commit`).
+:class:`~tablelog.commit.record.WriteReceipt`. The committer, possibly in another
+process, turns receipts into a snapshot (:mod:`tablelog.commit`).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
 from collections import defaultdict
@@ -20,20 +19,20 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tablelog import inputs
+from tablelog.commit import committer, history
+from tablelog.commit.record import CommitResult, WriteReceipt, new_token
 from tablelog.errors import SchemaMismatchError
 from tablelog.log_pool import LogPool, release
 from tablelog.options import ChangelogMode
-from tablelog.protocol import CommitResult, WriteReceipt, new_token
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
+from tablelog.routing import partition_order
 from tablelog.store import KIND_FIELD
 
 if TYPE_CHECKING:
     from tablelog.registry import LogClient
-    from tablelog.table import Table
+    from tablelog.table_view import TableView
 
 log = logging.getLogger(__name__)
-
-_TORN_LATEST_HINT = re.compile(r"Snapshot \d+ does not exist\.?")
 
 
 class WriteTask:
@@ -45,7 +44,7 @@ class WriteTask:
     """
 
     def __init__(
-        self, table: Table, writer: str, commit_identifier: int, task: str = "0",
+        self, table: TableView, writer: str, commit_identifier: int, task: str = "0",
         *, log_pool: LogPool | None = None,
     ) -> None:
         self.table = table
@@ -57,14 +56,13 @@ class WriteTask:
         self._seq: dict[int, int] = defaultdict(int)
         self._log: LogClient | None = None
         self._log_pool = log_pool
-        self._paimon_write: Any = None
+        self._paimon_write: Any = None  # a TableWrite, opened on first use
         self._finished = False
 
     # Paimon and the log are opened on first use: an empty task costs nothing.
     def _open(self) -> None:
         if self._paimon_write is None:
-            builder = self.table.store.paimon.new_stream_write_builder()
-            self._paimon_write = builder.new_write()
+            self._paimon_write = self.table.store.new_write()
         if self._log is None and self.table.options.log_enabled:
             if self._log_pool is not None:
                 self._log = self._log_pool.checkout(self.table)
@@ -90,28 +88,12 @@ class WriteTask:
             table.codec.check_values(arrow)
         batches = self._encode(arrow, kinds) if table.options.log_enabled else []
         self._open()
-        self._write_paimon(self._with_kind_column(arrow, kinds))
+        self._paimon_write.write_arrow(self._with_kind_column(arrow, kinds))
         assert self._log is not None or not batches
         for batch in batches:
             self._log.produce(batch)  # type: ignore[union-attr]
         self.rows += arrow.num_rows
         return arrow.num_rows
-
-    def _write_paimon(self, data: pa.Table) -> None:
-        try:
-            self._paimon_write.write_arrow(data)
-        except ValueError as err:
-            if self.rows or not _TORN_LATEST_HINT.fullmatch(str(err).strip()):
-                raise
-            # pypaimon-rust's writer starts from the snapshot the table's LATEST hint names,
-            # and that file is rewritten in place by every commit: read while another
-            # process commits, it can name a snapshot that never existed (seen: "Snapshot
-            # 90 does not exist" in a table of 16). Nothing is written yet: start over once.
-            log.warning("table %r: %s; opening the Paimon writer again", self.table.identifier, err)
-            self._paimon_write.close()
-            self._paimon_write = None
-            self._open()
-            self._paimon_write.write_arrow(data)
 
     def _with_kind_column(self, arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
         if not self.table.store.has_kind_field:
@@ -131,7 +113,7 @@ class WriteTask:
         # Encode the rows grouped by partition: each partition's batch is then a slice
         # of the encoded lists (a per-row look-up to split them cost ~0.3 µs a record,
         # as much as the JSON encoding itself).
-        order, groups = table.partition_order(arrow)
+        order, groups = partition_order(table.store, arrow)
         if order is not None:
             arrow = arrow.take(order)
             rows = order.tolist()
@@ -225,11 +207,11 @@ class Writer:
     never commits a round twice.
     """
 
-    def __init__(self, table: Table, writer_id: str | None = None) -> None:
+    def __init__(self, table: TableView, writer_id: str | None = None) -> None:
         self.table = table
         self.writer_id = writer_id or uuid.uuid4().hex
         # A fresh id has committed nothing: skip reading the table's snapshots.
-        last = table.last_commit_identifier(writer_id) if writer_id else None
+        last = history.last_commit_identifier(table.store, writer_id) if writer_id else None
         self.commit_identifier = (last or 0) + 1
         self._task: WriteTask | None = None
         # One log connection for every write and commit round, not a new one per round:
@@ -249,7 +231,7 @@ class Writer:
         """Publish everything written since the last commit in one snapshot."""
         task, self._task = self.task, None
         receipt = task.finish()
-        result = self.table.commit(self.writer_id, self.commit_identifier, [receipt], log_pool=self._log_pool)
+        result = committer.commit(self.table, self.writer_id, self.commit_identifier, [receipt], self._log_pool)
         self.commit_identifier += 1
         return result
 

@@ -94,7 +94,8 @@ def test_a_first_write_that_read_a_torn_latest_hint_starts_over_and_loses_nothin
     table = tablelog.create_table(str(tmp_path), "db.torn", schema, primary_key=["id"], bucket=2,
                                   options={"log.system": "filesystem"})
     task = table.write_task("w", 1)
-    task._paimon_write = torn = _TornHintOnce()
+    task._paimon_write = table.store.new_write()
+    task._paimon_write._write = torn = _TornHintOnce()
     task.write([{"id": i, "writer": "w"} for i in range(30)])
     assert torn.closed
     table.commit("w", 1, [task.finish()])
@@ -109,7 +110,8 @@ def test_a_torn_hint_error_after_the_tasks_first_write_is_raised(tmp_path) -> No
     table = tablelog.create_table(str(tmp_path), "db.err", schema, primary_key=["id"],
                                   options={"log.system": "filesystem"})
     task = table.write_task("w", 1)
-    task._paimon_write = _TornHintOnce()
-    task.rows = 5  # not the task's first write: its earlier rows live in that writer
+    task._paimon_write = table.store.new_write()
+    task._paimon_write._write = _TornHintOnce()
+    task._paimon_write._wrote = True  # not the task's first write: its earlier rows live in that writer
     with pytest.raises(ValueError, match="Snapshot 90 does not exist"):
         task.write([{"id": 1, "writer": "w"}])

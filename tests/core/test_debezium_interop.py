@@ -88,8 +88,13 @@ def log_values(table: tablelog.Table) -> list[bytes | None]:
     with table.open_log() as log:
         for partition in range(table.store.bucket):
             end = log.end_positions([partition])[partition]
-            for result in log.iter_fetch(partition, 0, end, timeout_s=1.0):
+            position = 0
+            while position < end:
+                result = log.fetch(partition, position, 10_000, timeout_s=1.0)
+                if not result.records:
+                    break
                 values.extend(r.value for r in result.records)
+                position = result.next_position
     return values
 
 

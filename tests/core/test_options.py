@@ -30,7 +30,7 @@ def test_invalid_enum_value_names_key_value_and_allowed_values() -> None:
 
 def test_keys_with_a_log_system_prefix_go_to_that_system() -> None:
     _, system, paimon = TableOptions.parse({"kafka.bootstrap.servers": "h:1", "file.format": "parquet"},
-                                           passthrough={"file.format"})
+                                           log_systems={"kafka"}, passthrough={"file.format"})
     assert system == {"kafka.bootstrap.servers": "h:1"}
     assert paimon == {"file.format": "parquet"}
 

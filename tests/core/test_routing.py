@@ -6,7 +6,15 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.routing import _route_with_pypaimon, partition_order, route_rows
+from tablelog.routing import partition_order
+from tablelog.store import PaimonTable
+
+
+def route_rows(store: PaimonTable, data: pa.Table) -> list[tuple[int, list[int]]]:
+    """Row indices per partition, partitions ascending, rows in input order."""
+    order, groups = partition_order(store, data)
+    rows = range(data.num_rows) if order is None else order.tolist()
+    return [(partition, list(rows[start:stop])) for partition, start, stop in groups]
 
 
 @pytest.mark.parametrize("key_types", [[pa.int64()], [pa.int32()], [pa.int16()], [pa.int8()],
@@ -25,7 +33,7 @@ def test_routing_matches_paimons_own_bucket_function(tmp_path, key_types, bucket
             columns[name] = pa.array([rng.randrange(-(2**bits), 2**bits) for _ in range(500)], data_type)
     data = pa.table({**columns, "v": ["x"] * 500}, schema=schema)
     table = tablelog.create_table(str(tmp_path), "db.r", schema, primary_key=names, bucket=buckets)
-    assert route_rows(table.store, data) == _route_with_pypaimon(table.store, data)
+    assert route_rows(table.store, data) == table.store.bucket_rows(data)
 
 
 @pytest.mark.parametrize("key_type", [pa.int64(), pa.string()])
@@ -38,7 +46,7 @@ def test_partition_order_groups_rows_by_partition_keeping_input_order(tmp_path, 
     assert order is not None
     assert [p for p, _, _ in groups] == [0, 1, 2, 3]
     assert [stop - start for _, start, stop in groups] == [len(rows) for _, rows in route_rows(table.store, data)]
-    for (partition, start, stop), (expected_partition, rows) in zip(groups, _route_with_pypaimon(table.store, data), strict=True):
+    for (partition, start, stop), (expected_partition, rows) in zip(groups, table.store.bucket_rows(data), strict=True):
         assert partition == expected_partition
         assert order[start:stop].tolist() == rows  # ascending: input order within a partition
 

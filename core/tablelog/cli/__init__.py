@@ -8,17 +8,13 @@ from typing import TextIO
 
 import click
 
-from tablelog import __version__
+from tablelog import __version__, registry
 from tablelog.cli.demo import demo
 from tablelog.cli.describe import describe
 from tablelog.cli.plugins import options_command, plugins
 from tablelog.cli.tables import create
 from tablelog.cli.tail import tail
 from tablelog.cli.verify import verify_command
-
-#: Loggers of the log systems' client libraries (librdkafka, the Pulsar C++ client):
-#: one line per reconnect attempt while a broker is down, shown only with -v.
-CLIENT_LOGGERS = ("tablelog_kafka.client", "tablelog_pulsar.client")
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -27,6 +23,9 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     def __init__(self) -> None:
         super().__init__()
         self.verbosity = 0
+        #: Loggers of the log systems' client libraries (librdkafka, the Pulsar C++ client):
+        #: one line per reconnect attempt while a broker is down, shown only with -v.
+        self.client_loggers: tuple[str, ...] = ()
 
     @property  # type: ignore[override]
     def stream(self) -> TextIO:
@@ -37,7 +36,7 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.verbosity == 0 and record.name.startswith(CLIENT_LOGGERS):
+        if self.verbosity == 0 and record.name.startswith(self.client_loggers):
             return False
         return super().filter(record)
 
@@ -54,6 +53,7 @@ def configure_logging(verbosity: int) -> None:
     if _HANDLER not in root.handlers:
         root.addHandler(_HANDLER)
     _HANDLER.verbosity = verbosity
+    _HANDLER.client_loggers = registry.client_logger_names()
     _HANDLER.setLevel(level)
     if verbosity:
         root.setLevel(min(root.getEffectiveLevel(), level))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import time
 from typing import Any
@@ -19,18 +20,21 @@ from tablelog.cli.common import (
     warehouse_option,
 )
 from tablelog.cli.output import FORMATS, dumps
+from tablelog.commit import LogCommitRecord, snapshot_commits
 from tablelog.options import redact
-from tablelog.protocol import LogCommitRecord
+from tablelog.store import SnapshotInfo
 from tablelog.table import Table, open_table
+
+
+def newest_commits(t: Table, limit: int) -> list[tuple[SnapshotInfo, LogCommitRecord | None]]:
+    """The ``limit`` newest snapshots, each with its log part."""
+    return list(itertools.islice(snapshot_commits(t.store, newest_first=True), max(limit, 0)))
 
 
 def describe_document(t: Table, limit: int) -> dict[str, Any]:
     """Everything ``describe`` shows, as one JSON-ready document (secrets redacted)."""
     snapshots = []
-    for i, snapshot in enumerate(t.snapshots(newest_first=True)):
-        if i >= limit:
-            break
-        record = LogCommitRecord.from_properties(snapshot.properties)
+    for snapshot, record in newest_commits(t, limit):
         when = datetime.datetime.fromtimestamp(snapshot.time_millis / 1000, datetime.timezone.utc)
         entry: dict[str, Any] = {
             "id": snapshot.id,
@@ -96,10 +100,8 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
         console.print(f"log: {t.options.log_system} topic {t.topic!r}, {t.log_partitions} partition(s)")
     snaps = RichTable("snapshot", "time", "kind", "rows", "writer", "commit", "writes", "records",
                       "log end positions", title="snapshots (newest first)")
-    for i, snapshot in enumerate(t.snapshots(newest_first=True)):
-        if i >= limit:
-            break
-        record = LogCommitRecord.from_properties(snapshot.properties)
+    commits = newest_commits(t, limit)
+    for snapshot, record in commits:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time_millis / 1000))
         if record is None:
             snaps.add_row(str(snapshot.id), when, snapshot.commit_kind, str(snapshot.total_record_count),
@@ -115,8 +117,7 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
     if tokens:
         writes = RichTable("snapshot", "writer token", "partition", "first position", "last position",
                            "records", title="committed writes (newest first)")
-        for i, snapshot in enumerate(t.snapshots(newest_first=True)):
-            record = LogCommitRecord.from_properties(snapshot.properties) if i < limit else None
+        for snapshot, record in commits:
             for r in record.ranges if record else ():
                 writes.add_row(str(snapshot.id), r.token, str(r.partition), str(r.first), str(r.last), str(r.count))
         console.print(writes)

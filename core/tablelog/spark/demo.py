@@ -18,9 +18,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from tablelog.commit import log_commits
 from tablelog.demo import SCHEMA, DemoResult, next_changes
 from tablelog.normalize import Normalizer
-from tablelog.protocol import LogCommitRecord
 from tablelog.table import create_table
 from tablelog.verify import verify
 
@@ -141,8 +141,7 @@ def run_spark_demo(
         writing.awaitTermination()
         if writing.exception() is not None:
             raise RuntimeError(f"the streaming write failed: {writing.exception()}")
-        snapshots = [LogCommitRecord.from_properties(s.properties) for s in table.snapshots()]
-        result.committed_changes = sum(r.count for s in snapshots if s for r in s.ranges)
+        result.committed_changes = sum(r.count for _, record in log_commits(table.store) for r in record.ranges)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and sum(seen.values()) < result.committed_changes:
             time.sleep(0.2)

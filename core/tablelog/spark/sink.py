@@ -21,6 +21,7 @@ replay commits nothing twice.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -215,14 +216,9 @@ def abort_messages(plan: WritePlan, messages: list[Any]) -> None:
     paimon_messages = [m for msg in messages if msg is not None for m in msg.receipt.paimon_messages]
     if not paimon_messages:
         return
-    try:
-        commit = plan.open().store.paimon.new_stream_write_builder().new_commit()
-        try:
-            commit.abort(paimon_messages)
-        finally:
-            commit.close()
-    except Exception:  # best effort: unreferenced files are harmless (Paimon's orphan clean-up)
-        pass
+    # Best effort: unreferenced files are harmless (Paimon's orphan clean-up).
+    with contextlib.suppress(Exception):
+        plan.open().store.abort(paimon_messages)
 
 
 # -- the writer classes Spark calls -----------------------------------------------------

@@ -28,8 +28,8 @@ from typing import Any
 
 import pytest
 
+from tablelog.commit import LogCommitRecord, log_commits
 from tablelog.normalize import Normalizer
-from tablelog.protocol import LogCommitRecord
 from tablelog.table import Table, open_table
 
 INPUT_SCHEMA = "id long, name string, score double, _kind string"
@@ -111,8 +111,7 @@ def table_rows(table: Table) -> dict[int, dict[str, Any]]:
 
 
 def log_snapshots(table: Table) -> list[LogCommitRecord]:
-    records = [LogCommitRecord.from_properties(s.properties) for s in table.snapshots()]
-    return [r for r in records if r is not None]
+    return [record for _, record in log_commits(table.store)]
 
 
 def eventual_count(table: Table) -> int:

@@ -3,7 +3,7 @@
 The snapshot decides visibility, so once it is durable the commit has happened:
 a hook that fails cannot undo it, and reporting the commit as failed would make
 callers retry a commit that is already there. The hook's failure is logged and
-reported in :attr:`tablelog.protocol.CommitResult.hook_error`; committing the same
+reported in :attr:`tablelog.commit.record.CommitResult.hook_error`; committing the same
 identifier again (a replay) finds the snapshot and runs the hook again, which the
 hook contract allows because the hook is idempotent.
 """
@@ -13,15 +13,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from tablelog.commit.record import LogCommitRecord
 from tablelog.log_pool import release
-from tablelog.protocol import LogCommitRecord
 from tablelog.records import CommittedLog
 from tablelog.store import SnapshotInfo
 
 if TYPE_CHECKING:
     from tablelog.log_pool import LogPool
     from tablelog.registry import LogClient
-    from tablelog.table import Table
+    from tablelog.table_view import TableView
 
 logger = logging.getLogger("tablelog.commit")
 
@@ -36,7 +36,7 @@ def committed_log(snapshot: SnapshotInfo) -> CommittedLog | None:
 
 
 def run_commit_hook(
-    table: Table, log: LogClient, log_pool: LogPool | None, committed: CommittedLog
+    table: TableView, log: LogClient, log_pool: LogPool | None, committed: CommittedLog
 ) -> str | None:
     """Call the hook on ``log`` and hand the connection back (discarded when the hook
     failed: it may be broken). Returns why the hook failed, None when it succeeded."""
@@ -59,7 +59,7 @@ def run_commit_hook(
     return None
 
 
-def rerun_commit_hook(table: Table, snapshot: SnapshotInfo, log_pool: LogPool | None) -> str | None:
+def rerun_commit_hook(table: TableView, snapshot: SnapshotInfo, log_pool: LogPool | None) -> str | None:
     """A replayed commit found ``snapshot`` already committed: run its hook again, so
     that a hook that failed (or was cut off by a crash) gets another go."""
     committed = committed_log(snapshot)

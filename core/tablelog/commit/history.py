@@ -1,0 +1,64 @@
+"""The table's log commits: its snapshots, each with what it committed to the log.
+
+Every question about past commits (did this writer commit this identifier, which
+identifier did it commit last, where did the log end at the last commit, what does
+``describe`` show) walks the snapshots with :func:`snapshot_commits` or
+:func:`log_commits`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from tablelog.commit.record import LogCommitRecord
+
+if TYPE_CHECKING:
+    from tablelog.store import PaimonTable, SnapshotInfo
+
+
+def snapshot_commits(
+    store: PaimonTable, *, newest_first: bool = False, after: int = 0, upto: int | None = None
+) -> Iterator[tuple[SnapshotInfo, LogCommitRecord | None]]:
+    """Every snapshot of the table (with ``after``/``upto``: those with ``after < id <= upto``),
+    with its log part (None: a snapshot tablelog did not write, such as a compaction)."""
+    for snapshot in store.snapshots(newest_first, after=after, upto=upto):
+        yield snapshot, LogCommitRecord.from_properties(snapshot.properties)
+
+
+def log_commits(
+    store: PaimonTable, *, newest_first: bool = False, after: int = 0, upto: int | None = None
+) -> Iterator[tuple[SnapshotInfo, LogCommitRecord]]:
+    """The snapshots tablelog committed, with their log part (``after``, ``upto``: as
+    :func:`snapshot_commits`)."""
+    for snapshot, record in snapshot_commits(store, newest_first=newest_first, after=after, upto=upto):
+        if record is not None:
+            yield snapshot, record
+
+
+def find_commit(store: PaimonTable, writer_id: str, commit_identifier: int) -> SnapshotInfo | None:
+    """The snapshot in which ``writer_id`` committed ``commit_identifier``, if any."""
+    for snapshot, record in log_commits(store, newest_first=True):
+        if record.writer != writer_id:
+            continue
+        if record.commit_identifier == commit_identifier:
+            return snapshot
+        if record.commit_identifier < commit_identifier:
+            return None  # a writer's identifiers only grow
+    return None
+
+
+def last_commit_identifier(store: PaimonTable, writer_id: str) -> int | None:
+    """The newest commit identifier ``writer_id`` committed (None: none)."""
+    for _, record in log_commits(store, newest_first=True):
+        if record.writer == writer_id:
+            return record.commit_identifier
+    return None
+
+
+def last_end_positions(store: PaimonTable, upto: int | None = None) -> dict[int, int]:
+    """The log end positions the newest log commit recorded (with ``upto``: the newest up to
+    that snapshot); empty when there is none."""
+    for _, record in log_commits(store, newest_first=True, upto=upto):
+        return dict(record.end_positions)
+    return {}

@@ -1,0 +1,127 @@
+"""The commit protocol's records: what one Paimon snapshot records about the log,
+atomically with its data files; what a write attempt hands the committer; what a
+commit returns. (The commit itself: :mod:`tablelog.commit.committer`.)
+
+A snapshot's properties say which writer committed which commit identifier, and
+for every write attempt (writer token) it commits, where its records are in the
+log: first and last position and count per partition. Readers trust nothing
+else: a record is committed exactly when its token is in a snapshot and its
+position lies in that token's range.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from tablelog.records import ProducedRange
+
+FORMAT_VERSION = "1"
+P_VERSION = "tablelog.version"
+P_WRITER = "tablelog.writer"
+P_COMMIT = "tablelog.commit-identifier"
+P_SYSTEM = "tablelog.log.system"
+P_TOPIC = "tablelog.log.topic"
+P_END = "tablelog.log.end-positions"
+P_RANGES = "tablelog.log.ranges"
+# Indices into the ranges of those the log system reported contiguous; a property of
+# its own, so that the ranges keep the format every reader understands.
+P_CONTIGUOUS = "tablelog.log.contiguous-ranges"
+
+
+def new_token(prefix: str = "") -> str:
+    """A writer token: unique per write attempt (64 random bits, 16 hex characters),
+    after ``prefix``: the table's tag (:func:`tablelog.identity.token_prefix`), which
+    lets eventual readers of a shared topic leave out other tables' records."""
+    return prefix + secrets.token_hex(8)
+
+
+@attrs.frozen
+class LogCommitRecord:
+    """The log part of one snapshot (absent for snapshots tablelog did not write)."""
+
+    writer: str
+    commit_identifier: int
+    system: str
+    topic: str
+    ranges: tuple[ProducedRange, ...]
+    end_positions: Mapping[int, int]
+
+    def tokens(self) -> set[str]:
+        return {r.token for r in self.ranges}
+
+    def ranges_by_partition(self) -> dict[int, list[ProducedRange]]:
+        result: dict[int, list[ProducedRange]] = {}
+        for r in self.ranges:
+            result.setdefault(r.partition, []).append(r)
+        for ranges in result.values():
+            ranges.sort(key=lambda r: r.first)
+        return result
+
+    def to_properties(self) -> dict[str, str]:
+        # Positions may exceed 64 bits (Pulsar message ids): the stdlib json keeps them exact.
+        contiguous = [i for i, r in enumerate(self.ranges) if r.contiguous]
+        return {
+            P_VERSION: FORMAT_VERSION,
+            P_WRITER: self.writer,
+            P_COMMIT: str(self.commit_identifier),
+            P_SYSTEM: self.system,
+            P_TOPIC: self.topic,
+            P_END: json.dumps({str(p): e for p, e in sorted(self.end_positions.items())}),
+            P_RANGES: json.dumps(
+                [[r.token, r.partition, r.first, r.last, r.count] for r in self.ranges],
+                separators=(",", ":"),
+            ),
+            **({P_CONTIGUOUS: json.dumps(contiguous, separators=(",", ":"))} if contiguous else {}),
+        }
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> LogCommitRecord | None:
+        if P_VERSION not in properties:
+            return None
+        contiguous = set(json.loads(properties.get(P_CONTIGUOUS, "[]")))
+        ranges = tuple(
+            ProducedRange(token, int(p), int(first), int(last), int(count), i in contiguous)
+            for i, (token, p, first, last, count) in enumerate(json.loads(properties.get(P_RANGES, "[]")))
+        )
+        return cls(
+            writer=properties[P_WRITER],
+            commit_identifier=int(properties[P_COMMIT]),
+            system=properties.get(P_SYSTEM, "none"),
+            topic=properties.get(P_TOPIC, ""),
+            ranges=ranges,
+            end_positions={int(p): int(e) for p, e in json.loads(properties.get(P_END, "{}")).items()},
+        )
+
+
+@attrs.frozen
+class WriteReceipt:
+    """What one write attempt hands to the committer (picklable; Spark sends it to the driver).
+
+    An attempt that dies sends none: its records stay in the log, uncommitted,
+    and no reader ever returns them.
+    """
+
+    token: str
+    task: str
+    rows: int
+    ranges: tuple[ProducedRange, ...]
+    paimon_messages: Sequence[Any] = attrs.field(repr=False)
+
+
+@attrs.frozen
+class CommitResult:
+    """The outcome of a commit (:func:`tablelog.commit.committer.commit`)."""
+
+    snapshot_id: int | None  # the snapshot holding this commit (None: nothing to commit)
+    committed: bool  # False when the commit identifier had already been committed
+    rows: int
+    records: int
+    #: Why the log system's ``commit`` hook failed (``"ErrorClass: message"``); None when
+    #: it ran or there is none. The snapshot is committed either way; committing the
+    #: same identifier again runs the hook again.
+    hook_error: str | None = None

@@ -1,0 +1,60 @@
+"""What Paimon itself defines about a table: its option keys and their defaults, its
+system columns, and how it stores an Arrow schema; plus the row-kind column tablelog
+adds to primary-key tables (Paimon's ``rowkind.field`` reads it, so ``-U``/``-D`` rows
+are applied as retractions; readers never show it).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pyarrow as pa
+
+KIND_FIELD = "_tablelog_kind"
+
+
+@functools.cache
+def paimon_option_keys() -> frozenset[str]:
+    """Every table option key pypaimon knows, allowed through to the table."""
+    from pypaimon.common.options.core_options import CoreOptions
+
+    keys = set()
+    for value in vars(CoreOptions).values():
+        key = getattr(value, "key", None)
+        if callable(key):
+            try:
+                keys.add(str(key()))
+            except TypeError:
+                continue
+    return frozenset(keys)
+
+
+@functools.cache
+def paimon_option_default(key: str) -> str | None:
+    """Paimon's default of the table option ``key`` as text, or None when it has none."""
+    from pypaimon.common.options.core_options import CoreOptions
+
+    for value in vars(CoreOptions).values():
+        if callable(getattr(value, "key", None)) and value.key() == key:
+            default = value.default_value() if value.has_default_value() else None
+            if default is None:
+                return None
+            if isinstance(default, bool):
+                return "true" if default else "false"
+            return str(getattr(default, "value", default))
+    return None
+
+
+def system_column_names() -> frozenset[str]:
+    """The column names Paimon keeps for itself (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``...)."""
+    from pypaimon.table.special_fields import SpecialFields
+
+    return frozenset(SpecialFields.SYSTEM_FIELD_NAMES)
+
+
+def as_stored(schema: pa.Schema) -> pa.Schema:
+    """``schema`` as a Paimon table stores and returns it (``large_string`` -> ``string``...)."""
+    from pypaimon import Schema
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    return PyarrowFieldParser.from_paimon_schema(Schema.from_pyarrow_schema(schema).fields)

@@ -1,0 +1,75 @@
+"""Writing a Paimon table's data files: a :class:`TableWrite` prepares them, the
+committer commits them as one snapshot (:func:`commit_files`) or drops them
+(:func:`abort_files`)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+log = logging.getLogger("tablelog.writer")
+
+_TORN_LATEST_HINT = re.compile(r"Snapshot \d+ does not exist\.?")
+
+
+class TableWrite:
+    """The data files of one write attempt, prepared for one commit identifier.
+
+    The Paimon writer is opened on the first write: an attempt that writes nothing costs nothing.
+    """
+
+    def __init__(self, identifier: str, paimon: Any) -> None:
+        self._identifier = identifier
+        self._paimon = paimon  # pypaimon FileStoreTable
+        self._write: Any = None
+        self._wrote = False
+
+    def write_arrow(self, data: Any) -> None:
+        if self._write is None:
+            self._write = self._paimon.new_stream_write_builder().new_write()
+        try:
+            self._write.write_arrow(data)
+        except ValueError as err:
+            if self._wrote or not _TORN_LATEST_HINT.fullmatch(str(err).strip()):
+                raise
+            # pypaimon-rust's writer starts from the snapshot the table's LATEST hint names,
+            # and that file is rewritten in place by every commit: read while another
+            # process commits, it can name a snapshot that never existed. Nothing is
+            # written yet: start over once.
+            log.warning("table %r: %s; opening the Paimon writer again", self._identifier, err)
+            self._write.close()
+            self._write = self._paimon.new_stream_write_builder().new_write()
+            self._write.write_arrow(data)
+        self._wrote = True
+
+    def prepare_commit(self, commit_identifier: int) -> list[Any]:
+        """The commit messages of the files written (picklable: they travel to the committer)."""
+        if self._write is None:
+            return []
+        return list(self._write.prepare_commit(commit_identifier))
+
+    def close(self) -> None:
+        write, self._write = self._write, None
+        if write is not None:
+            write.close()
+
+
+def commit_files(
+    paimon: Any, messages: Sequence[Any], commit_user: str, commit_identifier: int, properties: Mapping[str, str]
+) -> None:
+    builder = paimon.new_stream_write_builder()._with_commit_user(commit_user)
+    commit = builder.new_commit()
+    try:
+        commit.commit(list(messages), commit_identifier, snapshot_properties=dict(properties))
+    finally:
+        commit.close()
+
+
+def abort_files(paimon: Any, messages: Sequence[Any]) -> None:
+    commit = paimon.new_stream_write_builder().new_commit()
+    try:
+        commit.abort(list(messages))
+    finally:
+        commit.close()

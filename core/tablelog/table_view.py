@@ -1,0 +1,60 @@
+"""What the parts below the table facade use of a table.
+
+:class:`tablelog.table.Table` is the facade users hold; the writer, the reader, the
+committer and the log pool take a table too, but import only this protocol, never
+:mod:`tablelog.table`: the dependency runs one way, from the facade down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tablelog.formats import RecordCodec
+    from tablelog.options import ChangelogMode, TableOptions
+    from tablelog.records import LogConfig
+    from tablelog.registry import LogClient
+    from tablelog.store import PaimonTable
+
+
+class TableView(Protocol):
+    """A table: its Paimon table files (``store``), its options and its log."""
+
+    store: PaimonTable
+    options: TableOptions
+
+    @property
+    def identifier(self) -> str: ...
+
+    @property
+    def schema(self) -> pa.Schema: ...
+
+    @property
+    def primary_key(self) -> tuple[str, ...]: ...
+
+    @property
+    def changelog_mode(self) -> ChangelogMode: ...
+
+    @property
+    def table_id(self) -> str: ...
+
+    @property
+    def token_prefix(self) -> str: ...
+
+    @property
+    def codec(self) -> RecordCodec: ...
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def log_partitions(self) -> int: ...
+
+    def log_config(self) -> LogConfig: ...
+
+    def open_log(self) -> LogClient: ...
+
+    def rows(self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None) -> pa.Table: ...

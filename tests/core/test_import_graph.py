@@ -1,0 +1,89 @@
+"""The core modules depend on each other one way: no import cycle.
+
+What counts as an import: every ``import`` and ``from ... import`` statement of a
+module in ``core/tablelog``, wherever it stands: at module level, inside a
+function, or under ``if TYPE_CHECKING:``. A function-local import is a dependency
+that only waits until the function is called, and a ``TYPE_CHECKING`` import still
+ties a module to the other's names; both only hide a cycle from the interpreter's
+import order (that is how ``table`` <-> ``reader``/``writer``/``log_pool`` went
+unnoticed). ``from a.b import c`` is an edge to the module ``a.b.c`` when ``c`` is a
+module, else to ``a.b``. The parent packages Python imports first are not edges: a
+package's ``__init__`` that re-exports its submodules is a facade above them.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import tablelog
+
+CORE = Path(tablelog.__file__).parent
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def core_modules(root: Path) -> dict[str, Path]:
+    return {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
+
+
+def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The core modules ``name`` imports anywhere in its source."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                found.add(submodule if submodule in modules else base)
+    return {m for m in found if m in modules and m != name}
+
+
+def import_cycle(root: Path) -> list[str] | None:
+    """One cycle of the core's import graph as a path ``[a, b, ..., a]``, or None."""
+    modules = core_modules(root)
+    graph = {name: sorted(imported_modules(name, path, modules)) for name, path in modules.items()}
+    state: dict[str, str] = {}  # "open" while on the current path, then "done"
+    path: list[str] = []
+
+    def visit(name: str) -> list[str] | None:
+        state[name] = "open"
+        path.append(name)
+        for other in graph[name]:
+            if state.get(other) == "open":
+                return [*path[path.index(other):], other]
+            if other not in state and (cycle := visit(other)) is not None:
+                return cycle
+        path.pop()
+        state[name] = "done"
+        return None
+
+    for name in graph:
+        if name not in state and (cycle := visit(name)) is not None:
+            return cycle
+    return None
+
+
+def test_the_core_modules_import_each_other_without_a_cycle() -> None:
+    cycle = import_cycle(CORE)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_function_local_and_type_checking_imports_count_as_edges(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    (root / "top.py").write_text("def f():\n    from pkg.low import g\n")
+    (root / "low.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import top\n")
+    assert import_cycle(root) == ["pkg.low", "pkg.top", "pkg.low"]
