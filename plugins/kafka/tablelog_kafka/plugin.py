@@ -7,18 +7,19 @@ carries the headers ``tablelog.token`` (utf-8 writer token) and ``tablelog.seq``
 
 from __future__ import annotations
 
-from tablelog.errors import LogSystemError, PositionOutOfRangeError
-from tablelog.hookspecs import hookimpl
-from tablelog.records import (
+from tablelog.plugin import (
     CommittedLog,
     FetchResult,
     LogConfig,
+    LogSystemError,
     OptionSpec,
+    PositionOutOfRangeError,
     ProduceBatch,
     ProducedRange,
     SeekKind,
     SeekSpec,
     ValuesResult,
+    hookimpl,
 )
 
 from . import config as _config

@@ -26,8 +26,14 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from tablelog.errors import LogSystemError, OptionError, PositionOutOfRangeError
-from tablelog.records import FetchResult, LogRecord, ValuesResult
+from tablelog.plugin import (
+    FetchResult,
+    LogRecord,
+    LogSystemError,
+    OptionError,
+    PositionOutOfRangeError,
+    ValuesResult,
+)
 
 from .client_events import ClientEvents
 from .config import KafkaSettings

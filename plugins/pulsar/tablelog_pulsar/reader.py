@@ -37,8 +37,17 @@ from typing import Any
 import attrs
 import pulsar
 
-from tablelog.errors import LogSystemError, LogUnavailableError, PositionOutOfRangeError, TopicError
-from tablelog.records import FetchResult, LogRecord, SeekKind, SeekSpec, ValuesResult
+from tablelog.plugin import (
+    FetchResult,
+    LogRecord,
+    LogSystemError,
+    LogUnavailableError,
+    PositionOutOfRangeError,
+    SeekKind,
+    SeekSpec,
+    TopicError,
+    ValuesResult,
+)
 from tablelog_pulsar import codec, positions
 from tablelog_pulsar.config import PulsarConfig
 from tablelog_pulsar.failures import PulsarException, translate
