@@ -101,7 +101,7 @@ def test_every_hook_is_marked_required_or_optional_and_its_docstring_says_which(
 
 
 def test_the_registry_requires_exactly_the_hooks_marked_required() -> None:
-    assert registry.REQUIRED_HOOKS == hookspecs.required_hooks()
+    assert hookspecs.required_hooks() == registry.REQUIRED_HOOKS
     assert set(hookspecs.hook_names()) - set(registry.REQUIRED_HOOKS) == {
         "option_specs", "prefetch", "fetch_values"
     }
@@ -147,10 +147,9 @@ def test_parse_int_accepts_surrounding_blanks_and_ints() -> None:
 
 
 def test_tablelog_and_both_shipped_plugins_word_a_bad_integer_option_the_same_way() -> None:
+    from tablelog.options import TableOptions
     from tablelog_kafka.config import parse_settings as parse_kafka
     from tablelog_pulsar.config import parse_config as parse_pulsar
-
-    from tablelog.options import TableOptions
 
     messages = []
     with pytest.raises(OptionError) as raised:

@@ -116,24 +116,25 @@ class FullScan(InputPartition):
 
 
 @dataclass(frozen=True)
-class CommittedChanges(InputPartition):
-    """The committed changes of snapshots ``start+1 .. end`` in log partition ``partition``."""
+class _LogPartitionSpan(InputPartition):
+    """A span of one log partition; ``start`` and ``end`` are snapshot ids or log positions."""
 
     partition: int
     start: int
     end: int
+
+
+@dataclass(frozen=True)
+class CommittedChanges(_LogPartitionSpan):
+    """The committed changes of snapshots ``start+1 .. end`` in log partition ``partition``."""
 
     def read(self, table: Table) -> Iterator[pa.RecordBatch]:
         return read_committed(table, self.partition, self.start, self.end)
 
 
 @dataclass(frozen=True)
-class LogRecords(InputPartition):
+class LogRecords(_LogPartitionSpan):
     """Every record of log partition ``partition`` in ``[start, end)``."""
-
-    partition: int
-    start: int
-    end: int
 
     def read(self, table: Table) -> Iterator[pa.RecordBatch]:
         return read_log(table, self.partition, self.start, self.end)
