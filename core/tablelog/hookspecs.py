@@ -113,8 +113,7 @@ def required_hooks() -> tuple[str, ...]:
 @optional("no declared options")
 @hookspec(firstresult=True)
 def option_specs() -> list[OptionSpec]:
-    """Declare the options this log system
-    understands (full keys, with prefix).
+    """Declare the options this log system understands (full keys, with prefix).
 
     Used to check required options before anything is written, to list them in
     ``tablelog options`` and the docs. An option with a ``default`` that the user
@@ -254,8 +253,8 @@ def fetch(
 @optional("no hint")
 @hookspec(firstresult=True)
 def prefetch(connection: Connection, positions: dict[int, int]) -> None:
-    """A hint: ``fetch`` (or ``fetch_values``) will soon be called for
-    each of these partitions at these positions.
+    """A hint: ``fetch`` (or ``fetch_values``) will soon be called for each of these
+    partitions at these positions.
 
     A transactional reader gives it at the start of every snapshot, then reads
     the partitions one after the other. A log client that fetches ahead can
@@ -271,8 +270,7 @@ def prefetch(connection: Connection, positions: dict[int, int]) -> None:
 def fetch_values(
     connection: Connection, partition: int, position: int, max_records: int, timeout_s: float
 ) -> ValuesResult:
-    """Like ``fetch``, but return only
-    each record's value and position.
+    """Like ``fetch``, but return only each record's value and position.
 
     The reader calls it only for spans of the log it knows hold committed records
     and nothing else (a committed range whose count equals its length), where the
