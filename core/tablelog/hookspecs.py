@@ -5,7 +5,8 @@ A log system is a module (or object) with ``@hookimpl`` functions, published und
 the entry-point group ``tablelog.log_systems``; the entry-point name is the value
 users put in ``log.system``. Each log system gets a plugin manager of its own, so
 a hook call reaches exactly one implementation (plus any hook wrappers someone
-registers for tracing or metrics).
+registers for tracing or metrics: :func:`tablelog.registry.register_hook_wrapper`, or an
+entry point in the group ``tablelog.hook_wrappers``).
 
 The lifecycle, as the core drives it::
 
@@ -37,17 +38,20 @@ gets the same error class from every hook:
   :class:`~tablelog.errors.ProduceError`, naming topic and partition;
 * a position the log does not have: :class:`~tablelog.errors.PositionOutOfRangeError`.
 
-Required and optional hooks: a log system must implement every hook whose docstring
-starts with "Required" (:data:`tablelog.registry.REQUIRED_HOOKS`, checked when it is
-loaded); the "Optional" ones have a fallback in the core. The conformance suite
-(:class:`tablelog.testing.LogSystemConformance`) checks these contracts.
+Required and optional hooks: each spec is marked ``@required`` or ``@optional(...)``
+(which also starts its docstring with "Required." or "Optional (without it: ...).").
+A log system must implement every required hook (:func:`required_hooks`, checked
+when it is loaded); the optional ones have a fallback in the core. The conformance
+suite (:class:`tablelog.testing.LogSystemConformance`) checks these contracts.
 """
 
 # mypy: disable-error-code="empty-body"
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pluggy
 
@@ -70,11 +74,46 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 #: What ``open_log`` returns and every other hook receives: the plugin's own state.
 Connection = Any
 
+_Spec = TypeVar("_Spec", bound=Callable[..., Any])
 
+#: The attribute that marks a hook spec required (True) or optional (False).
+REQUIRED_MARK = "tablelog_required"
+
+
+def required(spec: _Spec) -> _Spec:
+    """Mark a hook spec required: a log system without it is refused when loaded."""
+    setattr(spec, REQUIRED_MARK, True)
+    spec.__doc__ = "Required. " + (spec.__doc__ or "")
+    return spec
+
+
+def optional(fallback: str) -> Callable[[_Spec], _Spec]:
+    """Mark a hook spec optional; ``fallback`` says what the core does without it."""
+
+    def mark(spec: _Spec) -> _Spec:
+        setattr(spec, REQUIRED_MARK, False)
+        spec.__doc__ = f"Optional (without it: {fallback}). " + (spec.__doc__ or "")
+        return spec
+
+    return mark
+
+
+def hook_names() -> tuple[str, ...]:
+    """Every hook a log system may implement, in the order they are declared here."""
+    module = sys.modules[__name__]
+    return tuple(name for name, value in vars(module).items() if hasattr(value, REQUIRED_MARK))
+
+
+def required_hooks() -> tuple[str, ...]:
+    """The hooks every log system must implement (marked ``@required``)."""
+    module = sys.modules[__name__]
+    return tuple(name for name in hook_names() if getattr(getattr(module, name), REQUIRED_MARK))
+
+
+@optional("no declared options")
 @hookspec(firstresult=True)
 def option_specs() -> list[OptionSpec]:
-    """Optional (without it: no declared options). Declare the options this log system
-    understands (full keys, with prefix).
+    """Declare the options this log system understands (full keys, with prefix).
 
     Used to check required options before anything is written, to list them in
     ``tablelog options`` and the docs. An option with a ``default`` that the user
@@ -85,9 +124,10 @@ def option_specs() -> list[OptionSpec]:
     """
 
 
+@required
 @hookspec(firstresult=True)
 def open_log(config: LogConfig) -> Connection:
-    """Required. Connect to the log for one table and return a connection object.
+    """Connect to the log for one table and return a connection object.
 
     Must validate ``config.options`` and raise
     :class:`~tablelog.errors.OptionError` naming the key for a missing or
@@ -98,17 +138,19 @@ def open_log(config: LogConfig) -> Connection:
     """
 
 
+@required
 @hookspec
 def close_log(connection: Connection) -> None:
-    """Required. Release the connection. Records produced but not flushed may be lost.
+    """Release the connection. Records produced but not flushed may be lost.
 
     Idempotent: closing twice is allowed.
     """
 
 
+@required
 @hookspec(firstresult=True)
 def ensure_topic(connection: Connection) -> int:
-    """Required. Make sure the topic exists with at least ``config.partitions`` partitions.
+    """Make sure the topic exists with at least ``config.partitions`` partitions.
 
     Creates a missing topic with exactly ``config.partitions`` partitions when
     ``config.auto_register`` is true. A log that cannot tell a missing topic from
@@ -121,9 +163,10 @@ def ensure_topic(connection: Connection) -> int:
     """
 
 
+@required
 @hookspec(firstresult=True)
 def produce(connection: Connection, batch: ProduceBatch) -> None:
-    """Required. Send ``batch`` to partition ``batch.partition``, asynchronously.
+    """Send ``batch`` to partition ``batch.partition``, asynchronously.
 
     Records keep their order within the partition and carry ``batch.token`` and
     their sequence numbers so that ``fetch`` returns them. Nothing is durable
@@ -133,9 +176,10 @@ def produce(connection: Connection, batch: ProduceBatch) -> None:
     """
 
 
+@required
 @hookspec(firstresult=True)
 def flush(connection: Connection, timeout_s: float) -> list[ProducedRange]:
-    """Required. Wait until every record produced since the last ``flush`` is durable.
+    """Wait until every record produced since the last ``flush`` is durable.
 
     Durable means acknowledged by the log as the client's strongest setting
     allows (Kafka ``acks=all``): a commit may now reference these records.
@@ -158,9 +202,10 @@ def flush(connection: Connection, timeout_s: float) -> list[ProducedRange]:
     """
 
 
+@required
 @hookspec(firstresult=True)
 def end_positions(connection: Connection, partitions: list[int]) -> dict[int, int]:
-    """Required. Return each partition's end position: the position the next record
+    """Return each partition's end position: the position the next record
     will get (an exclusive upper bound of the positions written so far), one entry per
     requested partition.
 
@@ -170,9 +215,10 @@ def end_positions(connection: Connection, partitions: list[int]) -> dict[int, in
     """
 
 
+@required
 @hookspec(firstresult=True)
 def seek(connection: Connection, partition: int, spec: SeekSpec) -> int:
-    """Required. Resolve ``spec`` to a concrete position to ``fetch`` from.
+    """Resolve ``spec`` to a concrete position to ``fetch`` from.
 
     ``EARLIEST``: the first position still in the log. ``LATEST``: the end
     position. ``TIMESTAMP``: the first record with timestamp >= the given
@@ -186,11 +232,12 @@ def seek(connection: Connection, partition: int, spec: SeekSpec) -> int:
     """
 
 
+@required
 @hookspec(firstresult=True)
 def fetch(
     connection: Connection, partition: int, position: int, max_records: int, timeout_s: float
 ) -> FetchResult:
-    """Required. Return up to ``max_records`` records of ``partition`` at positions >= ``position``,
+    """Return up to ``max_records`` records of ``partition`` at positions >= ``position``,
     in log order, waiting at most ``timeout_s`` for the first one. Records a
     broker redelivers are the plugin's to drop: positions only grow.
 
@@ -203,10 +250,11 @@ def fetch(
     """
 
 
+@optional("no hint")
 @hookspec(firstresult=True)
 def prefetch(connection: Connection, positions: dict[int, int]) -> None:
-    """Optional (without it: no hint). A hint: ``fetch`` (or ``fetch_values``) will soon be called for
-    each of these partitions at these positions.
+    """A hint: ``fetch`` (or ``fetch_values``) will soon be called for each of these
+    partitions at these positions.
 
     A transactional reader gives it at the start of every snapshot, then reads
     the partitions one after the other. A log client that fetches ahead can
@@ -217,12 +265,12 @@ def prefetch(connection: Connection, positions: dict[int, int]) -> None:
     """
 
 
+@optional("the core calls ``fetch``")
 @hookspec(firstresult=True)
 def fetch_values(
     connection: Connection, partition: int, position: int, max_records: int, timeout_s: float
 ) -> ValuesResult:
-    """Optional (without it: the core calls ``fetch``). Like ``fetch``, but return only
-    each record's value and position.
+    """Like ``fetch``, but return only each record's value and position.
 
     The reader calls it only for spans of the log it knows hold committed records
     and nothing else (a committed range whose count equals its length), where the
@@ -233,9 +281,10 @@ def fetch_values(
     """
 
 
+@required
 @hookspec
 def commit(connection: Connection, committed: CommittedLog) -> None:
-    """Required (a no-op is a valid implementation). Called after the table snapshot
+    """A no-op is a valid implementation. Called after the table snapshot
     ``committed.snapshot_id`` is durable.
 
     Visibility is already decided by the snapshot; use this for bookkeeping

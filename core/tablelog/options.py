@@ -18,36 +18,13 @@ from typing import Any
 import attrs
 
 from tablelog.errors import OptionError
+from tablelog.option_values import InvalidValue, invalid_value, parse_bool, parse_int
 
-REDACTED = "******"
-
-_SECRET_KEY = re.compile(
-    r"(password|passwd|secret|token|credential|sasl\.|auth[-_.]?params|"
-    r"private[-_.]?key|ssl\.key\.|keystore\.key|authentication\.params)",
-    re.IGNORECASE,
-)
-
-
-# Keys that log systems declare secret (``OptionSpec(secret=True)``) beyond the name
-# patterns: filled when a log system is loaded (tablelog.registry), never emptied.
-_declared_secrets: set[str] = set()
-
-
-def declare_secret_keys(keys: Iterable[str]) -> None:
-    """Treat these full option keys (``pgx.apikey``) as secrets in this process, as
-    :func:`is_secret` treats the keys its name patterns match."""
-    _declared_secrets.update(k.strip().lower() for k in keys)
-
-
-def is_secret(key: str) -> bool:
-    """Whether the option ``key`` holds a secret that must never be shown or stored:
-    its name matches a secret pattern, or a loaded log system declared it secret."""
-    return bool(_SECRET_KEY.search(key)) or key.strip().lower() in _declared_secrets
-
-
-def redact(options: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``options`` with every secret value replaced by ``******``."""
-    return {k: (REDACTED if is_secret(k) else v) for k, v in options.items()}
+# Secret redaction lives in tablelog.redaction; these names stay importable from here.
+from tablelog.redaction import REDACTED as REDACTED
+from tablelog.redaction import declare_secret_keys as declare_secret_keys
+from tablelog.redaction import is_secret as is_secret
+from tablelog.redaction import redact as redact
 
 
 class Consistency(str, enum.Enum):
@@ -90,33 +67,18 @@ def _enum(enum_type: type[enum.Enum]) -> Any:
             return enum_type(str(value).strip().lower())
         except ValueError:
             allowed = ", ".join(repr(m.value) for m in enum_type)
-            raise _InvalidValue(f"allowed: {allowed}") from None
+            raise InvalidValue(f"allowed: {allowed}") from None
 
     return convert
 
 
 def _bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise _InvalidValue("allowed: 'true', 'false'")
+    return parse_bool(value)
 
 
 def _int(minimum: int) -> Any:
     def convert(value: Any) -> int | None:
-        if value is None:
-            return None
-        try:
-            number = int(str(value).strip())
-        except ValueError:
-            raise _InvalidValue(f"expected an integer >= {minimum}") from None
-        if number < minimum:
-            raise _InvalidValue(f"expected an integer >= {minimum}")
-        return number
+        return None if value is None else parse_int(value, minimum)
 
     return convert
 
@@ -124,7 +86,7 @@ def _int(minimum: int) -> Any:
 def _bucket(value: Any) -> int:
     text = str(value).strip()
     if text in ("-1", "-2"):
-        raise _InvalidValue(
+        raise InvalidValue(
             "dynamic (-1) and postponed (-2) bucket modes are not supported: bucket b is log "
             "partition b, so the table needs a fixed number of buckets, an integer >= 1"
         )
@@ -135,12 +97,8 @@ def _bucket(value: Any) -> int:
 def _name(value: Any) -> str:
     text = str(value).strip().lower()
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", text):
-        raise _InvalidValue("expected a log system name such as 'kafka' (letters, digits, '-', '_')")
+        raise InvalidValue("expected a log system name such as 'kafka' (letters, digits, '-', '_')")
     return text
-
-
-class _InvalidValue(ValueError):
-    """Raised by converters; turned into an OptionError that names the key."""
 
 
 def option(key: str, default: Any, doc: str, convert: Any = str, *, fixed: bool = False) -> Any:
@@ -266,9 +224,8 @@ class TableOptions:
                 field = fields[key]
                 try:
                     values[field.name] = field.metadata["convert"](value)
-                except _InvalidValue as err:
-                    shown = REDACTED if is_secret(key) else value
-                    raise OptionError(f"invalid value {shown!r} for option {key!r}: {err}") from None
+                except InvalidValue as err:
+                    raise invalid_value(key, value, str(err)) from None
             elif "." in key and key.split(".", 1)[0] in prefixes:
                 system_options[key] = str(value)
             elif key in allowed_passthrough:
@@ -337,7 +294,7 @@ def same_value(key: str, a: Any, b: Any) -> bool:
         try:
             convert = field.metadata["convert"]
             return bool(convert(a) == convert(b))
-        except _InvalidValue:
+        except InvalidValue:
             pass
     return str(a).strip() == str(b).strip()
 

@@ -1,6 +1,6 @@
 """Types that cross the boundary between the core and a log-system plugin.
 
-A plugin sees only these (and :mod:`tablelog.hookspecs`, :mod:`tablelog.errors`):
+A plugin imports them from :mod:`tablelog.plugin` (with the hook marker and the errors):
 records go out as :class:`ProduceBatch`, come back as :class:`LogRecord`, and
 positions are plain non-negative ``int`` values.
 
@@ -49,7 +49,7 @@ class LogConfig:
     ``options`` holds the table options of this log system with the
     ``<system>.`` prefix removed (``kafka.bootstrap.servers`` arrives as
     ``bootstrap.servers``). Secrets are in there too: a plugin must never log
-    or echo them; :func:`tablelog.options.redact` hides them.
+    or echo them; :func:`tablelog.plugin.redact` hides them.
     """
 
     system: str

@@ -3,6 +3,11 @@
 Each log system gets its own pluggy plugin manager, so a hook call reaches the one
 implementation the table's ``log.system`` names. Errors say what to install, the
 way fsspec's known implementations do.
+
+Hook wrappers (tracing, metrics) wrap the hook calls of every log system: objects or
+modules with ``@hookimpl(wrapper=True)`` functions, registered with
+:func:`register_hook_wrapper` or declared as entry points in the group
+``tablelog.hook_wrappers``. They are added to each log system loaded afterwards.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from tablelog.records import (
 )
 
 ENTRY_POINT_GROUP = "tablelog.log_systems"
+WRAPPER_ENTRY_POINT_GROUP = "tablelog.hook_wrappers"
 
 #: Log systems that ship with tablelog behind an extra: name -> what to install.
 KNOWN_EXTRAS = {
@@ -36,19 +42,9 @@ KNOWN_EXTRAS = {
     "pulsar": 'pip install "tablelog[pulsar]"',
 }
 
-#: Hooks every log system must implement (their docstrings in tablelog.hookspecs start
-#: with "Required"); the others (option_specs, prefetch, fetch_values) are optional.
-REQUIRED_HOOKS = (
-    "open_log",
-    "close_log",
-    "ensure_topic",
-    "produce",
-    "flush",
-    "end_positions",
-    "seek",
-    "fetch",
-    "commit",
-)
+#: Hooks every log system must implement (marked ``@required`` in tablelog.hookspecs);
+#: the others (option_specs, prefetch, fetch_values) are optional.
+REQUIRED_HOOKS = hookspecs.required_hooks()
 
 _registered: dict[str, Any] = {}
 
@@ -68,6 +64,42 @@ def register_log_system(name: str, plugin: Any) -> None:
 def unregister_log_system(name: str) -> None:
     _registered.pop(name, None)
     _prefixes_seen.discard(name)
+
+
+# Hook wrappers registered in this process, and those of the entry points (loaded once).
+_wrappers: list[Any] = []
+_entry_point_wrappers: list[Any] | None = None
+
+
+def register_hook_wrapper(wrapper: Any) -> None:
+    """Wrap the hook calls of every log system loaded from now on with the
+    ``@hookimpl(wrapper=True)`` functions of ``wrapper`` (a module or object): each is
+    named after the hook it wraps, takes some of its arguments, and ``yield`` s to the
+    call (the result, or the hook's exception, comes back out of the ``yield``).
+    Connections opened before keep the hooks they had."""
+    if not any(w is wrapper for w in _wrappers):
+        _wrappers.append(wrapper)
+
+
+def unregister_hook_wrapper(wrapper: Any) -> None:
+    _wrappers[:] = [w for w in _wrappers if w is not wrapper]
+
+
+def _hook_wrappers() -> list[Any]:
+    """The registered wrappers, after those the ``tablelog.hook_wrappers`` entry points name."""
+    global _entry_point_wrappers
+    if _entry_point_wrappers is None:
+        loaded = []
+        for ep in sorted(metadata.entry_points(group=WRAPPER_ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+            try:
+                loaded.append(ep.load())
+            except ImportError as err:
+                raise PluginUnavailableError(
+                    f"hook wrapper {ep.name!r} ({ep.value}, entry point group "
+                    f"{WRAPPER_ENTRY_POINT_GROUP!r}) cannot be loaded: {err}"
+                ) from err
+        _entry_point_wrappers = loaded
+    return [*_entry_point_wrappers, *_wrappers]
 
 
 @attrs.frozen
@@ -152,11 +184,17 @@ def load_log_system(name: str) -> LogSystem:
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     pm.register(plugin, name=name)
+    for number, wrapper in enumerate(_hook_wrappers()):
+        pm.register(wrapper, name=f"hook-wrapper-{number}")
     pm.check_pending()
-    system = LogSystem(name, pm)
+    implemented = frozenset(
+        hook for hook in hookspecs.hook_names()
+        if any(not (i.wrapper or i.hookwrapper) for i in getattr(pm.hook, hook).get_hookimpls())
+    )
+    system = LogSystem(name, pm, implemented)
     # Even a plugin that fails the next check keeps its secrets out of the error messages.
     declare_secret_keys(spec.key for spec in system.option_specs() if spec.secret)
-    missing = [h for h in REQUIRED_HOOKS if not getattr(pm.hook, h).get_hookimpls()]
+    missing = [h for h in REQUIRED_HOOKS if h not in implemented]
     if missing:
         raise PluginUnavailableError(
             f"log system {name!r} ({getattr(plugin, '__name__', plugin)!r}) does not implement "
@@ -186,8 +224,12 @@ class LogSystem:
 
     name: str
     pm: pluggy.PluginManager
+    #: The hooks the log system implements itself (hook wrappers not counted).
+    implemented: frozenset[str] = frozenset(hookspecs.hook_names())
 
     def option_specs(self) -> list[OptionSpec]:
+        if "option_specs" not in self.implemented:
+            return []
         return list(self.pm.hook.option_specs() or [])
 
     def with_defaults(self, config: LogConfig) -> LogConfig:
@@ -250,13 +292,13 @@ class LogClient:
         return result
 
     def prefetch(self, positions: dict[int, int]) -> None:
-        if positions and self._hook.prefetch.get_hookimpls():
+        if positions and "prefetch" in self.system.implemented:
             self._hook.prefetch(connection=self.connection, positions=positions)
 
     @property
     def fetches_values(self) -> bool:
         """Whether the log system implements the optional ``fetch_values`` hook."""
-        return bool(self._hook.fetch_values.get_hookimpls())
+        return "fetch_values" in self.system.implemented
 
     def fetch_values(self, partition: int, position: int, max_records: int, timeout_s: float) -> ValuesResult:
         """``fetch_values`` where the log system has it, else ``fetch`` without the metadata."""

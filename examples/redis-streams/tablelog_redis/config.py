@@ -6,7 +6,7 @@ setting (``redis.socket-timeout=5`` -> ``socket_timeout=5.0``), converted the wa
 redis-py converts URL query arguments, so ``redis.ssl-ca-certs``,
 ``redis.client-name``, ``redis.health-check-interval`` ... all work.
 
-Secrets: ``redis.password`` is a secret by its name (:func:`tablelog.options.is_secret`),
+Secrets: ``redis.password`` is a secret by its name (:func:`tablelog.plugin.is_secret`),
 so tablelog never stores, logs or shows it; give it again when opening the
 table. ``redis.url`` is stored with the table, so it must not carry a password:
 :func:`parse_settings` refuses one (with the URL redacted in the message).
@@ -19,9 +19,16 @@ from collections.abc import Mapping
 
 import attrs
 
-from tablelog.errors import OptionError
-from tablelog.options import REDACTED, is_secret, redact
-from tablelog.records import LogConfig, OptionSpec
+from tablelog.plugin import (
+    REDACTED,
+    LogConfig,
+    OptionError,
+    OptionSpec,
+    int_option,
+    invalid_value,
+    redact,
+    shown_value,
+)
 
 PREFIX = "redis."
 
@@ -120,21 +127,6 @@ def redact_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{host}"))
 
 
-def _int(options: Mapping[str, str], key: str, default: int, minimum: int) -> int:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise OptionError(
-            f"invalid value {raw!r} for option {PREFIX + key!r}: expected an integer >= {minimum}"
-        )
-    return value
-
-
 def parse_settings(config: LogConfig) -> RedisSettings:
     """Check ``config.options`` (prefix removed); OptionError names the full key."""
     options = {k.strip().lower(): v for k, v in config.options.items()}
@@ -146,9 +138,8 @@ def parse_settings(config: LogConfig) -> RedisSettings:
         )
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in SCHEMES:
-        raise OptionError(
-            f"invalid value {redact_url(url)!r} for option {PREFIX + URL!r}: the scheme must be "
-            f"one of {', '.join(s + '://' for s in SCHEMES)}"
+        raise invalid_value(
+            PREFIX + URL, redact_url(url), f"the scheme must be one of {', '.join(s + '://' for s in SCHEMES)}"
         )
     if parts.password is not None:
         raise OptionError(
@@ -159,18 +150,15 @@ def parse_settings(config: LogConfig) -> RedisSettings:
     try:
         _ = parts.port
     except ValueError:
-        raise OptionError(
-            f"invalid value {url!r} for option {PREFIX + URL!r}: the port is not a number"
-        ) from None
+        raise invalid_value(PREFIX + URL, redact_url(url), "the port is not a number") from None
     client_options: dict[str, str] = {}
     for key, value in options.items():
         if key in OWN_KEYS:
             continue
         name = key.replace("-", "_").replace(".", "_")
         if name in ("host", "port", "db", "path", "password", "url"):
-            shown = REDACTED if is_secret(key) else value
             raise OptionError(
-                f"option {PREFIX + key!r}={shown!r} is part of {PREFIX + URL!r}"
+                f"option {PREFIX + key!r}={shown_value(key, value)!r} is part of {PREFIX + URL!r}"
                 + (f" or {PREFIX + PASSWORD!r}" if name == "password" else "")
             )
         client_options[name] = str(value)
@@ -178,10 +166,10 @@ def parse_settings(config: LogConfig) -> RedisSettings:
         url=url,
         password=options.get(PASSWORD),
         client_options=client_options,
-        wait_replicas=_int(options, WAIT_REPLICAS, 0, 0),
-        wait_timeout_ms=_int(options, WAIT_TIMEOUT_MS, 10_000, 1),
-        timestamp_skew_ms=_int(options, TIMESTAMP_SKEW_MS, 60_000, 0),
-        pipeline_size=_int(options, PIPELINE_SIZE, 5000, 1),
+        wait_replicas=int_option(options, WAIT_REPLICAS, 0, minimum=0, prefix=PREFIX),
+        wait_timeout_ms=int_option(options, WAIT_TIMEOUT_MS, 10_000, minimum=1, prefix=PREFIX),
+        timestamp_skew_ms=int_option(options, TIMESTAMP_SKEW_MS, 60_000, minimum=0, prefix=PREFIX),
+        pipeline_size=int_option(options, PIPELINE_SIZE, 5000, minimum=1, prefix=PREFIX),
     )
 
 

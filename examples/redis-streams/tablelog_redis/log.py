@@ -25,23 +25,21 @@ from typing import Any
 
 import redis
 
-from tablelog.errors import (
+from tablelog.plugin import (
     CorruptRecordError,
+    FetchResult,
+    LogConfig,
+    LogRecord,
     LogSystemError,
     LogUnavailableError,
     OptionError,
     PositionOutOfRangeError,
-    ProduceError,
-    TopicError,
-)
-from tablelog.records import (
-    FetchResult,
-    LogConfig,
-    LogRecord,
     ProduceBatch,
     ProducedRange,
+    ProduceError,
     SeekKind,
     SeekSpec,
+    TopicError,
 )
 
 from . import __version__

@@ -15,15 +15,14 @@ functions with a pluggy plugin manager of their own. Each hook's contract is in
 * Token, sequence number, timestamp, key and value are fields of the entry
   (:mod:`tablelog_redis.log`).
 
-A plugin imports only :mod:`tablelog.hookspecs`, :mod:`tablelog.records`,
-:mod:`tablelog.errors` and :mod:`tablelog.options`: never the table store,
-the reader or Spark.
+A plugin imports only :mod:`tablelog.plugin` (the hook marker, the record types,
+the errors, secret redaction, option parsing): never the table store, the reader
+or Spark.
 """
 
 from __future__ import annotations
 
-from tablelog.hookspecs import hookimpl
-from tablelog.records import (
+from tablelog.plugin import (
     CommittedLog,
     FetchResult,
     LogConfig,
@@ -31,6 +30,7 @@ from tablelog.records import (
     ProduceBatch,
     ProducedRange,
     SeekSpec,
+    hookimpl,
 )
 
 from . import config as _config

@@ -26,7 +26,7 @@ import attrs
 import pytest
 import redis
 
-from tablelog.records import LogConfig
+from tablelog.plugin import LogConfig
 
 ENV_URL = "TABLELOG_TEST_REDIS_URL"
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tablelog.records import LogConfig
+from tablelog.plugin import LogConfig
 from tablelog.testing import LogSystemConformance, free_port
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 

@@ -14,7 +14,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tablelog.errors import LogUnavailableError, OptionError, TopicError
+from tablelog.plugin import LogUnavailableError, OptionError, TopicError
 
 from .client_events import ClientEvents
 from .config import KafkaSettings

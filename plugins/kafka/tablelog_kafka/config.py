@@ -14,9 +14,17 @@ from typing import Any
 
 import attrs
 
-from tablelog.errors import OptionError
-from tablelog.options import REDACTED, is_secret, redact
-from tablelog.records import LogConfig, OptionSpec
+from tablelog.plugin import (
+    REDACTED,
+    LogConfig,
+    OptionError,
+    OptionSpec,
+    int_option,
+    invalid_value,
+    is_secret,
+    redact,
+    seconds_option,
+)
 
 PREFIX = "kafka."
 
@@ -179,7 +187,8 @@ class KafkaSettings:
 
         True unless the user set a message time-out: with idempotence, the gapless
         guarantee and no message time-out, a record between two delivered ones
-        cannot fail alone (measured: per-record reports cost ~15% of produce speed).
+        cannot fail alone, and a delivery report per record is a large part of the
+        producer's per-record cost (docs/performance.md).
         """
         return not (_TIMEOUT_KEYS & set(self.client))
 
@@ -205,21 +214,6 @@ class KafkaSettings:
         return redact(self.client)
 
 
-def _int_option(options: Mapping[str, str], key: str, default: int, minimum: int) -> int:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise OptionError(
-            f"invalid value {raw!r} for option {PREFIX + key!r}: expected an integer >= {minimum}"
-        )
-    return value
-
-
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
@@ -227,9 +221,10 @@ def check_topic_name(topic: str) -> None:
     """Kafka's topic name rules: 1-249 of ``a-z A-Z 0-9 . _ -``, not ``.`` or ``..``
     (some Kafka-protocol brokers accept any name; Apache Kafka refuses these)."""
     if not _TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
-        raise OptionError(
-            f"invalid value {topic!r} for option {PREFIX + TOPIC!r}: a Kafka topic name is 1 to 249 "
-            "characters from letters, digits, '.', '_' and '-', and not '.' or '..'"
+        raise invalid_value(
+            PREFIX + TOPIC, topic,
+            "a Kafka topic name is 1 to 249 characters from letters, digits, '.', '_' and '-', "
+            "and not '.' or '..'",
         )
 
 
@@ -245,14 +240,14 @@ def parse_settings(config: LogConfig) -> KafkaSettings:
     if not config.topic:
         raise OptionError(f"option {PREFIX + TOPIC!r} resolved to an empty topic name")
     check_topic_name(config.topic)
-    replication = _int_option(options, REPLICATION_FACTOR, -1, -1)
+    replication = int_option(options, REPLICATION_FACTOR, -1, minimum=-1, prefix=PREFIX)
     if replication == 0:
-        raise OptionError(
-            f"invalid value '0' for option {PREFIX + REPLICATION_FACTOR!r}: expected -1 or >= 1"
-        )
-    admin_timeout_ms = _int_option(options, ADMIN_TIMEOUT_MS, 30_000, 1)
+        raise invalid_value(PREFIX + REPLICATION_FACTOR, options[REPLICATION_FACTOR], "expected -1 or >= 1")
+    admin_timeout_s = seconds_option(options, ADMIN_TIMEOUT_MS, 30_000, prefix=PREFIX)
     # librdkafka's minimum for this key is 1000.
-    connect_timeout_ms = _int_option(options, CONNECT_TIMEOUT, CONNECT_TIMEOUT_DEFAULT_MS, 1000)
+    connect_timeout_ms = int_option(
+        options, CONNECT_TIMEOUT, CONNECT_TIMEOUT_DEFAULT_MS, minimum=1000, prefix=PREFIX
+    )
     client = {k: v for k, v in options.items() if k not in TABLELOG_KEYS}
     client[BOOTSTRAP] = bootstrap
     client[CONNECT_TIMEOUT] = str(connect_timeout_ms)
@@ -260,7 +255,7 @@ def parse_settings(config: LogConfig) -> KafkaSettings:
         topic=config.topic,
         bootstrap_servers=bootstrap,
         replication_factor=replication,
-        admin_timeout_s=admin_timeout_ms / 1000.0,
+        admin_timeout_s=admin_timeout_s,
         connect_timeout_s=connect_timeout_ms / 1000.0,
         client=client,
         secrets=Secrets(options),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tablelog.records import LogConfig
+from tablelog.plugin import LogConfig
 
 from .admin import AdminSide
 from .config import KafkaSettings

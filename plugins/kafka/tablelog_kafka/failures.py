@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, KafkaException
 
-from tablelog.errors import LogSystemError, LogUnavailableError
+from tablelog.plugin import LogSystemError, LogUnavailableError
 
 from .config import ADMIN_TIMEOUT_MS, BOOTSTRAP, CONNECT_TIMEOUT, PREFIX, KafkaSettings, Secrets
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from tablelog.errors import LogSystemError, OptionError, PositionOutOfRangeError, TopicError
+from tablelog.plugin import LogSystemError, OptionError, PositionOutOfRangeError, TopicError
 
 from .client_events import ClientEvents
 from .config import KafkaSettings

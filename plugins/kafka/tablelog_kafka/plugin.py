@@ -7,18 +7,19 @@ carries the headers ``tablelog.token`` (utf-8 writer token) and ``tablelog.seq``
 
 from __future__ import annotations
 
-from tablelog.errors import LogSystemError, PositionOutOfRangeError
-from tablelog.hookspecs import hookimpl
-from tablelog.records import (
+from tablelog.plugin import (
     CommittedLog,
     FetchResult,
     LogConfig,
+    LogSystemError,
     OptionSpec,
+    PositionOutOfRangeError,
     ProduceBatch,
     ProducedRange,
     SeekKind,
     SeekSpec,
     ValuesResult,
+    hookimpl,
 )
 
 from . import config as _config
@@ -50,13 +51,10 @@ def close_log(connection: KafkaConnection) -> None:
 @hookimpl
 def ensure_topic(connection: KafkaConnection) -> int:
     conn = _open(connection)
-    # Only writers ensure the topic, and they look it up through their own producer, twice.
-    # librdkafka asks for a new idempotent producer's id once, and after a miss (the
-    # bootstrap connection it picked was being replaced by the broker's own) retries only
-    # after a fixed 500 ms timer, which a Spark worker's first task then waited out in
-    # finish(). Measured on Tansu, creation to first acknowledgement: 503 ms with no
-    # look-up; with one, 503 ms in 10 of 20 tries (4 of 6 when the look-up found no topic
-    # and an admin client created it); with the second look-up (~50 ms) never, in 40.
+    # Only writers ensure the topic, and they look it up through their own producer, twice:
+    # that settles the producer's broker connections before its first record, so its
+    # idempotent producer id does not wait out librdkafka's fixed retry timer in the first
+    # flush (docs/performance.md, "Why the writer and the plugins do what they do").
     producer = conn.producer.reach()
     count = conn.admin.ensure_topic(conn.config.partitions, conn.config.auto_register, metadata_client=producer)
     conn.admin.partition_count(metadata_client=producer)

@@ -15,8 +15,13 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from tablelog.errors import LogUnavailableError, OptionError, ProduceError
-from tablelog.records import ProduceBatch, ProducedRange
+from tablelog.plugin import (
+    LogUnavailableError,
+    OptionError,
+    ProduceBatch,
+    ProducedRange,
+    ProduceError,
+)
 
 from .client_events import ClientEvents
 from .config import KafkaSettings

@@ -10,9 +10,9 @@ round trip of their own. ``prefetch`` positions every partition a reader is
 about to read at once, so that switching partitions waits for nothing.
 
 ``fetch_values`` skips the headers: reading them is confluent-kafka's largest
-per-record cost (``Message.headers()`` builds a list of tuples; measured ~4 µs
-against ~0.1 µs for ``value()``), and the reader asks for values only where it
-knows every record is a committed one.
+per-record cost (``Message.headers()`` builds a list of tuples per record; see
+docs/performance.md), and the reader asks for values only where it knows every
+record is a committed one.
 """
 
 from __future__ import annotations
@@ -26,8 +26,14 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from tablelog.errors import LogSystemError, OptionError, PositionOutOfRangeError
-from tablelog.records import FetchResult, LogRecord, ValuesResult
+from tablelog.plugin import (
+    FetchResult,
+    LogRecord,
+    LogSystemError,
+    OptionError,
+    PositionOutOfRangeError,
+    ValuesResult,
+)
 
 from .client_events import ClientEvents
 from .config import KafkaSettings

@@ -18,7 +18,7 @@ import base64
 import binascii
 from typing import Any
 
-from tablelog.records import LogRecord
+from tablelog.plugin import LogRecord
 
 TOKEN = "tablelog.token"
 SEQ = "tablelog.seq"

@@ -4,7 +4,7 @@ Options arrive with the ``pulsar.`` prefix removed. Every key is mapped explicit
 to a ``pulsar.Client`` / ``create_producer`` / ``create_reader`` argument; an
 unknown key is an :class:`~tablelog.errors.OptionError` that lists the supported
 keys. Secret values (``auth-params``, ``token``; see
-:func:`tablelog.options.is_secret`) never appear in a repr, a log line or an
+:func:`tablelog.plugin.is_secret`) never appear in a repr, a log line or an
 error message.
 """
 
@@ -16,9 +16,17 @@ from typing import Any
 
 import attrs
 
-from tablelog.errors import OptionError
-from tablelog.options import REDACTED, is_secret, redact
-from tablelog.records import LogConfig, OptionSpec
+from tablelog.plugin import (
+    InvalidValue,
+    LogConfig,
+    OptionError,
+    OptionSpec,
+    invalid_value,
+    is_secret,
+    parse_bool,
+    parse_int,
+    redact,
+)
 
 PREFIX = "pulsar."
 
@@ -29,48 +37,28 @@ COMPRESSION_TYPES = {"none": "NONE", "lz4": "LZ4", "zlib": "ZLib", "zstd": "ZSTD
 MAX_BATCH_MESSAGES = 16_382
 
 
-class _Invalid(ValueError):
-    """A converter rejected a value; becomes an OptionError naming the key."""
-
-
 def _text(value: str) -> str:
     return value
 
 
 def _int(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     def convert(value: str) -> int:
-        try:
-            number = int(value.strip())
-        except ValueError:
-            raise _Invalid(f"expected an integer >= {minimum}") from None
-        if number < minimum or (maximum is not None and number > maximum):
-            bound = f" and <= {maximum}" if maximum is not None else ""
-            raise _Invalid(f"expected an integer >= {minimum}{bound}")
-        return number
+        return parse_int(value, minimum, maximum)
 
     return convert
-
-
-def _bool(value: str) -> bool:
-    text = value.strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise _Invalid("allowed: 'true', 'false'")
 
 
 def _compression(value: str) -> str:
     text = value.strip().lower()
     if text not in COMPRESSION_TYPES:
-        raise _Invalid("allowed: " + ", ".join(repr(k) for k in COMPRESSION_TYPES))
+        raise InvalidValue("allowed: " + ", ".join(repr(k) for k in COMPRESSION_TYPES))
     return COMPRESSION_TYPES[text]
 
 
 def _service_url(value: str) -> str:
     text = value.strip()
     if not text.startswith(("pulsar://", "pulsar+ssl://")):
-        raise _Invalid("expected a Pulsar service URL such as 'pulsar://host:6650' or 'pulsar+ssl://host:6651'")
+        raise InvalidValue("expected a Pulsar service URL such as 'pulsar://host:6650' or 'pulsar+ssl://host:6651'")
     return text
 
 
@@ -101,9 +89,9 @@ _KEYS: tuple[_Key, ...] = (
     # TLS
     _Key("tls-trust-certs-file-path", "CA certificates file for TLS.", "client", "tls_trust_certs_file_path"),
     _Key("tls-allow-insecure-connection", "Accept untrusted TLS certificates (`true`/`false`).",
-         "client", "tls_allow_insecure_connection", _bool, default="false"),
+         "client", "tls_allow_insecure_connection", parse_bool, default="false"),
     _Key("tls-validate-hostname", "Check the broker's TLS host name (`true`/`false`).",
-         "client", "tls_validate_hostname", _bool, default="false"),
+         "client", "tls_validate_hostname", parse_bool, default="false"),
     _Key("tls-certificate-file-path", "Client certificate for TLS authentication.",
          "client", "tls_certificate_file_path"),
     _Key("tls-private-key-file-path", "Client private key file for TLS authentication.",
@@ -123,7 +111,7 @@ _KEYS: tuple[_Key, ...] = (
     _Key("max-pending-messages", "Producer queue length; produce blocks while it is full.",
          "producer", "max_pending_messages", _int(1), default="10000"),
     _Key("batching-enabled", "Batch records into one broker entry (`true`/`false`).",
-         "producer", "batching_enabled", _bool, default="true"),
+         "producer", "batching_enabled", parse_bool, default="true"),
     _Key("batching-max-messages", f"Records per batch (at most {MAX_BATCH_MESSAGES}, the position encoding's limit).",
          "producer", "batching_max_messages", _int(1, MAX_BATCH_MESSAGES), default="1000"),
     _Key("batching-max-allowed-size-in-bytes", "Bytes per batch.",
@@ -153,6 +141,9 @@ def option_specs() -> list[OptionSpec]:
     ]
 
 
+_TOPIC_FORMS = "expected 'name', 'tenant/namespace/name' or 'persistent://tenant/namespace/name'"
+
+
 def resolve_topic(topic: str) -> str:
     """A full topic name: ``name`` -> ``persistent://public/default/name``,
     ``tenant/ns/name`` -> ``persistent://tenant/ns/name``; full names stay."""
@@ -160,14 +151,10 @@ def resolve_topic(topic: str) -> str:
     if "://" in text:
         scheme, rest = text.split("://", 1)
         if scheme not in ("persistent", "non-persistent") or len(rest.split("/")) != 3 or not all(rest.split("/")):
-            raise OptionError(
-                f"invalid value {topic!r} for option 'pulsar.topic': expected 'name', 'tenant/namespace/name' "
-                "or 'persistent://tenant/namespace/name'"
-            )
+            raise invalid_value(PREFIX + "topic", topic, _TOPIC_FORMS)
         if scheme == "non-persistent":
-            raise OptionError(
-                f"invalid value {topic!r} for option 'pulsar.topic': a non-persistent topic loses records; "
-                "use a persistent:// topic"
+            raise invalid_value(
+                PREFIX + "topic", topic, "a non-persistent topic loses records; use a persistent:// topic"
             )
         return text
     parts = text.split("/")
@@ -175,14 +162,7 @@ def resolve_topic(topic: str) -> str:
         return f"persistent://public/default/{parts[0]}"
     if len(parts) == 3 and all(parts):
         return f"persistent://{text}"
-    raise OptionError(
-        f"invalid value {topic!r} for option 'pulsar.topic': expected 'name', 'tenant/namespace/name' "
-        "or 'persistent://tenant/namespace/name'"
-    )
-
-
-def _shown(key: str, value: str) -> str:
-    return REDACTED if is_secret(key) else repr(value)
+    raise invalid_value(PREFIX + "topic", topic, _TOPIC_FORMS)
 
 
 @attrs.frozen(repr=False)
@@ -241,8 +221,8 @@ def parse_config(config: LogConfig) -> PulsarConfig:
             )
         try:
             converted = spec.convert(value)
-        except _Invalid as err:
-            raise OptionError(f"invalid value {_shown(key, value)} for option {PREFIX + key!r}: {err}") from None
+        except InvalidValue as err:
+            raise invalid_value(PREFIX + key, value, str(err)) from None
         values[key] = converted
         targets[spec.target][spec.kwarg] = converted
     for spec in _KEYS:

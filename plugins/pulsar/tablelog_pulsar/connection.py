@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pulsar
 
-from tablelog.errors import LogSystemError, LogUnavailableError
+from tablelog.plugin import LogSystemError, LogUnavailableError
 from tablelog_pulsar.config import PulsarConfig
 from tablelog_pulsar.failures import PulsarException, describe
 from tablelog_pulsar.reader import Reader

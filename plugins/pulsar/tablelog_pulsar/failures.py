@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import _pulsar
 
-from tablelog.errors import (
+from tablelog.plugin import (
     LogSystemError,
     LogUnavailableError,
     PositionOutOfRangeError,

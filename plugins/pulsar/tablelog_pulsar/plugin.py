@@ -10,8 +10,7 @@ seeking are in :mod:`tablelog_pulsar.reader`, producing in
 
 from __future__ import annotations
 
-from tablelog.hookspecs import hookimpl
-from tablelog.records import (
+from tablelog.plugin import (
     CommittedLog,
     FetchResult,
     LogConfig,
@@ -20,6 +19,7 @@ from tablelog.records import (
     ProducedRange,
     SeekSpec,
     ValuesResult,
+    hookimpl,
 )
 from tablelog_pulsar import config as _config
 from tablelog_pulsar import topics

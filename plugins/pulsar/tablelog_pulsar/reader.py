@@ -9,9 +9,9 @@ reader at a message id is what works on every broker. Every message below the
 requested position is dropped on our side, so a position that is not a message
 id (an end position, ``last + 1``) never returns a record twice: the broker may
 start at the whole entry (a batch) or at the next one. ``fetch_values`` reads
-only each message's id and data. There is no ``prefetch``: measured on
-pulsar-lite, a reader created while others receive takes 30-150 ms to open,
-against ~2 ms alone, which is more than reading partitions in turn loses.
+only each message's id and data. There is no ``prefetch``: a reader opened while
+others receive opens much more slowly than one opened alone, which costs more than
+reading the partitions in turn (docs/performance.md).
 
 **End position** = position of the last message + 1. The broker's
 ``getLastMessageId`` (only a Consumer exposes it in the Python client, so a
@@ -37,8 +37,17 @@ from typing import Any
 import attrs
 import pulsar
 
-from tablelog.errors import LogSystemError, LogUnavailableError, PositionOutOfRangeError, TopicError
-from tablelog.records import FetchResult, LogRecord, SeekKind, SeekSpec, ValuesResult
+from tablelog.plugin import (
+    FetchResult,
+    LogRecord,
+    LogSystemError,
+    LogUnavailableError,
+    PositionOutOfRangeError,
+    SeekKind,
+    SeekSpec,
+    TopicError,
+    ValuesResult,
+)
 from tablelog_pulsar import codec, positions
 from tablelog_pulsar.config import PulsarConfig
 from tablelog_pulsar.failures import PulsarException, translate
@@ -184,8 +193,8 @@ class Reader:
                 if record_position < floor:
                     # The broker started at the whole entry (we asked for later), or it
                     # delivered entries again: pulsar-lite re-sends already delivered
-                    # entries to a reader now and then (seen: 7% duplicates, the id going
-                    # back once, in 100,000 records). Never return a record twice.
+                    # entries to a reader now and then (docs/performance.md). Never
+                    # return a record twice.
                     continue
                 floor = record_position + 1
                 keep(message)
@@ -206,8 +215,8 @@ class Reader:
     def _stuck(self, opened: _Open) -> bool:
         """Whether a reader that returns nothing is stuck: it has been silent for a while
         and the broker says more messages are there for it. Seen on pulsar-lite: a reader
-        that had caught up (``has_message_available`` true) delivered nothing new for
-        30 s while a new reader at the same position got the messages at once."""
+        that had caught up (``has_message_available`` true) stopped delivering while a new
+        reader at the same position got the messages at once (docs/performance.md)."""
         now = time.monotonic()
         if now - opened.active < _STUCK_AFTER_S or now - opened.checked < _STUCK_AFTER_S:
             return False

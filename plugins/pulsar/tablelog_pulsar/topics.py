@@ -32,7 +32,7 @@ from typing import Any
 
 import pulsar
 
-from tablelog.errors import TopicError
+from tablelog.plugin import TopicError
 from tablelog_pulsar.config import PulsarConfig
 from tablelog_pulsar.failures import PulsarException, translate
 

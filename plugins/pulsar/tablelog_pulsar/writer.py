@@ -22,8 +22,7 @@ import _pulsar
 import attrs
 import pulsar
 
-from tablelog.errors import ProduceError
-from tablelog.records import ProduceBatch, ProducedRange
+from tablelog.plugin import ProduceBatch, ProducedRange, ProduceError
 from tablelog_pulsar import codec, positions
 from tablelog_pulsar.config import PulsarConfig
 from tablelog_pulsar.failures import PulsarException, describe, translate

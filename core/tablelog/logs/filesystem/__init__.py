@@ -16,8 +16,7 @@ and it is safe with several writer processes appending to one partition at once.
 
 from __future__ import annotations
 
-from tablelog.hookspecs import hookimpl
-from tablelog.records import (
+from tablelog.plugin import (
     CommittedLog,
     FetchResult,
     LogConfig,
@@ -25,6 +24,7 @@ from tablelog.records import (
     ProduceBatch,
     ProducedRange,
     SeekSpec,
+    hookimpl,
 )
 
 from .log import FileLog

@@ -36,7 +36,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
-from tablelog.records import LogRecord, ProduceBatch
+from tablelog.plugin import LogRecord, ProduceBatch
 
 MAGIC = 0x544C  # "TL"
 VERSION = 1

@@ -31,23 +31,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tablelog.errors import (
+from tablelog.plugin import (
     CorruptRecordError,
+    FetchResult,
+    LogConfig,
+    LogRecord,
     LogSystemError,
     LogUnavailableError,
     OptionError,
     PositionOutOfRangeError,
-    ProduceError,
-    TopicError,
-)
-from tablelog.records import (
-    FetchResult,
-    LogConfig,
-    LogRecord,
     ProduceBatch,
     ProducedRange,
+    ProduceError,
     SeekKind,
     SeekSpec,
+    TopicError,
 )
 
 from . import frames

@@ -1,0 +1,84 @@
+"""Parsing option values: the converters that tablelog's own options and the log-system
+plugins share, so that a bad value gets the same message everywhere::
+
+    invalid value '0' for option 'kafka.admin-timeout-ms': expected an integer >= 1
+
+A secret's value is shown as ``******``. Plugins use these through :mod:`tablelog.plugin`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tablelog.errors import OptionError
+from tablelog.redaction import shown_value
+
+
+class InvalidValue(ValueError):
+    """A converter refused a value; its message says what is allowed. The caller names
+    the key: :func:`invalid_value` makes the :class:`~tablelog.errors.OptionError`."""
+
+
+def parse_int(value: Any, minimum: int, maximum: int | None = None) -> int:
+    """``value`` (an int or its text) as an int in ``[minimum, maximum]``."""
+    bound = f" and <= {maximum}" if maximum is not None else ""
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise InvalidValue(f"expected an integer >= {minimum}{bound}") from None
+    if number < minimum or (maximum is not None and number > maximum):
+        raise InvalidValue(f"expected an integer >= {minimum}{bound}")
+    return number
+
+
+def parse_bool(value: Any) -> bool:
+    """``value`` (a bool, or ``true``/``false``/``1``/``0``/``yes``/``no``) as a bool."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise InvalidValue("allowed: 'true', 'false'")
+
+
+def invalid_value(key: str, value: Any, reason: str) -> OptionError:
+    """The error for a bad ``value`` of the option ``key`` (its full key): names both,
+    the value redacted when the key is a secret, and says what is allowed."""
+    return OptionError(f"invalid value {shown_value(key, value)!r} for option {key!r}: {reason}")
+
+
+def int_option(
+    options: Mapping[str, Any], key: str, default: int, *, minimum: int, maximum: int | None = None,
+    prefix: str = "",
+) -> int:
+    """``options[key]`` as an int (``default`` when it is not given); an
+    :class:`~tablelog.errors.OptionError` naming ``prefix + key`` when it is not one."""
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        return parse_int(raw, minimum, maximum)
+    except InvalidValue as err:
+        raise invalid_value(prefix + key, raw, str(err)) from None
+
+
+def bool_option(options: Mapping[str, Any], key: str, default: bool, *, prefix: str = "") -> bool:
+    """``options[key]`` as a bool (``default`` when it is not given); an
+    :class:`~tablelog.errors.OptionError` naming ``prefix + key`` when it is not one."""
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        return parse_bool(raw)
+    except InvalidValue as err:
+        raise invalid_value(prefix + key, raw, str(err)) from None
+
+
+def seconds_option(
+    options: Mapping[str, Any], key: str, default_ms: int, *, minimum_ms: int = 1, prefix: str = ""
+) -> float:
+    """A duration option given in milliseconds (a ``*-ms`` key), in seconds."""
+    return int_option(options, key, default_ms, minimum=minimum_ms, prefix=prefix) / 1000.0

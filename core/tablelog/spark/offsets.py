@@ -1,0 +1,77 @@
+"""The Spark source's offsets: a :class:`~tablelog.positions.ReaderPosition` as the JSON
+Spark keeps in a query's checkpoint.
+
+The source has no position type of its own: an offset is a reader position, written in
+the shape offsets have had since the first release, so that existing checkpoints load::
+
+    {"v": 1, "table": ID, "topic": "<system>:<topic>", "consistency": "transactional",
+     "snapshot": N, "full": false, "positions": {"0": "1234"}}
+
+``full`` is the position's ``full_pending`` (the hybrid read's full scan is still to
+come), ``positions`` its ``offsets`` (eventual: the next log position per partition; as
+strings, since positions may exceed 64 bits). ``table`` and ``topic`` name whose offset
+it is (:mod:`tablelog.positions`); offsets checkpointed before they named their table
+have neither, are accepted, and name it from then on. A Spark offset never has a
+position inside a full scan or a snapshot, so ``full_offset`` and ``horizon`` are not
+written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from tablelog.errors import OptionError
+from tablelog.options import Consistency
+from tablelog.positions import (
+    ReaderPosition,
+    check_identity,
+    check_partitions,
+    check_snapshot,
+    log_name,
+)
+
+if TYPE_CHECKING:
+    from tablelog.table import Table
+
+#: What the checks' messages call an offset.
+WHAT = "Spark checkpoint offset"
+
+
+def to_offset(position: ReaderPosition) -> dict[str, Any]:
+    """The checkpoint JSON of ``position``."""
+    return {
+        "v": 1,
+        **({"table": position.table} if position.table is not None else {}),
+        **({"topic": position.topic} if position.topic is not None else {}),
+        "consistency": position.consistency.value,
+        "snapshot": position.snapshot,
+        "full": position.full_pending,
+        "positions": {str(p): str(pos) for p, pos in sorted(position.offsets.items())},
+    }
+
+
+def parse_offset(value: Mapping[str, Any]) -> ReaderPosition:
+    """The reader position of a checkpoint offset (any version written so far)."""
+    try:
+        return ReaderPosition(
+            consistency=Consistency(value["consistency"]),
+            snapshot=int(value["snapshot"]),
+            offsets={int(p): int(pos) for p, pos in dict(value.get("positions", {})).items()},
+            full_pending=bool(value.get("full", False)),
+            table=None if value.get("table") is None else str(value["table"]),
+            topic=None if value.get("topic") is None else str(value["topic"]),
+        )
+    except (KeyError, ValueError, TypeError) as err:
+        raise OptionError(f"invalid tablelog source offset {dict(value)!r}: {err}") from None
+
+
+def checked(table: Table, position: ReaderPosition) -> ReaderPosition:
+    """``position``, refused when it belongs to another table or topic or is ahead of the
+    table (see :mod:`tablelog.positions`); it names the table from then on."""
+    check_identity(table, position.table, position.topic, WHAT)
+    check_snapshot(table, position.snapshot, WHAT)
+    check_partitions(table, position.offsets, WHAT)
+    return attrs.evolve(position, table=table.table_id, topic=log_name(table))

@@ -1,0 +1,130 @@
+"""The source's plan: its Spark partitions are small frozen classes that say what they
+read, and its offsets are reader positions whose checkpoint JSON keeps the shape of
+every offset written so far."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import tablelog
+from tablelog.positions import ReaderPosition
+from tablelog.spark import offsets
+from tablelog.spark.options import SourceOptions
+from tablelog.spark.source import (
+    CommittedChanges,
+    FullScan,
+    LogRecords,
+    NoRows,
+    TablelogBatchReader,
+    TablelogStreamReader,
+)
+from tablelog.table import Table
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+def _table(warehouse: Path, rows: int = 10) -> Table:
+    table = tablelog.create_table(str(warehouse), f"db.t_{uuid.uuid4().hex[:8]}", SCHEMA, primary_key=["id"],
+                                  bucket=2, options={"log.system": "filesystem"})
+    if rows:
+        with table.writer() as writer:
+            writer.write([{"id": i, "name": "x"} for i in range(rows)])
+            writer.commit()
+    return table
+
+
+def _options(table: Table, **options: str) -> SourceOptions:
+    return SourceOptions.parse({"warehouse": table.warehouse.path, "table": table.identifier, **options})
+
+
+def _ids(batches: Any) -> list[int]:
+    return sorted(i for batch in batches for i in batch.column("id").to_pylist())
+
+
+# Offsets as the source has checkpointed them: before they named their table (0.1.0's
+# first releases) and since. Positions are strings: they may exceed 64 bits.
+CHECKPOINTED = [
+    {"v": 1, "consistency": "transactional", "snapshot": 3, "full": True, "positions": {}},
+    {"v": 1, "consistency": "eventual", "snapshot": 2, "full": False,
+     "positions": {"0": "17", "1": str(2**100 + 5)}},
+    {"v": 1, "table": "0f3c", "topic": "kafka:orders", "consistency": "transactional", "snapshot": 7,
+     "full": False, "positions": {}},
+    {"v": 1, "table": "0f3c", "topic": "filesystem:orders", "consistency": "eventual", "snapshot": 1,
+     "full": True, "positions": {"0": "0", "3": "12345"}},
+]
+
+
+@pytest.mark.parametrize("checkpointed", CHECKPOINTED)
+def test_every_checkpointed_offset_shape_loads_as_a_reader_position_and_is_written_back_unchanged(
+    checkpointed: dict[str, Any]
+) -> None:
+    position = offsets.parse_offset(checkpointed)
+    assert isinstance(position, ReaderPosition)
+    assert position.full_pending is checkpointed["full"]
+    assert position.offsets == {int(p): int(o) for p, o in checkpointed["positions"].items()}
+    assert offsets.to_offset(position) == checkpointed
+
+
+def test_a_malformed_checkpoint_offset_is_an_option_error_that_shows_it() -> None:
+    with pytest.raises(tablelog.TablelogError, match=r"invalid tablelog source offset \{'v': 1\}"):
+        offsets.parse_offset({"v": 1})
+
+
+def test_source_partitions_are_frozen_and_survive_pickling() -> None:
+    for partition in (FullScan(3, 1), CommittedChanges(0, 2, 5), LogRecords(1, 10, 20), NoRows()):
+        assert pickle.loads(pickle.dumps(partition)) == partition
+        for field in dataclasses.fields(partition):
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(partition, field.name, 0)
+
+
+def test_a_hybrid_stream_plans_a_full_scan_per_bucket_then_committed_changes_per_log_partition(
+    tmp_path: Path
+) -> None:
+    table = _table(tmp_path / "wh")
+    options = _options(table)
+    source = TablelogStreamReader(options)
+    start = source.initialOffset()
+    first = source.latestOffset(start)
+    plan = source.partitions(start, first)
+    assert plan == [FullScan(1, 0), FullScan(1, 1)]
+    assert _ids(batch for p in plan for batch in source.read(p)) == list(range(10))
+    with table.writer() as writer:
+        writer.write([{"id": i, "name": "y"} for i in range(10, 14)])
+        writer.commit()
+    second = source.latestOffset(first)
+    plan = source.partitions(first, second)
+    assert plan and all(isinstance(p, CommittedChanges) and (p.start, p.end) == (1, 2) for p in plan)
+    assert _ids(batch for p in plan for batch in source.read(p)) == [10, 11, 12, 13]
+
+
+def test_an_eventual_stream_plans_the_log_records_between_two_offsets(tmp_path: Path) -> None:
+    table = _table(tmp_path / "wh")
+    source = TablelogStreamReader(_options(table, **{"log.consistency": "eventual", "scan.mode": "earliest"}))
+    start = source.initialOffset()
+    end = source.latestOffset(start)
+    plan = source.partitions(start, end)
+    assert plan and all(isinstance(p, LogRecords) and p.start < p.end for p in plan)
+    assert _ids(batch for p in plan for batch in source.read(p)) == list(range(10))
+
+
+def test_a_batch_read_of_a_table_without_a_snapshot_plans_one_partition_of_no_rows(tmp_path: Path) -> None:
+    table = _table(tmp_path / "wh", rows=0)
+    reader = TablelogBatchReader(_options(table))
+    assert reader.partitions() == [NoRows()]
+    assert list(reader.read(NoRows())) == []
+
+
+def test_a_batch_read_plans_a_full_scan_per_bucket_of_the_latest_snapshot(tmp_path: Path) -> None:
+    table = _table(tmp_path / "wh")
+    reader = TablelogBatchReader(_options(table))
+    plan = reader.partitions()
+    assert plan == [FullScan(1, 0), FullScan(1, 1)]
+    assert _ids(batch for p in plan for batch in reader.read(p)) == list(range(10))
