@@ -179,13 +179,15 @@ def _wait_for_port(port: int, timeout_s: float, process: subprocess.Popen[bytes]
 
 @contextlib.contextmanager
 def spark_connect_server(workdir: Path, master: str = "local[2]", conf: Mapping[str, str] | None = None,
+                         environment: Mapping[str, str] | None = None,
                          timeout_s: float = 120.0) -> Iterator[str]:
     """A Spark Connect server running ``master``; yields its ``sc://127.0.0.1:PORT`` URL.
 
-    Its Python workers run this interpreter, so a Python data source the server uses must
-    be importable here (a session registers the class, the workers import its module)."""
+    Its Python workers run this interpreter (with ``environment`` added to the server's
+    environment, e.g. ``PYTHONPATH``), so a Python data source the server uses must be
+    importable here: a client registers the class by reference to its module."""
     workdir.mkdir(parents=True, exist_ok=True)
-    env = spark_environment(workdir)
+    env = spark_environment(workdir, environment)
     port = free_port()
     settings = {
         "spark.connect.grpc.binding.address": "127.0.0.1",
