@@ -1,6 +1,7 @@
 """A tiny Python data source ``probe`` (not tablelog) for the Spark Connect and standalone probes.
 
-Writers append one JSON line per task to ``<path>/tasks.jsonl`` (what Python ran them, the
+Writers append one JSON line per task attempt to ``<path>/started.jsonl`` when it starts and
+to ``<path>/tasks.jsonl`` when it ends (what Python ran them, the
 TaskContext) and the streaming commit one line per batch to ``<path>/commits.jsonl``; the
 stream reader produces ``rows`` numbers per micro-batch. Option ``sleep`` (seconds) slows
 each write task, so that a probe can kill a worker in the middle of a job.
@@ -57,6 +58,7 @@ class ProbeWriter(DataSourceWriter):
         self.sleep = float(options.get("sleep", "0"))
 
     def write(self, iterator: Iterator[Any]) -> ProbeCommit:
+        _append(self.path, "started.jsonl", _task_record(0))
         rows = sum(1 for _ in iterator)
         time.sleep(self.sleep)
         record = _task_record(rows)
