@@ -7,6 +7,10 @@ The module ``dsmodule/probe_datasource.py`` is made importable to this venv's py
 ``.pth`` file in site-packages, removed at the end), as an installed package would be.
 
     python tests/cluster/probes/standalone_worker_kill.py SHUFFLE(0|1) [DAEMON_JAVA_OPTS]
+
+``PROBE_FREEZE=1`` SIGSTOPs worker-0 and every process in its work dir instead (a host that
+hangs without closing its connections; SIGKILLed at the end); ``PROBE_DRIVER_CONF`` (JSON)
+adds settings to the driver's session, e.g. ``{"spark.network.timeout": "20s"}``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,19 @@ from tablelog.testing.spark_cluster import spark_environment, spark_standalone
 
 HERE = Path(__file__).parent
 TASKS, SLEEP = 6, 6.0
+
+
+def processes_in(directory: Path) -> list[int]:
+    """The processes whose working directory is under ``directory`` (an executor, its Python workers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(directory) in os.readlink(entry / "cwd"):
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
 
 
 def main(shuffle: str, daemon_options: str) -> None:
@@ -56,6 +73,8 @@ def run(tmp: Path, shuffle: str, daemon_options: str) -> None:
             print("driver:", event, flush=True)
             if event["event"] == "write-start":
                 break
+        if "write-start" not in events:
+            raise RuntimeError("the driver failed: " + (tmp / "driver.log").read_text(errors="replace")[-3000:])
         victim = cluster.workers[0]
         started_file, deadline = out / "started.jsonl", time.monotonic() + 120
         while time.monotonic() < deadline:  # until a task attempt is asleep on worker-0's executor
@@ -65,15 +84,21 @@ def run(tmp: Path, shuffle: str, daemon_options: str) -> None:
             time.sleep(0.1)
         time.sleep(1)
         killed_at = time.time()
-        os.kill(victim.pid, signal.SIGKILL)
+        frozen = [victim.pid, *processes_in(tmp / "cluster" / "worker-0")] if os.environ.get("PROBE_FREEZE") else []
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        if not frozen:
+            os.kill(victim.pid, signal.SIGKILL)
         clock = datetime.datetime.fromtimestamp(killed_at).strftime("%H:%M:%S.%f")[:-3]
-        print(f"SIGKILL worker-0 (pid {victim.pid}) at {clock}, "
+        print(f"{'SIGSTOP' if frozen else 'SIGKILL'} worker-0 (pid {victim.pid}) at {clock}, "
               f"{killed_at - events['write-start']:.1f}s after the write started", flush=True)
         for line in driver.stdout:
             event = json.loads(line)
             events[event["event"]] = event["t"]
             print("driver:", {**event, "after_kill_s": round(event["t"] - killed_at, 1)}, flush=True)
         driver.wait(timeout=300)
+        for pid in frozen:
+            os.kill(pid, signal.SIGKILL)
         tasks = [json.loads(x) for x in (out / "tasks.jsonl").read_text().splitlines()] if (
             out / "tasks.jsonl").exists() else []
         commits = [json.loads(x) for x in (out / "commits.jsonl").read_text().splitlines()] if (
@@ -93,9 +118,7 @@ def run(tmp: Path, shuffle: str, daemon_options: str) -> None:
             for line in (tmp / "cluster" / name).read_text(errors="replace").splitlines():
                 if any(k in line for k in ("Removing worker", "lost", "timed out", "disassociated", "Removing executor")):
                     print(f"  {name}:", line[:220])
-        alive = [p for p in (subprocess.run(["pgrep", "-f", str(tmp / "cluster" / "worker-0")],
-                                            capture_output=True, text=True).stdout.split())]
-        print("processes still running from worker-0's work dir:", alive)
+        print("processes still running in worker-0's work dir:", processes_in(tmp / "cluster" / "worker-0"))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ task sleeps SLEEP seconds) and prints JSON events with wall-clock times."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -22,6 +23,7 @@ def main(master: str, out: str, tasks: int, sleep: float, shuffle: bool) -> None
         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
         .config("spark.executor.memory", "512m").config("spark.pyspark.python", sys.executable)
+        .config(map=json.loads(os.environ.get("PROBE_DRIVER_CONF", "{}")))
         .getOrCreate()
     )
     try:
