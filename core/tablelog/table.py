@@ -40,7 +40,7 @@ from tablelog.topic_owners import refuse_shared_topic
 
 if TYPE_CHECKING:
     from tablelog.log_pool import LogPool
-    from tablelog.reader import ChangelogReader
+    from tablelog.reading import ChangelogReader
     from tablelog.registry import LogClient
     from tablelog.writer import Writer, WriteTask
 
@@ -426,6 +426,6 @@ class Table:
         """A changelog reader. ``options``: ``consistency``, ``scan_mode``,
         ``timestamp_millis`` or option keys (``log.consistency``, ``scan.mode``...).
         ``position``: a saved :attr:`ChangelogReader.position` to resume from."""
-        from tablelog.reader import ChangelogReader
+        from tablelog.reading import ChangelogReader
 
         return ChangelogReader(self, position=position, **options)
