@@ -9,6 +9,7 @@ byte-offset positions, whose ranges are never dense.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -20,9 +21,9 @@ import pyarrow as pa
 import pytest
 
 from tablelog import registry
-from tablelog.errors import LogDataLostError
+from tablelog.errors import ForeignRecordError, LogDataLostError
 from tablelog.hookspecs import hookimpl
-from tablelog.reader import _dense
+from tablelog.reading.transactional import dense as _dense
 from tablelog.records import (
     FetchResult,
     LogConfig,
@@ -146,9 +147,27 @@ def _commit(table: Table, commit_id: int, data: list[dict[str, Any]], attempts: 
     table.commit("w", commit_id, receipts[-1:])
 
 
-def _read(table: Table) -> list[Any]:
-    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+def _read(table: Table, **options: str) -> list[Any]:
+    with table.reader(consistency="transactional", scan_mode="earliest", **options) as reader:
         return reader.read_all(idle_timeout_s=0.2)
+
+
+def _interleaved(table: Table) -> None:
+    """Two writes of one commit whose records interleave in partition 0: a sparse read."""
+    first, second = table.write_task("w", 1, "a"), table.write_task("w", 1, "b")
+    first.write(_rows(10)), second.write(_rows(10, start=10)), first.write(_rows(10, start=20))
+    table.commit("w", 1, [first.finish(), second.finish()])
+
+
+def _replace(table: Table, partition: int, position: int, **fields: Any) -> None:
+    log = _TOPICS[table.topic][partition]
+    record = log[position]
+    assert record is not None
+    log[position] = record._replace(**fields)
+
+
+def _first_position(table: Table, partition: int) -> int:
+    return next(r.position for r in _TOPICS[table.topic][partition] if r is not None)
 
 
 def test_ranges_are_dense_when_each_count_equals_its_length_and_none_overlap() -> None:
@@ -190,9 +209,7 @@ def test_ranges_after_a_dead_attempt_are_dense_and_skip_its_records(table: Table
 
 
 def test_interleaved_writes_are_read_record_by_record(table: Table, memory_log: MemoryLog) -> None:
-    first, second = table.write_task("w", 1, "a"), table.write_task("w", 1, "b")
-    first.write(_rows(10)), second.write(_rows(10, start=10)), first.write(_rows(10, start=20))
-    table.commit("w", 1, [first.finish(), second.finish()])
+    _interleaved(table)
     assert Counter(c.row["id"] for c in _read(table)) == Counter(range(30))
     assert memory_log.calls["fetch"] > 0
 
@@ -218,3 +235,47 @@ def test_arrow_reads_of_long_values_equal_change_reads(table: Table) -> None:
         arrow = reader.poll_arrow(timeout_s=0.5)
         assert arrow.to_pylist() == reader.to_arrow(_read(table)).to_pylist()
     assert arrow.num_rows == 30
+
+
+# -- values that are not the table's rows --------------------------------------------------
+
+
+def test_an_undecodable_committed_record_fails_a_sparse_read_naming_its_position(table: Table) -> None:
+    _interleaved(table)
+    position = _first_position(table, 0) + 2
+    _replace(table, 0, position, value=b"{not json")
+    with pytest.raises(ForeignRecordError, match=f"partition 0, position {position}: its value does not decode"):
+        _read(table)
+
+
+def test_an_undecodable_committed_record_skipped_in_a_sparse_read_is_not_counted_as_found(table: Table) -> None:
+    _interleaved(table)
+    _replace(table, 0, _first_position(table, 0) + 2, value=b"{not json")
+    with pytest.raises(LogDataLostError, match=r"partition 0, .* only \d+ of the \d+ records") as lost:
+        _read(table, **{"log.foreign-records": "skip"})
+    found, committed = map(int, re.search(r"only (\d+) of the (\d+)", str(lost.value)).groups())  # type: ignore[union-attr]
+    assert found == committed - 1
+
+
+def test_foreign_records_of_a_sparse_read_are_reported_in_log_order(table: Table) -> None:
+    _interleaved(table)
+    first = _first_position(table, 0)
+    _replace(table, 0, first + 2, value=b"{not json")  # a committed record that does not decode
+    _replace(table, 0, first + 5, token=None)  # a record without a writer token, after it
+    with pytest.raises(ForeignRecordError, match=f"position {first + 2}: its value does not decode"):
+        _read(table)
+
+
+@pytest.mark.parametrize("arrow", [False, True], ids=["poll", "poll_arrow"])
+def test_a_committed_value_with_text_in_a_float_column_is_a_foreign_record(
+    tmp_path: Path, memory_log: MemoryLog, arrow: bool
+) -> None:
+    schema = pa.schema([("id", pa.int64()), ("x", pa.float64())])
+    table = create_table(str(tmp_path / "wh"), f"db.f_{uuid.uuid4().hex[:8]}", schema, primary_key=["id"],
+                         bucket=1, options={"log.system": "memory", "log.format": "json"})
+    _commit(table, 1, [{"id": i, "x": i / 2} for i in range(10)])
+    position = _first_position(table, 0) + 4
+    _replace(table, 0, position, value=b'{"id": 4, "x": "nope", "_kind": "+I"}')
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader, \
+            pytest.raises(ForeignRecordError, match=f"partition 0, position {position}: its value does not decode"):
+        reader.poll_arrow(timeout_s=0.5) if arrow else reader.poll(timeout_s=0.5)
