@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from tablelog.errors import LogDataLostError, PositionOutOfRangeError, TopicError
 from tablelog.reading.decode import Change, Decoder
+from tablelog.reading.gc_pause import batch_guard
 from tablelog.records import FetchResult, ValuesResult
 
 if TYPE_CHECKING:
@@ -27,6 +28,8 @@ class ReadContext:
         #: The log partitions read (None: all of them).
         self.partitions = partitions
         self.decoder = Decoder(self)
+        #: What the building of each batch is wrapped in (``log.reader.pause-gc``).
+        self.building_batch = batch_guard(options.log_reader_pause_gc)
         self._log: LogClient | None = None
 
     @property

@@ -22,7 +22,6 @@ from tablelog.positions import ReaderPosition
 from tablelog.protocol import LogCommitRecord
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
-from tablelog.reading.gc_pause import gc_paused
 from tablelog.records import FetchResult, LogRecord, ProducedRange
 
 #: An idle eventual reader waits in one partition at a time: each partition is
@@ -74,13 +73,13 @@ class EventualRead:
     ) -> None:
         context = self._context
         pos = position.offsets.get(partition, 0)
-        # The collector is paused for the whole process: not while a fetch waits.
-        with gc_paused() if timeout_s <= 0 else contextlib.nullcontext():
+        # A paused collector is paused for the whole process: not while a fetch waits.
+        with context.building_batch() if timeout_s <= 0 else contextlib.nullcontext():
             try:
                 result = context.log.fetch(partition, pos, max_records, timeout_s)
             except PositionOutOfRangeError as err:
                 raise context.lost(partition, pos, pos, f"the log no longer holds them ({err})") from err
-        with gc_paused():
+        with context.building_batch():
             self._take_all(result.records, partition, out)
         position.offsets[partition] = result.next_position
 

@@ -27,7 +27,6 @@ from tablelog.protocol import LogCommitRecord
 from tablelog.reading.batch import Batch
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
-from tablelog.reading.gc_pause import gc_paused
 from tablelog.records import FetchResult, LogRecord, ProducedRange, ValuesResult
 
 _POLL_SLEEP_S = 0.01
@@ -160,13 +159,14 @@ class TransactionalRead:
         """Append one partition's committed changes to ``out``, a chunk at a time; False if
         the budget ran out first."""
         read_chunk = self._read_dense_chunk if dense(ranges) else self._read_sparse_chunk
+        building_batch = self._context.building_batch
         hi = max(r.last for r in ranges)
         pos = position.offsets.get(partition, ranges[0].first)
         while pos <= hi:
             if len(out) >= budget:
                 position.offsets[partition] = pos
                 return False
-            with gc_paused():
+            with building_batch():
                 pos = read_chunk(snapshot_id, partition, ranges, pos, hi, out.fetch_size(budget, pos, hi), out)
             position.offsets[partition] = pos
         return True
