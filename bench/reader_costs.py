@@ -9,9 +9,9 @@ Prints, per record (CPU time of this process, median of ROUNDS; defaults 150,000
   (``decode_value``): where ``_AT_ONCE_MAX_AVERAGE_BYTES`` comes from;
 * ``gc``: a transactional ``poll()``, ``poll_arrow()`` and an eventual ``poll()`` of N
   committed 100-byte records, with the collector left on (the default) and paused
-  while each batch is built (``log.reader.pause-gc=true``). The log is an in-memory
-  log system with Kafka-like positions registered in this process, so that the figures
-  are the reader's own work, not a broker's.
+  while each batch is built (``log.reader.pause-gc=true``). The log is
+  :class:`tablelog.testing.memory_log.MemoryLog` (Kafka-like positions, in this
+  process), so that the figures are the reader's own work, not a broker's.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
 import attrs
@@ -30,82 +29,13 @@ import pyarrow as pa
 
 from tablelog import registry
 from tablelog.formats import RecordCodec
-from tablelog.hookspecs import hookimpl
 from tablelog.options import LogFormat
 from tablelog.reading import Change
-from tablelog.records import FetchResult, LogRecord, ProducedRange, RowKind, SeekKind, ValuesResult
+from tablelog.records import RowKind
 from tablelog.table import create_table
+from tablelog.testing.memory_log import MemoryLog
 
 SCHEMA = pa.schema([("id", pa.int64()), ("seq", pa.int64()), ("payload", pa.string())])
-
-
-class MemoryLog:
-    """A log system in this process's memory: consecutive integer positions per partition."""
-
-    def __init__(self) -> None:
-        self.topics: dict[str, list[list[LogRecord]]] = {}
-
-    def plugin(self) -> SimpleNamespace:
-        names = ("open_log", "close_log", "ensure_topic", "produce", "flush", "end_positions", "seek",
-                 "fetch", "fetch_values", "commit")
-        return SimpleNamespace(**{name: getattr(self, name) for name in names})
-
-    @hookimpl
-    def open_log(self, config: Any) -> Any:
-        return SimpleNamespace(config=config, pending=[])
-
-    @hookimpl
-    def close_log(self, connection: Any) -> None:
-        pass
-
-    @hookimpl
-    def commit(self, connection: Any, committed: Any) -> None:
-        pass
-
-    @hookimpl
-    def ensure_topic(self, connection: Any) -> int:
-        config = connection.config
-        return len(self.topics.setdefault(config.topic, [[] for _ in range(config.partitions)]))
-
-    @hookimpl
-    def produce(self, connection: Any, batch: Any) -> None:
-        log = self.topics[connection.config.topic][batch.partition]
-        first = len(log)
-        for i, (key, value) in enumerate(zip(batch.keys, batch.values, strict=True)):
-            log.append(LogRecord(len(log), key, value, batch.token, batch.first_seq + i, batch.timestamp_ms))
-        connection.pending.append(ProducedRange(batch.token, batch.partition, first, len(log) - 1, len(batch.values)))
-
-    @hookimpl
-    def flush(self, connection: Any, timeout_s: float) -> list[ProducedRange]:
-        merged: dict[tuple[str, int], ProducedRange] = {}
-        for r in connection.pending:
-            old = merged.get((r.token, r.partition))
-            merged[(r.token, r.partition)] = r if old is None else ProducedRange(
-                r.token, r.partition, old.first, r.last, old.count + r.count)
-        connection.pending.clear()
-        return list(merged.values())
-
-    @hookimpl
-    def end_positions(self, connection: Any, partitions: list[int]) -> dict[int, int]:
-        return {p: len(self.topics[connection.config.topic][p]) for p in partitions}
-
-    @hookimpl
-    def seek(self, connection: Any, partition: int, spec: Any) -> int:
-        end = len(self.topics[connection.config.topic][partition])
-        return {SeekKind.EARLIEST: 0, SeekKind.LATEST: end}.get(spec.kind, min(spec.value, end))
-
-    @hookimpl
-    def fetch(self, connection: Any, partition: int, position: int, max_records: int,
-              timeout_s: float) -> FetchResult:
-        records = self.topics[connection.config.topic][partition][position:position + max_records]
-        return FetchResult(records, records[-1].position + 1 if records else position)
-
-    @hookimpl
-    def fetch_values(self, connection: Any, partition: int, position: int, max_records: int,
-                     timeout_s: float) -> ValuesResult:
-        records = self.topics[connection.config.topic][partition][position:position + max_records]
-        return ValuesResult([r.value for r in records], [r.position for r in records],
-                            records[-1].position + 1 if records else position)
 
 
 def per_record(run: Callable[[], int], rounds: int) -> float:

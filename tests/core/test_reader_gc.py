@@ -1,14 +1,12 @@
 """The cyclic garbage collector is process-wide state: a reader leaves it alone unless
 it opts in with ``log.reader.pause-gc``; then it is paused only while a batch of
-changes is built, never while the reader waits, and never turned on when the
-application had turned it off. The collector's state is observed where a reader
+changes is built (never while the reader waits: tests/core/test_eventual_idle.py), and
+never turned on when the application had turned it off. The collector's state is observed where a reader
 decodes the values of a batch (a spy around the table codec's ``decode_value``)."""
 
 from __future__ import annotations
 
 import gc
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,17 +62,6 @@ def test_a_reader_that_opts_in_pauses_the_collector_while_it_builds_a_batch(
         assert len(reader.poll()) + len(reader.poll()) == 50
         assert gc.isenabled()  # on again once the batch is built
     assert collector_while_decoding and not any(collector_while_decoding)
-
-
-def test_an_idle_reader_that_opts_in_leaves_the_collector_on_while_it_waits(table: Table) -> None:
-    seen: list[bool] = []
-    with table.reader(consistency="eventual", scan_mode="latest", **PAUSE) as reader:
-        reader.poll()
-        thread = threading.Thread(target=lambda: (time.sleep(0.3), seen.append(gc.isenabled())))
-        thread.start()
-        reader.poll(timeout_s=0.6)
-        thread.join()
-    assert seen == [True]
 
 
 def test_a_collector_the_application_turned_off_stays_off_after_a_read(table: Table) -> None:
