@@ -24,7 +24,8 @@ The parts: :mod:`~tablelog.reading.reader` (the :class:`ChangelogReader` facade)
 :mod:`~tablelog.reading.start` (where a reader starts), :mod:`~tablelog.reading.full_scan`,
 :mod:`~tablelog.reading.transactional`, :mod:`~tablelog.reading.eventual`,
 :mod:`~tablelog.reading.decode` (values into :class:`Change` objects, foreign records),
-:mod:`~tablelog.reading.batch` and :mod:`~tablelog.reading.context` (what they share).
+:mod:`~tablelog.reading.batch`, :mod:`~tablelog.reading.gc_pause` (``log.reader.pause-gc``) and
+:mod:`~tablelog.reading.context` (what they share).
 """
 
 from tablelog.positions import ReaderPosition
