@@ -27,7 +27,7 @@ class ReadContext:
         self.options = options
         #: The log partitions read (None: all of them).
         self.partitions = partitions
-        self.decoder = Decoder(self)
+        self.decoder = Decoder(table, options)
         #: What the building of each batch is wrapped in (``log.reader.pause-gc``).
         self.building_batch = batch_guard(options.log_reader_pause_gc)
         self._log: LogClient | None = None

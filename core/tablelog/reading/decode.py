@@ -18,7 +18,8 @@ from tablelog.options import ForeignRecords
 from tablelog.records import RowKind
 
 if TYPE_CHECKING:
-    from tablelog.reading.context import ReadContext
+    from tablelog.options import TableOptions
+    from tablelog.table import Table
 
 
 class Change(NamedTuple):
@@ -38,9 +39,10 @@ class Change(NamedTuple):
 class Decoder:
     """Decodes one reader's values and applies its foreign-record policy."""
 
-    def __init__(self, context: ReadContext) -> None:
-        self._context = context
-        self._skip_foreign = context.options.log_foreign_records is ForeignRecords.SKIP
+    def __init__(self, table: Table, options: TableOptions) -> None:
+        """``options``: the reader's (its ``log.foreign-records``)."""
+        self._table = table
+        self._skip_foreign = options.log_foreign_records is ForeignRecords.SKIP
         #: Foreign records skipped so far (``log.foreign-records=skip``).
         self.foreign_skipped = 0
 
@@ -52,7 +54,7 @@ class Decoder:
         does not decode (see :meth:`foreign`). Returns the positions of those, which
         were left out (usually none). One tight loop: it runs for every record a reader
         returns one by one."""
-        codec = self._context.table.codec
+        codec = self._table.codec
         decode_value, python_row = codec.decode_value, codec.python_row
         new = tuple.__new__  # what Change(...) does, without its Python-level __new__
         append = out.append
@@ -66,7 +68,7 @@ class Decoder:
                 kind, row = decode_value(value)
                 change = new(Change, (kind, python_row(row), snapshot_id, partition, pos))
             except (ValueError, KeyError, TypeError) as err:
-                fmt = self._context.table.options.log_format.value
+                fmt = self._table.options.log_format.value
                 self.foreign(partition, pos, f"its value does not decode as {fmt} ({err})")
                 left_out.append(pos)
                 continue
@@ -78,6 +80,5 @@ class Decoder:
         if self._skip_foreign:
             self.foreign_skipped += 1
             return
-        context = self._context
-        raise ForeignRecordError(topic=context.table.topic, partition=partition, position=position, reason=reason)
+        raise ForeignRecordError(topic=self._table.topic, partition=partition, position=position, reason=reason)
 
