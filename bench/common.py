@@ -135,8 +135,10 @@ def encoded_records(table: Table, rows: pa.Table) -> dict[int, tuple[list[bytes 
 
 def read_transactional(table: Table, total: int, consistency: str = "transactional", arrow: bool = False) -> float:
     """Seconds to read ``total`` changes from the earliest snapshot with ``poll`` (or,
-    with ``arrow``, ``poll_arrow``: the changes as Arrow tables)."""
-    reader = table.reader(consistency=consistency, scan_mode="earliest")
+    with ``arrow``, ``poll_arrow``: the changes as Arrow tables). The reader opts in to
+    ``log.reader.pause-gc``, as a reader tuned for throughput does (``python -m
+    bench.reader_costs`` measures the default against it)."""
+    reader = table.reader(consistency=consistency, scan_mode="earliest", **{"log.reader.pause-gc": "true"})
     poll = reader.poll_arrow if arrow else reader.poll
     seen = 0
     began = time.perf_counter()

@@ -28,6 +28,7 @@ fetch (records/s until every record was returned), all reading the topic the
   * ``raw+json``     ``raw`` plus ``orjson.loads`` of every value (what a consumer of
                      the raw topic does to get rows);
   * ``transactional`` ``table.reader(consistency="transactional", scan_mode="earliest")``
+                     with ``log.reader.pause-gc=true`` (every tablelog reader variant)
                      ``.poll()`` until all: walk snapshots, fetch the committed ranges,
                      keep committed tokens and unseen sequence numbers, decode into
                      ``Change`` objects with Python rows;

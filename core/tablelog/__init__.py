@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 from tablelog.errors import TablelogError
 from tablelog.normalize import Normalizer
-from tablelog.reader import Change, ChangelogReader, ReaderPosition
+from tablelog.reading import Change, ChangelogReader, ReaderPosition
 from tablelog.records import RowKind
 from tablelog.table import Table, create_table, open_table
 

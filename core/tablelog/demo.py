@@ -15,7 +15,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.normalize import Normalizer
-from tablelog.reader import Change
+from tablelog.reading import Change
 from tablelog.table import Table, create_table
 from tablelog.verify import VerifyReport, verify
 

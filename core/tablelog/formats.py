@@ -39,7 +39,6 @@ from tablelog.json_values import (
     float_from_json,
     float_to_json,
     from_json_arrow,
-    from_json_values,
     is_float,
     json_type,
     python_converter,
@@ -232,7 +231,7 @@ class RecordCodec:
     def _values_to_arrow_one_by_one(self, values: list[bytes]) -> pa.Table:
         try:
             decoded = [self.decode_value(v) for v in values]
-            return self.rows_to_arrow([k for k, _ in decoded], [r for _, r in decoded])
+            return self.rows_to_arrow([k for k, _ in decoded], [self.python_row(r) for _, r in decoded])
         except (KeyError, TypeError) as err:
             raise ValueError(f"a value is not a row of the table: {err!r}") from None
 
@@ -246,11 +245,10 @@ class RecordCodec:
         return pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
 
     def rows_to_arrow(self, kinds: list[RowKind], rows: list[dict[str, Any]]) -> pa.Table:
-        """Decoded rows as an Arrow table with a leading ``_kind`` column."""
-        arrays = [pa.array([k.value for k in kinds], pa.string())]
-        for field in self.schema:
-            arrays.append(from_json_values([r.get(field.name) for r in rows], field.type))
-        return pa.Table.from_arrays(arrays, schema=self._arrow_schema)
+        """Rows in the table's Python types (what :meth:`python_row` returns, what a
+        reader's changes hold) as an Arrow table with a leading ``_kind`` column: the
+        one way from decoded rows to Arrow."""
+        return pa.Table.from_pylist(rows, schema=self.schema).add_column(0, KIND_COLUMN, pa.array(kinds, pa.string()))
 
     @property
     def _arrow_schema(self) -> pa.Schema:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tablelog.reader import Change
+from tablelog.reading import Change
 from tablelog.records import RowKind
 from tablelog.row_equality import row_key, rows_equal
 

@@ -170,6 +170,13 @@ class TableOptions:
         "is produced.",
         _int(1),
     )
+    log_reader_pause_gc: bool = option(
+        "log.reader.pause-gc", False,
+        "Pause Python's cyclic garbage collector, for the whole process, while a reader builds "
+        "a batch of changes (`poll()`: less CPU per change; other threads' cyclic garbage waits "
+        "until the batch is built). See docs/performance.md.",
+        _bool,
+    )
     scan_mode: ScanMode = option(
         "scan.mode", ScanMode.LATEST_FULL,
         "`latest-full` (current rows, then the log), `latest`, `earliest`, `from-timestamp`.",

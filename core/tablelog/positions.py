@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from tablelog.commit.record import LogCommitRecord
 from tablelog.errors import OptionError, ReaderPositionError
 from tablelog.options import Consistency
-from tablelog.protocol import LogCommitRecord
 
 if TYPE_CHECKING:
     from tablelog.table_view import TableView as Table

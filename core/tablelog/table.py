@@ -38,7 +38,7 @@ from tablelog.topic_owners import default_topic, refuse_shared_topic
 
 if TYPE_CHECKING:
     from tablelog.log_pool import LogPool
-    from tablelog.reader import ChangelogReader
+    from tablelog.reading import ChangelogReader
     from tablelog.registry import LogClient
     from tablelog.writer import Writer, WriteTask
 
@@ -312,6 +312,6 @@ class Table:
         """A changelog reader. ``options``: ``consistency``, ``scan_mode``,
         ``timestamp_millis`` or option keys (``log.consistency``, ``scan.mode``...).
         ``position``: a saved :attr:`ChangelogReader.position` to resume from."""
-        from tablelog.reader import ChangelogReader
+        from tablelog.reading import ChangelogReader
 
         return ChangelogReader(self, position=position, **options)

@@ -9,114 +9,24 @@ byte-offset positions, whose ranges are never dense.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from tablelog import registry
-from tablelog.errors import LogDataLostError
-from tablelog.hookspecs import hookimpl
-from tablelog.reader import _dense
-from tablelog.records import (
-    FetchResult,
-    LogConfig,
-    LogRecord,
-    ProduceBatch,
-    ProducedRange,
-    SeekKind,
-    SeekSpec,
-    ValuesResult,
-)
+from tablelog.errors import ForeignRecordError, LogDataLostError
+from tablelog.reading.transactional import dense as _dense
+from tablelog.records import ProducedRange
 from tablelog.table import Table, create_table
+from tablelog.testing.memory_log import MemoryLog
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
-_TOPICS: dict[str, list[list[LogRecord | None]]] = {}  # topic -> partitions -> records (None: lost)
-
-
-class MemoryLog:
-    """Consecutive integer positions; counts the hook calls the reader makes."""
-
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-        self.prefetched: list[dict[int, int]] = []
-
-    def plugin(self) -> SimpleNamespace:
-        names = ("open_log", "close_log", "ensure_topic", "produce", "flush", "end_positions", "seek",
-                 "fetch", "fetch_values", "prefetch", "commit")
-        return SimpleNamespace(**{name: getattr(self, name) for name in names})
-
-    @hookimpl
-    def open_log(self, config: LogConfig) -> Any:
-        return SimpleNamespace(config=config, pending=[])
-
-    @hookimpl
-    def close_log(self, connection: Any) -> None:
-        pass
-
-    @hookimpl
-    def commit(self, connection: Any, committed: Any) -> None:
-        pass
-
-    @hookimpl
-    def ensure_topic(self, connection: Any) -> int:
-        config = connection.config
-        return len(_TOPICS.setdefault(config.topic, [[] for _ in range(config.partitions)]))
-
-    @hookimpl
-    def produce(self, connection: Any, batch: ProduceBatch) -> None:
-        log = _TOPICS[connection.config.topic][batch.partition]
-        first = len(log)
-        for i, (key, value) in enumerate(zip(batch.keys, batch.values, strict=True)):
-            log.append(LogRecord(len(log), key, value, batch.token, batch.first_seq + i, batch.timestamp_ms))
-        connection.pending.append(ProducedRange(batch.token, batch.partition, first, len(log) - 1, len(batch.values)))
-
-    @hookimpl
-    def flush(self, connection: Any, timeout_s: float) -> list[ProducedRange]:
-        merged: dict[tuple[str, int], ProducedRange] = {}
-        for r in connection.pending:
-            old = merged.get((r.token, r.partition))
-            merged[(r.token, r.partition)] = r if old is None else ProducedRange(
-                r.token, r.partition, old.first, r.last, old.count + r.count)
-        connection.pending.clear()
-        return list(merged.values())
-
-    @hookimpl
-    def end_positions(self, connection: Any, partitions: list[int]) -> dict[int, int]:
-        return {p: len(_TOPICS[connection.config.topic][p]) for p in partitions}
-
-    @hookimpl
-    def seek(self, connection: Any, partition: int, spec: SeekSpec) -> int:
-        end = len(_TOPICS[connection.config.topic][partition])
-        return {SeekKind.EARLIEST: 0, SeekKind.LATEST: end}.get(spec.kind, min(spec.value, end))
-
-    def _records(self, connection: Any, partition: int, position: int, max_records: int) -> list[LogRecord]:
-        log = _TOPICS[connection.config.topic][partition]
-        return [r for r in log[position:] if r is not None][:max_records]
-
-    @hookimpl
-    def fetch(self, connection: Any, partition: int, position: int, max_records: int,
-              timeout_s: float) -> FetchResult:
-        self.calls["fetch"] += 1
-        records = self._records(connection, partition, position, max_records)
-        return FetchResult(records, records[-1].position + 1 if records else position)
-
-    @hookimpl
-    def fetch_values(self, connection: Any, partition: int, position: int, max_records: int,
-                     timeout_s: float) -> ValuesResult:
-        self.calls["fetch_values"] += 1
-        records = self._records(connection, partition, position, max_records)
-        return ValuesResult([r.value for r in records], [r.position for r in records],
-                            records[-1].position + 1 if records else position)
-
-    @hookimpl
-    def prefetch(self, connection: Any, positions: dict[int, int]) -> None:
-        self.prefetched.append(dict(positions))
 
 
 @pytest.fixture
@@ -146,9 +56,27 @@ def _commit(table: Table, commit_id: int, data: list[dict[str, Any]], attempts: 
     table.commit("w", commit_id, receipts[-1:])
 
 
-def _read(table: Table) -> list[Any]:
-    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+def _read(table: Table, **options: str) -> list[Any]:
+    with table.reader(consistency="transactional", scan_mode="earliest", **options) as reader:
         return reader.read_all(idle_timeout_s=0.2)
+
+
+def _interleaved(table: Table) -> None:
+    """Two writes of one commit whose records interleave in partition 0: a sparse read."""
+    first, second = table.write_task("w", 1, "a"), table.write_task("w", 1, "b")
+    first.write(_rows(10)), second.write(_rows(10, start=10)), first.write(_rows(10, start=20))
+    table.commit("w", 1, [first.finish(), second.finish()])
+
+
+def _replace(memory_log: MemoryLog, table: Table, partition: int, position: int, **fields: Any) -> None:
+    log = memory_log.topics[table.topic][partition]
+    record = log[position]
+    assert record is not None
+    log[position] = record._replace(**fields)
+
+
+def _first_position(memory_log: MemoryLog, table: Table, partition: int) -> int:
+    return next(r.position for r in memory_log.topics[table.topic][partition] if r is not None)
 
 
 def test_ranges_are_dense_when_each_count_equals_its_length_and_none_overlap() -> None:
@@ -190,9 +118,7 @@ def test_ranges_after_a_dead_attempt_are_dense_and_skip_its_records(table: Table
 
 
 def test_interleaved_writes_are_read_record_by_record(table: Table, memory_log: MemoryLog) -> None:
-    first, second = table.write_task("w", 1, "a"), table.write_task("w", 1, "b")
-    first.write(_rows(10)), second.write(_rows(10, start=10)), first.write(_rows(10, start=20))
-    table.commit("w", 1, [first.finish(), second.finish()])
+    _interleaved(table)
     assert Counter(c.row["id"] for c in _read(table)) == Counter(range(30))
     assert memory_log.calls["fetch"] > 0
 
@@ -203,9 +129,9 @@ def test_every_partition_of_a_snapshot_is_prefetched_at_its_start(table: Table, 
     assert memory_log.prefetched[0] == {0: 0, 1: 0}
 
 
-def test_a_record_missing_inside_a_dense_range_is_reported_lost(table: Table) -> None:
+def test_a_record_missing_inside_a_dense_range_is_reported_lost(table: Table, memory_log: MemoryLog) -> None:
     _commit(table, 1, _rows(40))
-    _TOPICS[table.topic][0][3] = None
+    memory_log.topics[table.topic][0][3] = None
     with pytest.raises(LogDataLostError, match="partition 0") as lost:
         _read(table)
     assert "only" in str(lost.value)
@@ -218,3 +144,47 @@ def test_arrow_reads_of_long_values_equal_change_reads(table: Table) -> None:
         arrow = reader.poll_arrow(timeout_s=0.5)
         assert arrow.to_pylist() == reader.to_arrow(_read(table)).to_pylist()
     assert arrow.num_rows == 30
+
+
+# -- values that are not the table's rows --------------------------------------------------
+
+
+def test_an_undecodable_committed_record_fails_a_sparse_read_naming_its_position(table: Table, memory_log: MemoryLog) -> None:
+    _interleaved(table)
+    position = _first_position(memory_log, table, 0) + 2
+    _replace(memory_log, table, 0, position, value=b"{not json")
+    with pytest.raises(ForeignRecordError, match=f"partition 0, position {position}: its value does not decode"):
+        _read(table)
+
+
+def test_an_undecodable_committed_record_skipped_in_a_sparse_read_is_not_counted_as_found(table: Table, memory_log: MemoryLog) -> None:
+    _interleaved(table)
+    _replace(memory_log, table, 0, _first_position(memory_log, table, 0) + 2, value=b"{not json")
+    with pytest.raises(LogDataLostError, match=r"partition 0, .* only \d+ of the \d+ records") as lost:
+        _read(table, **{"log.foreign-records": "skip"})
+    found, committed = map(int, re.search(r"only (\d+) of the (\d+)", str(lost.value)).groups())  # type: ignore[union-attr]
+    assert found == committed - 1
+
+
+def test_foreign_records_of_a_sparse_read_are_reported_in_log_order(table: Table, memory_log: MemoryLog) -> None:
+    _interleaved(table)
+    first = _first_position(memory_log, table, 0)
+    _replace(memory_log, table, 0, first + 2, value=b"{not json")  # a committed record that does not decode
+    _replace(memory_log, table, 0, first + 5, token=None)  # a record without a writer token, after it
+    with pytest.raises(ForeignRecordError, match=f"position {first + 2}: its value does not decode"):
+        _read(table)
+
+
+@pytest.mark.parametrize("arrow", [False, True], ids=["poll", "poll_arrow"])
+def test_a_committed_value_with_text_in_a_float_column_is_a_foreign_record(
+    tmp_path: Path, memory_log: MemoryLog, arrow: bool
+) -> None:
+    schema = pa.schema([("id", pa.int64()), ("x", pa.float64())])
+    table = create_table(str(tmp_path / "wh"), f"db.f_{uuid.uuid4().hex[:8]}", schema, primary_key=["id"],
+                         bucket=1, options={"log.system": "memory", "log.format": "json"})
+    _commit(table, 1, [{"id": i, "x": i / 2} for i in range(10)])
+    position = _first_position(memory_log, table, 0) + 4
+    _replace(memory_log, table, 0, position, value=b'{"id": 4, "x": "nope", "_kind": "+I"}')
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader, \
+            pytest.raises(ForeignRecordError, match=f"partition 0, position {position}: its value does not decode"):
+        reader.poll_arrow(timeout_s=0.5) if arrow else reader.poll(timeout_s=0.5)

@@ -113,14 +113,15 @@ def test_an_eventual_reader_of_no_partition_waits_without_fetching(tmp_path: Pat
     assert spy.calls == 0
 
 
-def test_the_garbage_collector_runs_while_an_idle_eventual_reader_waits(tmp_path: Path) -> None:
-    """The reader pauses the collector (for the whole process) while it builds a batch,
-    never for a wait."""
+@pytest.mark.parametrize("pause_gc", ["false", "true"])
+def test_the_garbage_collector_runs_while_an_idle_eventual_reader_waits(tmp_path: Path, pause_gc: str) -> None:
+    """A reader that opts in (``log.reader.pause-gc``) pauses the collector (for the
+    whole process) while it builds a batch, never for a wait."""
     import gc
 
     table = _table(tmp_path, 1)
     seen: list[bool] = []
-    with table.reader(consistency="eventual", scan_mode="latest") as reader:
+    with table.reader(consistency="eventual", scan_mode="latest", **{"log.reader.pause-gc": pause_gc}) as reader:
         reader.poll()
         thread = threading.Thread(target=lambda: (time.sleep(0.3), seen.append(gc.isenabled())))
         thread.start()

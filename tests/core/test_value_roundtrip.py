@@ -145,8 +145,9 @@ def test_special_float_strings_decode_in_every_decoding_path(fmt: LogFormat) -> 
     values = codec.encode(pa.Table.from_pylist(rows, schema=schema), [RowKind.INSERT] * 3, 0).values
     one_by_one = [codec.python_row(codec.decode_value(v)[1]) for v in values]
     all_at_once = codec.values_to_arrow(values).drop_columns(["_kind"]).to_pylist()
-    via_rows = codec.rows_to_arrow(*zip(*map(codec.decode_value, values), strict=True)).drop_columns(
-        ["_kind"]).to_pylist()  # type: ignore[arg-type]
+    decoded = [codec.decode_value(v) for v in values]
+    via_rows = codec.rows_to_arrow([k for k, _ in decoded], [codec.python_row(r) for _, r in decoded]).drop_columns(
+        ["_kind"]).to_pylist()
     for decoded in (one_by_one, all_at_once, via_rows):
         assert bag(decoded) == bag([{"y": None, **r} for r in rows])
 

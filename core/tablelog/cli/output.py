@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tablelog.reader import Change
+from tablelog.reading import Change
 
 FORMATS = ("text", "json")
 

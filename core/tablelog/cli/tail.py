@@ -25,7 +25,7 @@ from tablelog.cli.common import (
 )
 from tablelog.cli.output import FORMATS, change_document, dumps
 from tablelog.errors import OptionError
-from tablelog.reader import Change, ChangelogReader
+from tablelog.reading import Change, ChangelogReader
 from tablelog.table import Table, open_table
 
 #: Changes per poll: the most a batch holds before it is printed.

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pytest
 
 from tablelog.normalize import Normalizer
-from tablelog.reader import Change
+from tablelog.reading import Change
 from tablelog.table import Table, create_table, open_table
 from tablelog.verify import verify
 

@@ -1,0 +1,138 @@
+"""Eventual reads: every record of this table as soon as the log has it.
+
+At least once; records of other tables on the topic, told by the tag in their writer
+token, are left out. Add :class:`tablelog.normalize.Normalizer` for a correct
+changelog. Idle, the reader waits in the log's own fetch, not in a loop of fetches.
+After the full scan of a hybrid read (``scan.mode = latest-full``), the records of
+writes committed after the scan but produced before the log part began are returned
+once, so that the read has no gap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+import time
+
+import pyarrow as pa
+
+from tablelog.commit.record import LogCommitRecord
+from tablelog.errors import PositionOutOfRangeError
+from tablelog.identity import TAG_SEPARATOR
+from tablelog.positions import ReaderPosition
+from tablelog.reading.context import ReadContext
+from tablelog.reading.decode import Change
+from tablelog.records import FetchResult, LogRecord, ProducedRange
+
+#: An idle eventual reader waits in one partition at a time: each partition is
+#: looked at again within this long (the most an idle reader adds to a record's latency).
+_IDLE_ROUND_S = 0.02
+_TOKEN = operator.itemgetter(3)  # LogRecord.token
+
+
+class EventualRead:
+    """Reads every partition from its log position on."""
+
+    def __init__(self, context: ReadContext) -> None:
+        self._context = context
+        self._own_prefix = context.table.token_prefix
+        self._wait_turn = 0  # which partition an idle reader waits in next
+        #: Records of other tables that share this table's topic, left out.
+        self.other_tables_skipped = 0
+
+    def poll_arrow(self, position: ReaderPosition, budget: int, timeout_s: float) -> pa.Table:
+        return self._context.to_arrow(self.poll(position, budget, timeout_s))
+
+    def poll(self, position: ReaderPosition, budget: int, timeout_s: float) -> list[Change]:
+        context = self._context
+        out: list[Change] = self._late_writes(position) if position.horizon else []
+        deadline = time.monotonic() + timeout_s
+        partitions = [
+            p for p in sorted(position.offsets) or range(context.table.log_partitions) if context.reads(p)
+        ]
+        for partition in partitions:  # what every partition holds now
+            if len(out) >= budget:
+                return out
+            self._fetch(position, partition, budget - len(out), 0.0, out)
+        # Nothing yet: the log's own waiting fetch does the waiting (a fetch may be a
+        # round trip or a database transaction: never spin on it). It waits in one
+        # partition at a time, taking turns, for a slice short enough that each
+        # partition is looked at again within _IDLE_ROUND_S.
+        while not out and (remaining := deadline - time.monotonic()) > 0:
+            if not partitions:
+                time.sleep(remaining)
+                break
+            partition = partitions[self._wait_turn % len(partitions)]
+            self._wait_turn += 1
+            wait = remaining if len(partitions) == 1 else min(remaining, _IDLE_ROUND_S / (len(partitions) - 1))
+            self._fetch(position, partition, budget, wait, out)
+        return out
+
+    def _fetch(
+        self, position: ReaderPosition, partition: int, max_records: int, timeout_s: float, out: list[Change]
+    ) -> None:
+        context = self._context
+        pos = position.offsets.get(partition, 0)
+        # A paused collector is paused for the whole process: not while a fetch waits.
+        with context.building_batch() if timeout_s <= 0 else contextlib.nullcontext():
+            try:
+                result = context.log.fetch(partition, pos, max_records, timeout_s)
+            except PositionOutOfRangeError as err:
+                raise context.lost(partition, pos, pos, f"the log no longer holds them ({err})") from err
+        with context.building_batch():
+            self._take_all(result.records, partition, out)
+        position.offsets[partition] = result.next_position
+
+    def _take_all(self, records: list[LogRecord], partition: int, out: list[Change]) -> None:
+        """Every record of this table, decoded: records without a writer token are
+        foreign, records whose token carries another table's tag are left out (they
+        share the topic). The tokens are looked at once per distinct token, not per
+        record: a fetch usually holds a few writes' records."""
+        own = self._own_prefix
+        tokens = set(map(_TOKEN, records))
+        if None in tokens or any(not t.startswith(own) and TAG_SEPARATOR in t for t in tokens if t is not None):
+            records = self._own_records(records, partition)
+        values = [r.value for r in records]
+        self._context.decoder.decode_all(values, [r.position for r in records], partition, None, out)
+
+    def _own_records(self, records: list[LogRecord], partition: int) -> list[LogRecord]:
+        own = self._own_prefix
+        foreign = self._context.decoder.foreign
+        kept = []
+        for rec in records:
+            token = rec.token
+            if token is None:
+                foreign(partition, rec.position, "it carries no tablelog writer token")
+            elif not token.startswith(own) and TAG_SEPARATOR in token:
+                self.other_tables_skipped += 1
+            else:
+                kept.append(rec)
+        return kept
+
+    def _late_writes(self, position: ReaderPosition) -> list[Change]:
+        """Records of writes committed after the full scan but produced before the log
+        part began (a concurrent writer's): returned once, so the hybrid read has no gap."""
+        store = self._context.table.store
+        out: list[Change] = []
+        while (snapshot := store.snapshot(position.snapshot + 1)) is not None:
+            record = LogCommitRecord.from_properties(snapshot.properties)
+            for r in record.ranges if record is not None else ():
+                horizon = position.horizon.get(r.partition, 0)
+                if r.first < horizon:
+                    self._token_records(r, min(r.last, horizon - 1), out)
+            position.snapshot = snapshot.id
+        return out
+
+    def _token_records(self, committed: ProducedRange, last: int, out: list[Change]) -> None:
+        """Append the decoded records of one committed write up to position ``last``."""
+        context = self._context
+        pos = committed.first
+        while pos <= last:
+            result = context.fetch_committed(committed.partition, pos, last, 10_000, values=False)
+            assert isinstance(result, FetchResult)
+            mine = [rec for rec in result.records if rec.position <= last and rec.token == committed.token]
+            values = [rec.value for rec in mine]
+            context.decoder.decode_all(values, [rec.position for rec in mine], committed.partition, None, out)
+            if result.records and result.records[-1].position > last:
+                return
+            pos = result.next_position

@@ -1,0 +1,177 @@
+""":class:`ChangelogReader`: a table's changelog, read with the consistency the table
+(or the reader) asks for; see :mod:`tablelog.reading` for the semantics.
+
+The reader holds the options, the position and the log connection, and hands each
+poll to the part that reads: the full scan of a hybrid read first, then the
+transactional or the eventual read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pyarrow as pa
+
+from tablelog.errors import OptionError
+from tablelog.options import Consistency, ScanMode
+from tablelog.positions import ReaderPosition
+from tablelog.reading.context import ReadContext
+from tablelog.reading.decode import Change
+from tablelog.reading.eventual import EventualRead
+from tablelog.reading.full_scan import FullScan
+from tablelog.reading.start import check_ends, check_given_position, initial_position
+from tablelog.reading.transactional import TransactionalRead
+
+if TYPE_CHECKING:
+    from tablelog.registry import LogClient
+    from tablelog.table_view import TableView as Table
+
+
+class ChangelogReader:
+    """Reads a table's changelog; see :mod:`tablelog.reading` for the semantics."""
+
+    def __init__(
+        self,
+        table: Table,
+        position: ReaderPosition | str | dict[str, Any] | None = None,
+        *,
+        consistency: str | Consistency | None = None,
+        scan_mode: str | ScanMode | None = None,
+        timestamp_millis: int | None = None,
+        partitions: Iterable[int] | None = None,
+        until_snapshot: int | None = None,
+        **option_keys: Any,
+    ) -> None:
+        """``partitions``: read only these log partitions (and, in the full scan, only
+        the rows of the buckets with those numbers). ``until_snapshot``: transactional
+        readers stop after this snapshot (a bounded read, e.g. one Spark micro-batch)."""
+        overrides = {k.replace("_", "-") if "." not in k else k: v for k, v in option_keys.items()}
+        if consistency is not None:
+            overrides["log.consistency"] = getattr(consistency, "value", consistency)
+        if scan_mode is not None:
+            overrides["scan.mode"] = getattr(scan_mode, "value", scan_mode)
+        if timestamp_millis is not None:
+            overrides["scan.timestamp-millis"] = timestamp_millis
+        self.table = table
+        self.options = table.options.with_overrides(overrides)
+        if self.options.scan_mode is ScanMode.FROM_TIMESTAMP and self.options.scan_timestamp_millis is None:
+            raise OptionError("scan.mode='from-timestamp' needs option 'scan.timestamp-millis'")
+        only = None if partitions is None else frozenset(partitions)
+        self._context = ReadContext(table, self.options, only)
+        self._position: ReaderPosition | None = None
+        # A saved position (its JSON, or a dict) is checked against the log's ends when
+        # the log is first used; a ReaderPosition object is trusted there (the Spark
+        # source builds them from offsets it checked on the driver).
+        self._ends_checked = position is None or isinstance(position, ReaderPosition)
+        if position is not None:
+            self._position = ReaderPosition.parse(position)
+            if consistency is not None and self._position.consistency is not self.options.log_consistency:
+                raise OptionError(
+                    f"the saved position is {self._position.consistency.value}, "
+                    f"the reader asks for {self.options.log_consistency.value}"
+                )
+            check_given_position(self._context, self._position)
+        unknown = sorted(p for p in only or () if not 0 <= p < table.log_partitions)
+        if unknown:  # they would be read as empty partitions
+            raise OptionError(
+                f"partitions={unknown}: the log of table {table.identifier!r} has partitions "
+                f"0..{table.log_partitions - 1}"
+            )
+        self._full_scan = FullScan(self._context)
+        self._read: TransactionalRead | EventualRead
+        if self.consistency is Consistency.TRANSACTIONAL:
+            # A saved position inside a snapshot: that snapshot's records cannot be counted.
+            counted_from_start = self._position is None or not self._position.offsets
+            self._read = TransactionalRead(self._context, until_snapshot, counted_from_start)
+        else:
+            self._read = EventualRead(self._context)
+
+    @property
+    def consistency(self) -> Consistency:
+        return self._position.consistency if self._position else self.options.log_consistency
+
+    @property
+    def position(self) -> ReaderPosition:
+        """Where the reader is now (changes returned so far are before it)."""
+        position = self._ensure_position()
+        return attrs.evolve(position, offsets=dict(position.offsets), horizon=dict(position.horizon))
+
+    @property
+    def log(self) -> LogClient:
+        return self._context.log
+
+    @property
+    def foreign_skipped(self) -> int:
+        """Foreign records skipped so far (``log.foreign-records=skip``)."""
+        return self._context.decoder.foreign_skipped
+
+    @property
+    def other_tables_skipped(self) -> int:
+        """Records of other tables that share this table's topic, left out (eventual reads)."""
+        return self._read.other_tables_skipped if isinstance(self._read, EventualRead) else 0
+
+    # -- public reading ----------------------------------------------------------
+
+    def poll(self, max_records: int = 10_000, timeout_s: float = 0.0) -> list[Change]:
+        """Return the changes available now (up to about ``max_records``), waiting at
+        most ``timeout_s`` for the first one. An empty list means: nothing new yet."""
+        position = self._ready_position()
+        if position.full_pending:
+            return self._full_scan.poll(position, max_records)
+        return self._read.poll(position, max_records, timeout_s)
+
+    def poll_arrow(self, max_records: int = 10_000, timeout_s: float = 0.0) -> pa.Table:
+        """:meth:`poll`, as one Arrow table in the layout of :meth:`to_arrow`.
+
+        The fast way to read: a transactional reader decodes the values of dense
+        committed ranges (every position between a write's first and last record is
+        one of its records; the common case) all at once in native code, where
+        :meth:`poll` builds a Python row and a :class:`Change` per record."""
+        position = self._ready_position()
+        if position.full_pending:
+            return self.to_arrow(self._full_scan.poll(position, max_records))
+        return self._read.poll_arrow(position, max_records, timeout_s)
+
+    def changes(self, follow: bool = False, idle_timeout_s: float = 1.0) -> Iterator[Change]:
+        """Iterate changes. Without ``follow``, stop once nothing new arrived for
+        ``idle_timeout_s``; with it, wait for new changes forever."""
+        while True:
+            batch = self.poll(timeout_s=idle_timeout_s)
+            if not batch and not follow:
+                return
+            yield from batch
+
+    def read_all(self, idle_timeout_s: float = 0.5) -> list[Change]:
+        """Every change available now (until the reader is idle for ``idle_timeout_s``)."""
+        return list(self.changes(follow=False, idle_timeout_s=idle_timeout_s))
+
+    def to_arrow(self, changes: list[Change]) -> pa.Table:
+        """Changes as an Arrow table: a ``_kind`` column, then the table's columns."""
+        return self._context.to_arrow(changes)
+
+    def close(self) -> None:
+        self._context.close()
+
+    def __enter__(self) -> ChangelogReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- position ------------------------------------------------------------------
+
+    def _ensure_position(self) -> ReaderPosition:
+        if self._position is None:
+            self._position = initial_position(self._context)
+        return self._position
+
+    def _ready_position(self) -> ReaderPosition:
+        """The position, a saved one checked against the log's ends (once, when the log
+        is first read: the check costs a look-up of the ends)."""
+        position = self._ensure_position()
+        if not self._ends_checked:
+            self._ends_checked = True
+            check_ends(self._context, position)
+        return position

@@ -1,0 +1,282 @@
+"""Transactional reads: the changes each snapshot committed, in commit order, each once.
+
+For each snapshot the reader fetches, per partition, the span covering the ranges of
+the writer tokens that snapshot commits, and returns exactly the records of those
+tokens inside their ranges, each once (duplicates a retrying client wrote are dropped
+by sequence number). Records of failed, speculative or replayed attempts belong to no
+committed token and are never returned. A committed range the log cannot produce is
+reported as lost data, never skipped.
+
+Two ways to read a partition's ranges: *dense* ranges (see :func:`dense`) are fetched
+as values only, and ``poll_arrow`` decodes them all at once into Arrow; elsewhere
+(*sparse*) every record's token, position and sequence number decide.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from tablelog.commit.record import LogCommitRecord
+from tablelog.errors import TablelogError
+from tablelog.positions import ReaderPosition
+from tablelog.reading.batch import Batch
+from tablelog.reading.context import ReadContext
+from tablelog.reading.decode import Change
+from tablelog.records import FetchResult, LogRecord, ProducedRange, ValuesResult
+
+_POLL_SLEEP_S = 0.01
+
+#: Values up to this size on average decode faster all at once by Arrow's JSON reader
+#: than one by one; longer ones not (its string parsing is slower). See
+#: docs/performance.md, "Why the reader does what it does".
+_AT_ONCE_MAX_AVERAGE_BYTES = 512
+
+
+def dense(ranges: list[ProducedRange]) -> bool:
+    """Whether every record inside these ranges (sorted by first) is a committed one:
+    no two overlap, and each is ``contiguous`` (the log system says so) or its count
+    equals its length. Counts are of distinct acknowledged records at distinct
+    positions, so a count equal to the length leaves no position for anything else
+    (a failed attempt's record, a retry's duplicate): logs with consecutive integer
+    positions (Kafka offsets) need no word from the plugin."""
+    previous_last = -1
+    for r in ranges:
+        if not (r.contiguous or r.last - r.first + 1 == r.count) or r.first <= previous_last:
+            return False
+        previous_last = r.last
+    return True
+
+
+def _decodes_faster_at_once(values: list[bytes | None]) -> bool:
+    if None in values:
+        return False  # not ours: decoded one by one, which reports it
+    return sum(map(len, values)) <= _AT_ONCE_MAX_AVERAGE_BYTES * len(values)  # type: ignore[arg-type]
+
+
+class TransactionalRead:
+    """Walks a table's snapshots in commit order and returns what each committed."""
+
+    def __init__(self, context: ReadContext, until_snapshot: int | None, counted_from_start: bool) -> None:
+        """``until_snapshot``: stop after this snapshot (a bounded read). ``counted_from_start``:
+        whether the reader starts at the beginning of a snapshot (a saved position may be
+        inside one), so that its records can be counted against the committed counts."""
+        self._context = context
+        self._until_snapshot = until_snapshot
+        self._last_seq: dict[tuple[str, int], int] = {}
+        self._counts: dict[tuple[str, int], int] = defaultdict(int)
+        self._counted_from_start = counted_from_start
+
+    def poll(self, position: ReaderPosition, budget: int, timeout_s: float) -> list[Change]:
+        return self._poll(position, budget, timeout_s, Batch(arrow=False)).to_changes()
+
+    def poll_arrow(self, position: ReaderPosition, budget: int, timeout_s: float) -> pa.Table:
+        batch = self._poll(position, budget, timeout_s, Batch(arrow=True))
+        to_arrow = self._context.to_arrow
+        tables = [part if not isinstance(part, list) else to_arrow(part) for part in batch.parts]
+        if not tables:
+            return to_arrow([])
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+    def _poll(self, position: ReaderPosition, budget: int, timeout_s: float, out: Batch) -> Batch:
+        store = self._context.table.store
+        deadline = time.monotonic() + timeout_s
+        while len(out) < budget:
+            if self._until_snapshot is not None and position.snapshot >= self._until_snapshot:
+                break
+            snapshot = store.snapshot(position.snapshot + 1)
+            if snapshot is None:
+                self._check_not_expired(position.snapshot + 1)
+                if out or time.monotonic() >= deadline:
+                    break
+                time.sleep(_POLL_SLEEP_S)
+                continue
+            record = LogCommitRecord.from_properties(snapshot.properties)
+            if record is None or not record.ranges:
+                self._advance(position, snapshot.id)
+                continue
+            self._check_same_log(record)
+            if not self._read_snapshot(position, snapshot.id, record, out, budget):
+                break
+            self._advance(position, snapshot.id)
+        return out
+
+    def _check_not_expired(self, snapshot_id: int) -> None:
+        table = self._context.table
+        earliest = table.store.earliest_snapshot_id()
+        if earliest is not None and earliest > snapshot_id:
+            raise TablelogError(
+                f"table {table.identifier!r}: snapshot {snapshot_id} expired before this reader "
+                f"read it (earliest kept: {earliest}); changes committed there cannot be returned. "
+                "Restart the reader with scan.mode=latest-full"
+            )
+
+    def _check_same_log(self, record: LogCommitRecord) -> None:
+        table = self._context.table
+        if record.system != table.options.log_system or record.topic != table.topic:
+            raise TablelogError(
+                f"table {table.identifier!r}: a snapshot committed records to log "
+                f"{record.system!r} topic {record.topic!r}, but this reader reads "
+                f"{table.options.log_system!r} topic {table.topic!r}"
+            )
+
+    def _advance(self, position: ReaderPosition, snapshot_id: int) -> None:
+        position.snapshot = snapshot_id
+        position.offsets = {}
+        self._last_seq.clear()
+        self._counts.clear()
+        self._counted_from_start = True
+
+    def _read_snapshot(
+        self, position: ReaderPosition, snapshot_id: int, record: LogCommitRecord, out: Batch, budget: int
+    ) -> bool:
+        """Append the snapshot's committed changes to ``out``; False if the budget ran out first."""
+        by_partition = {  # each partition's ranges sorted by first position
+            partition: ranges for partition, ranges in sorted(record.ranges_by_partition().items())
+            if self._context.reads(partition)
+        }
+        # The partitions are read one after the other; a client that fetches ahead
+        # starts on all of them now (no wait at each partition switch).
+        self._context.log.prefetch({
+            p: start for p, ranges in by_partition.items()
+            if (start := position.offsets.get(p, ranges[0].first)) <= max(r.last for r in ranges)
+        })
+        for partition, ranges in by_partition.items():
+            if not self._read_partition(position, snapshot_id, partition, ranges, out, budget):
+                return False
+            if self._counted_from_start:
+                self._check_counts(partition, ranges)
+        return True
+
+    def _read_partition(
+        self, position: ReaderPosition, snapshot_id: int, partition: int, ranges: list[ProducedRange],
+        out: Batch, budget: int,
+    ) -> bool:
+        """Append one partition's committed changes to ``out``, a chunk at a time; False if
+        the budget ran out first."""
+        read_chunk = self._read_dense_chunk if dense(ranges) else self._read_sparse_chunk
+        building_batch = self._context.building_batch
+        hi = max(r.last for r in ranges)
+        pos = position.offsets.get(partition, ranges[0].first)
+        while pos <= hi:
+            if len(out) >= budget:
+                position.offsets[partition] = pos
+                return False
+            with building_batch():
+                pos = read_chunk(snapshot_id, partition, ranges, pos, hi, out.fetch_size(budget, pos, hi), out)
+            position.offsets[partition] = pos
+        return True
+
+    def _read_dense_chunk(
+        self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int,
+        max_records: int, out: Batch,
+    ) -> int:
+        """One fetch of values, each inside a dense range a committed change; returns where to go on."""
+        result = self._context.fetch_committed(partition, pos, hi, max_records, values=True)
+        assert isinstance(result, ValuesResult)
+        for r in ranges:
+            # The chunk's records inside this range (records between ranges are other
+            # writes'); positions only grow, so two bisections find them.
+            a = bisect.bisect_left(result.positions, r.first)
+            b = bisect.bisect_right(result.positions, r.last)
+            if b > a:
+                self._take_values(result.values[a:b], result.positions[a:b], partition, snapshot_id, out)
+                self._counts[(r.token, partition)] += b - a
+        return result.next_position
+
+    def _take_values(
+        self, values: list[bytes | None], positions: Sequence[int], partition: int, snapshot_id: int, out: Batch
+    ) -> None:
+        """Committed values decoded: all at once into Arrow for ``poll_arrow``, else one
+        by one into changes (and one by one whenever a value does not decode)."""
+        context = self._context
+        if out.arrow and _decodes_faster_at_once(values):
+            try:
+                out.add(context.table.codec.values_to_arrow(values))
+                return
+            except ValueError:
+                pass  # decoded one by one below, which reports the value that is not ours
+        changes: list[Change] = []
+        context.decoder.decode_all(values, positions, partition, snapshot_id, changes)
+        if out.arrow:
+            out.add(context.to_arrow(changes))
+        else:
+            out.changes().extend(changes)
+
+    def _read_sparse_chunk(
+        self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int,
+        max_records: int, out: Batch,
+    ) -> int:
+        """One fetch of records, the committed ones kept; returns where to go on."""
+        result = self._context.fetch_committed(partition, pos, hi, max_records, values=False)
+        assert isinstance(result, FetchResult)
+        if self._take_committed(result.records, partition, hi, ranges, snapshot_id, out.changes()):
+            return hi + 1
+        return result.next_position
+
+    def _take_committed(
+        self, records: list[LogRecord], partition: int, hi: int, ranges: list[ProducedRange], snapshot_id: int,
+        out: list[Change],
+    ) -> bool:
+        """Append the committed changes among ``records`` up to position ``hi``: a record
+        counts when its token is committed in this snapshot, its position lies in that
+        token's range, and its sequence number is new (one tight loop: it runs for every
+        record a sparse read returns). True when a record past ``hi`` was reached."""
+        bounds = {r.token: (r.first, r.last) for r in ranges}
+        last_seq = self._last_seq
+        counts = self._counts
+        values: list[bytes | None] = []
+        positions: list[int] = []
+        add_value, add_position = values.append, positions.append
+        reached_hi = False
+        for rec in records:
+            position, _key, value, token, seq, _ts = rec
+            if position > hi:
+                reached_hi = True
+                break
+            if token is None:
+                # Reported in log order: the committed records before it are decoded first.
+                self._decode_committed(values, positions, records, partition, snapshot_id, out)
+                values.clear()
+                positions.clear()
+                self._context.decoder.foreign(partition, position, "it carries no tablelog writer token")
+                continue
+            bound = bounds.get(token)
+            if bound is None or not bound[0] <= position <= bound[1]:
+                continue  # another attempt's record: failed, replayed, or another snapshot's
+            key = (token, partition)
+            if seq is None:
+                seq = -1
+            if seq <= last_seq.get(key, -1):
+                continue  # a duplicate a retrying client wrote
+            last_seq[key] = seq
+            counts[key] += 1
+            add_value(value)
+            add_position(position)
+        self._decode_committed(values, positions, records, partition, snapshot_id, out)
+        return reached_hi
+
+    def _decode_committed(
+        self, values: list[bytes | None], positions: list[int], records: list[LogRecord], partition: int,
+        snapshot_id: int, out: list[Change],
+    ) -> None:
+        """Decode committed records; a skipped foreign one is not counted as found."""
+        left_out = self._context.decoder.decode_all(values, positions, partition, snapshot_id, out)
+        if left_out:
+            skipped = set(left_out)
+            for rec in records:
+                if rec.position in skipped:
+                    self._counts[(rec.token, partition)] -= 1  # type: ignore[index]
+
+    def _check_counts(self, partition: int, ranges: list[ProducedRange]) -> None:
+        for r in ranges:
+            found = self._counts.get((r.token, partition), 0)
+            if found != r.count:
+                raise self._context.lost(
+                    partition, r.first, r.last,
+                    f"only {found} of the {r.count} records of write {r.token} were found",
+                )
