@@ -58,6 +58,13 @@ class ChangelogReader:
         self.options = table.options.with_overrides(overrides)
         if self.options.scan_mode is ScanMode.FROM_TIMESTAMP and self.options.scan_timestamp_millis is None:
             raise OptionError("scan.mode='from-timestamp' needs option 'scan.timestamp-millis'")
+        if not table.options.log_enabled and self.options.scan_mode is not ScanMode.LATEST_FULL:
+            raise OptionError(
+                f"table {table.identifier!r} has log.system=none: it keeps no changelog, so "
+                f"scan.mode={self.options.scan_mode.value!r} has nothing to read; read its current rows "
+                "with scan.mode='latest-full' (the default) or table.rows(), or create the table with a "
+                "log.system to keep its changes"
+            )
         only = None if partitions is None else frozenset(partitions)
         self._context = ReadContext(table, self.options, only)
         self._position: ReaderPosition | None = None
@@ -120,6 +127,8 @@ class ChangelogReader:
         position = self._ready_position()
         if position.full_pending:
             return self._full_scan.poll(position, max_records)
+        if not self.table.options.log_enabled:
+            return []  # its rows were all there is (see __init__)
         return self._read.poll(position, max_records, timeout_s)
 
     def poll_arrow(self, max_records: int = 10_000, timeout_s: float = 0.0) -> pa.Table:
@@ -132,11 +141,20 @@ class ChangelogReader:
         position = self._ready_position()
         if position.full_pending:
             return self.to_arrow(self._full_scan.poll(position, max_records))
+        if not self.table.options.log_enabled:
+            return self.to_arrow([])
         return self._read.poll_arrow(position, max_records, timeout_s)
 
     def changes(self, follow: bool = False, idle_timeout_s: float = 1.0) -> Iterator[Change]:
         """Iterate changes. Without ``follow``, stop once nothing new arrived for
-        ``idle_timeout_s``; with it, wait for new changes forever."""
+        ``idle_timeout_s``; with it, wait for new changes forever (a table without a log
+        has none to wait for: following it is an error)."""
+        if follow and not self.table.options.log_enabled:
+            raise OptionError(
+                f"table {self.table.identifier!r} has log.system=none: it keeps no changelog to "
+                "follow; its current rows are read without follow=True, and a table created with a "
+                "log.system can be followed"
+            )
         while True:
             batch = self.poll(timeout_s=idle_timeout_s)
             if not batch and not follow:

@@ -60,7 +60,7 @@ def initial_position(context: ReadContext) -> ReaderPosition:
         table=context.table.table_id,
         topic=log_name(context.table),
     )
-    if consistency is Consistency.EVENTUAL:
+    if consistency is Consistency.EVENTUAL and context.table.options.log_enabled:
         position.offsets = _eventual_start(context, mode, snapshot)
         if mode is ScanMode.LATEST_FULL:
             position.horizon = dict(position.offsets)
