@@ -49,7 +49,7 @@ def log_location(wh: Warehouse, identifier: str, system: str, system_options: Ma
     file log's directory). Tables on two clusters may use one topic name."""
     topic = default_topic(identifier, system, system_options)
     if system == "filesystem":
-        from tablelog.logs.filesystem.log import topic_directory
+        from tablelog.logs.filesystem.location import topic_directory
 
         config = LogConfig(system, identifier, topic, 1, False, split_system_options(system, system_options), wh.path)
         return (system, str(topic_directory(config).resolve()))

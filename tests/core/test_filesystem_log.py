@@ -18,7 +18,7 @@ import pytest
 
 from tablelog.errors import CorruptRecordError, OptionError, PositionOutOfRangeError, TopicError
 from tablelog.logs.filesystem import frames
-from tablelog.logs.filesystem.log import partition_file_name
+from tablelog.logs.filesystem.topic import partition_file_name
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, SeekSpec
 from tablelog.registry import LogClient, load_log_system
 from tablelog.testing import ClientOpener, LogSystemConformance, opened_clients

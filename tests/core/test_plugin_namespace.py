@@ -24,6 +24,7 @@ PLUGIN_PACKAGES = [
     ROOT / "examples" / "redis-streams" / "tablelog_redis",
 ]
 EXAMPLE_TESTS = ROOT / "examples" / "redis-streams" / "tests"
+CORE = Path(tablelog.__file__).resolve().parent
 
 
 def _tablelog_imports(source: Path) -> Iterator[tuple[int, str]]:
@@ -56,6 +57,22 @@ def test_a_plugin_imports_nothing_from_tablelog_but_tablelog_plugin(package: Pat
     outside = [
         f"{source.relative_to(ROOT)}:{line} imports {module}"
         for source in sources
+        for line, module in _tablelog_imports(source)
+        if module != "tablelog.plugin"
+    ]
+    assert outside == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [CORE / "testing" / "memory_log.py", *sorted((CORE / "logs" / "filesystem").glob("*.py"))],
+    ids=lambda p: str(p.relative_to(CORE)),
+)
+def test_the_built_in_log_systems_import_nothing_from_tablelog_but_tablelog_plugin(
+    source: Path,
+) -> None:
+    outside = [
+        f"{source.relative_to(ROOT)}:{line} imports {module}"
         for line, module in _tablelog_imports(source)
         if module != "tablelog.plugin"
     ]

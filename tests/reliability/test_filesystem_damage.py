@@ -15,7 +15,7 @@ import tablelog
 from tablelog.cli import cli
 from tablelog.errors import CorruptRecordError
 from tablelog.logs.filesystem import frames
-from tablelog.logs.filesystem.log import partition_file_name
+from tablelog.logs.filesystem.topic import partition_file_name
 from tablelog.records import ProduceBatch
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
 from tablelog.verify import verify

@@ -19,8 +19,7 @@ from itertools import islice
 from types import SimpleNamespace
 from typing import Any
 
-from tablelog.hookspecs import hookimpl
-from tablelog.records import (
+from tablelog.plugin import (
     FetchResult,
     LogConfig,
     LogRecord,
@@ -29,6 +28,7 @@ from tablelog.records import (
     SeekKind,
     SeekSpec,
     ValuesResult,
+    hookimpl,
 )
 
 

@@ -1,0 +1,77 @@
+"""Appending to a partition (under its exclusive lock) and reporting, at each flush, the
+range each token's records landed in."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from tablelog.plugin import ProduceBatch, ProducedRange, ProduceError
+
+from . import frames
+from .files import flock, pwrite_all
+from .partitions import PartitionFiles
+
+
+class PartitionAppends(PartitionFiles):
+    """``produce`` and ``flush`` of a connection."""
+
+    def produce(self, batch: ProduceBatch) -> None:
+        partition = batch.partition
+        fd = self._fd(partition)  # TopicError for a partition the topic does not have
+        if not self._writable.get(partition, False):
+            raise ProduceError(
+                "the partition file is read-only", topic=self.topic, partition=partition
+            )
+        data, offsets = frames.encode_batch(batch)
+        if not offsets:
+            return
+        with flock(fd, exclusive=True):
+            start, size = self._find_end(partition, fd)
+            try:
+                if size > start:
+                    os.ftruncate(fd, start)  # cut the torn tail a dead writer left behind
+                pwrite_all(fd, data, start)
+            except OSError as err:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)  # leave no half batch for readers to wait on
+                raise ProduceError(
+                    f"cannot append {len(offsets)} records: {err}",
+                    topic=self.topic,
+                    partition=partition,
+                ) from None
+            self._ends[partition] = start + len(data)
+        self._dirty.add(partition)
+        key = (batch.token, partition)
+        pending = self._pending.get(key)
+        end = start + len(data)
+        if pending is None:
+            self._pending[key] = [start + offsets[0], start + offsets[-1], len(offsets), True, end]
+        else:
+            # Still contiguous when this batch starts where the token's previous one ended:
+            # nobody appended in between (appends hold the partition's lock).
+            pending[3] = pending[3] and start == pending[4]
+            pending[1], pending[4] = start + offsets[-1], end
+            pending[2] += len(offsets)
+
+    def flush(self) -> list[ProducedRange]:
+        """fsync what was appended since the last flush (the data was written
+        synchronously by produce, so there is nothing to wait for but the disk).
+        ``timeout_s`` cannot interrupt an fsync and is not used."""
+        self._check_open()
+        for partition in sorted(self._dirty):
+            try:
+                os.fsync(self._fds[partition])
+            except OSError as err:
+                raise ProduceError(
+                    f"cannot make records durable (fsync): {err}",
+                    topic=self.topic,
+                    partition=partition,
+                ) from None
+        ranges = [
+            ProducedRange(token, partition, first, last, count, contiguous)
+            for (token, partition), (first, last, count, contiguous, _end) in self._pending.items()
+        ]
+        self._pending.clear()
+        self._dirty.clear()
+        return ranges

@@ -1,0 +1,131 @@
+"""Reading a partition without a lock on the hot path: seeking to a position, time or end,
+and fetching the whole frames up to the file size seen."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from tablelog.plugin import (
+    FetchResult,
+    LogRecord,
+    PositionOutOfRangeError,
+    SeekKind,
+    SeekSpec,
+)
+
+from . import frames
+from .files import flock, reader
+from .partitions import WALK_CHUNK, PartitionFiles
+
+#: Bounds of one fetch read; the size in between follows max_records x average frame.
+MIN_READ, MAX_READ = 64 << 10, 4 << 20
+#: How often a waiting fetch looks at the file size: keeps produce-to-fetch latency
+#: at a few milliseconds for the price of one fstat per interval.
+POLL_INTERVAL_S = 0.002
+
+
+class PartitionReads(PartitionFiles):
+    """``seek`` and ``fetch`` of a connection."""
+
+    def seek(self, partition: int, spec: SeekSpec) -> int:
+        fd = self._fd(partition)
+        if spec.kind is SeekKind.EARLIEST:
+            return 0  # the file log keeps everything: no retention moves the start
+        end = self.end_position(partition)
+        if spec.kind is SeekKind.LATEST:
+            return end
+        if spec.kind is SeekKind.TIMESTAMP:
+            # Writers stamp their own batches, so timestamps are not monotonic in
+            # the file: a linear walk over the headers finds the first one at or after.
+            try:
+                for head in frames.iter_frame_heads(reader(fd), 0, end, WALK_CHUNK):
+                    if head.timestamp_ms >= spec.value:
+                        return head.position
+            except frames.FrameError as err:
+                raise self._corrupt(partition, err.offset, err.reason) from None
+            return end
+        position = spec.value
+        if position == end:
+            return position
+        if 0 <= position < end:
+            length = frames.frame_length_at(reader(fd), position)
+            if length is not None and position + length <= end:
+                return position
+        raise PositionOutOfRangeError(
+            f"position {position} is not a record position of this log (valid: record "
+            f"positions in [0, {end}], {end} being the end)",
+            topic=self.topic,
+            partition=partition,
+        )
+
+    def fetch(
+        self, partition: int, position: int, max_records: int, timeout_s: float
+    ) -> FetchResult:
+        fd = self._fd(partition)
+        if position < 0:
+            raise PositionOutOfRangeError(
+                f"position {position} is negative", topic=self.topic, partition=partition
+            )
+        deadline = time.monotonic() + max(timeout_s, 0.0)
+        seen = -1
+        while max_records > 0:
+            size = os.fstat(fd).st_size
+            if position > size:
+                raise PositionOutOfRangeError(
+                    f"position {position} is past the end of the log ({size}): the log was "
+                    "replaced or the position did not come from it",
+                    topic=self.topic,
+                    partition=partition,
+                )
+            if size != seen:  # only re-read when something was appended
+                seen = size
+                if size > position:
+                    records, next_position = self._read_records(
+                        partition, fd, position, size, max_records, may_retry=True
+                    )
+                    if records:
+                        return FetchResult(records, next_position)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            time.sleep(min(POLL_INTERVAL_S, remaining))
+        return FetchResult([], position)
+
+    def _read_records(
+        self,
+        partition: int,
+        fd: int,
+        position: int,
+        size: int,
+        max_records: int,
+        *,
+        may_retry: bool,
+    ) -> tuple[list[LogRecord], int]:
+        """Parse whole frames in ``[position, size)``: one big pread per round."""
+        records: list[LogRecord] = []
+        at = position
+        need = 0
+        while len(records) < max_records and at < size:
+            wanted = (max_records - len(records)) * self._frame_estimate
+            length = min(max(MIN_READ, min(wanted, MAX_READ), need), size - at)
+            buf = os.pread(fd, length, at)
+            got, used, need, error = frames.parse_records(buf, at, size, max_records - len(records))
+            records += got
+            at += used
+            if error is not None:
+                if records:
+                    break  # hand out the good records; the next fetch starts at the bad one
+                if may_retry:
+                    # It may be a torn tail being repaired under our feet: look
+                    # again with writers excluded before calling it corrupt.
+                    with flock(fd, exclusive=False):
+                        return self._read_records(
+                            partition, fd, at, os.fstat(fd).st_size, max_records, may_retry=False
+                        )
+                raise self._corrupt(partition, at, error.reason)
+            if need == 0:
+                break  # max_records reached, or an incomplete frame at the end
+        if records:
+            self._frame_estimate = max(frames.MIN_FRAME, (at - position) // len(records))
+        return records, at
