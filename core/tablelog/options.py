@@ -366,9 +366,15 @@ def split_warehouse_options(raw: Mapping[str, Any]) -> tuple[dict[str, str], dic
                 f"unknown option {key!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
                 + f"; an s3:// warehouse knows: {', '.join(S3_OPTION_KEYS)}"
             )
-        if key in warehouse and not same_value(key, warehouse[key], value):
+        text = str(value).strip()
+        if key == "s3.path-style-access":
+            try:
+                text = "true" if parse_bool(text) else "false"
+            except InvalidValue as err:
+                raise invalid_value(key, value, str(err)) from None
+        if key in warehouse and warehouse[key] != text:
             raise OptionError(f"option {key!r} is given twice with different values; give it once")
-        warehouse[key] = str(value)
+        warehouse[key] = text
     return warehouse, rest
 
 

@@ -85,3 +85,41 @@ def test_two_committer_processes_on_s3_commit_each_identifier_exactly_once(
     assert len(changes) == sum(r["records"] for r in committed)
     assert Counter(c.row["id"] for c in changes) == Counter(r["id"] for r in rows)
     assert verify(table).consistent
+
+
+class _AnswerLost:
+    """The real client, except that the first snapshot put lands and its answer is lost."""
+
+    def __init__(self, client: object) -> None:
+        self.client = client
+        self.lost = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.client, name)
+
+    def put_object(self, **request: object) -> object:
+        answer = self.client.put_object(**request)  # type: ignore[attr-defined]
+        if "/snapshot/snapshot-" in str(request["Key"]) and not self.lost:
+            from botocore.exceptions import ReadTimeoutError
+
+            self.lost += 1
+            raise ReadTimeoutError(endpoint_url="lost answer")
+        return answer
+
+
+def test_a_commit_whose_answer_is_lost_is_found_by_reading_the_snapshots_again(
+        s3_server: S3Endpoint, tmp_path: Path) -> None:
+    warehouse = s3_server.url(f"lost-{uuid.uuid4().hex[:8]}")
+    options = {"s3.endpoint": s3_server.endpoint, "s3.access-key": s3_server.access_key,
+               "s3.secret-key": s3_server.secret_key, "log.system": "filesystem",
+               "filesystem.path": str(tmp_path / "log")}
+    table = tablelog.create_table(warehouse, "db.t", SCHEMA, primary_key=["id"], options=options)
+    table.store.s3_client = faulty = _AnswerLost(table.store.s3_client)
+    task = table.write_task("w", 1)
+    task.write([{"id": i, "who": "w", "round": 1} for i in range(3)])
+    result = table.commit("w", 1, [task.finish()])
+
+    assert faulty.lost == 1
+    assert result.snapshot_id == 1
+    assert [(s.id, s.commit_user, s.commit_identifier) for s in table.snapshots()] == [(1, "w", 1)]
+    assert table.rows().num_rows == 3

@@ -73,3 +73,9 @@ def test_the_spark_source_options_show_no_secret() -> None:
     assert parsed.warehouse == "s3://b/wh"
     assert parsed.runtime_options["s3.secret-key"] == "SKSENTINEL"  # used, only not shown
     assert "SENTINEL" not in repr(parsed)
+
+
+def test_a_bad_path_style_value_is_refused_naming_the_key_and_the_allowed_values() -> None:
+    with pytest.raises(OptionError, match=r"invalid value 'sometimes' for option 's3.path-style-access'.*'true'"):
+        tablelog.create_table("s3://b/wh", "db.t", SCHEMA, options={"s3.path-style-access": "sometimes"})
+    assert split_warehouse_options({"s3.path-style-access": "YES"})[0] == {"s3.path-style-access": "true"}

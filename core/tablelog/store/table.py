@@ -169,10 +169,11 @@ class PaimonTable:
         conditional = ConditionalSnapshotCommit(self.paimon.snapshot_manager(), self.s3_client, snapshot_id)
         try:
             commit_files(self.paimon, messages, commit_user, commit_identifier, properties, conditional)
-        except RuntimeError:
-            if conditional.created or not conditional.attempted:
-                raise  # not a lost race: the snapshot was never offered to the store
-            return False
+        except Exception:
+            if not conditional.attempted:
+                raise  # the snapshot was never offered to the store: a plain failure
+            # Offered: created or not, an error around it leaves the answer to the snapshots.
+            return conditional.created
         return conditional.created
 
     def abort(self, messages: Sequence[Any]) -> None:
