@@ -337,7 +337,45 @@ def option_docs() -> list[OptionDoc]:
         if field.metadata["fixed"]:
             doc += " **Defines the table**: may be given again later, not changed."
         docs.append(OptionDoc(field.metadata["key"], default, doc))
+    from tablelog.store.s3 import S3_OPTION_DOCS
+
+    docs.extend(OptionDoc(key, "—", doc) for key, doc in S3_OPTION_DOCS.items())
     return docs
+
+
+#: The prefix of the warehouse's connection options (``s3.endpoint``...): runtime
+#: options, like secrets, passed to the catalog and never stored in the table.
+WAREHOUSE_PREFIX = "s3."
+
+
+def split_warehouse_options(raw: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """``(warehouse options, the other options)``: the ``s3.*`` keys, checked against
+    :data:`tablelog.store.s3.S3_OPTION_KEYS`, apart from the table's options."""
+    from tablelog.store.s3 import S3_OPTION_KEYS
+
+    warehouse: dict[str, str] = {}
+    rest: dict[str, Any] = {}
+    for given_key, value in raw.items():
+        key = str(given_key).strip().lower()
+        if not key.startswith(WAREHOUSE_PREFIX):
+            rest[given_key] = value
+            continue
+        if key not in S3_OPTION_KEYS:
+            hint = difflib.get_close_matches(key, S3_OPTION_KEYS, n=1, cutoff=0.6)
+            raise OptionError(
+                f"unknown option {key!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
+                + f"; an s3:// warehouse knows: {', '.join(S3_OPTION_KEYS)}"
+            )
+        text = str(value).strip()
+        if key == "s3.path-style-access":
+            try:
+                text = "true" if parse_bool(text) else "false"
+            except InvalidValue as err:
+                raise invalid_value(key, value, str(err)) from None
+        if key in warehouse and warehouse[key] != text:
+            raise OptionError(f"option {key!r} is given twice with different values; give it once")
+        warehouse[key] = text
+    return warehouse, rest
 
 
 def split_system_options(system: str, system_options: Mapping[str, str]) -> dict[str, str]:

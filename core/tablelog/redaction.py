@@ -14,7 +14,7 @@ from typing import Any
 REDACTED = "******"
 
 _SECRET_KEY = re.compile(
-    r"(password|passwd|secret|token|credential|sasl\.|auth[-_.]?params|"
+    r"(password|passwd|secret|token|credential|sasl\.|auth[-_.]?params|access[-_.]?key|"
     r"private[-_.]?key|ssl\.key\.|keystore\.key|authentication\.params)",
     re.IGNORECASE,
 )

@@ -26,6 +26,7 @@ from tablelog.options import (
     is_secret,
     same_value,
     split_system_options,
+    split_warehouse_options,
 )
 from tablelog.records import LogConfig
 from tablelog.store import (
@@ -87,17 +88,17 @@ def create_table(
     Paimon table options. Secrets among them are used but never stored: give
     them again to :func:`open_table`.
     """
-    raw = dict(options or {})
+    storage, raw = split_warehouse_options(dict(options or {}))
     if primary_key:
         _merge_argument(raw, "primary-key", "primary_key", ",".join(primary_key))
     if bucket is not None:
         _merge_argument(raw, "bucket", "bucket", str(bucket))
     parsed, system_options, paimon_options = _parse(raw)
-    wh = Warehouse(warehouse)
+    wh = Warehouse(warehouse, storage)
     if wh.exists(identifier):
         if not exist_ok:
             raise OptionError(f"table {identifier!r} already exists in warehouse {wh.path!r}")
-        existing = open_table(warehouse, identifier, raw)
+        existing = open_table(warehouse, identifier, {**storage, **raw})
         definition.check_same_schema(identifier, existing.schema, schema)
         return existing
     definition.check_columns(schema)
@@ -150,14 +151,14 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
     time-outs, reader defaults); options that define the table (``log.format``, the
     topic, ``bucket``, Paimon's file options, ...) may be repeated but not changed
     (:mod:`tablelog.definition`): a different value is an ``OptionError``."""
-    wh = Warehouse(warehouse)
+    storage, given = split_warehouse_options(dict(options or {}))
+    wh = Warehouse(warehouse, storage)
     store = wh.open(identifier)
     table_keys = {"primary-key", "bucket"}
     stored = _tablelog_keys({k: v for k, v in store.properties.items() if k not in table_keys})
     systems = registry.known_names()
     table_options, table_system_options, _ = _parse(stored, systems)
     table_options = attrs.evolve(table_options, primary_key=store.primary_key, bucket=store.bucket)
-    given = dict(options or {})
     given_options, given_system_options, given_paimon_options = _parse(given, [*systems, table_options.log_system])
     definition.check_same_definition(
         store, table_options, default_topic(identifier, table_options.log_system, table_system_options),

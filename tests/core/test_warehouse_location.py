@@ -1,5 +1,5 @@
-"""A warehouse is a local directory or a file:// URL; anything else is refused, never
-turned into a local folder named after the URL."""
+"""A warehouse is a local directory, a file:// URL or an s3:// URL; anything else is
+refused, never turned into a local folder named after the URL."""
 
 import os
 from pathlib import Path
@@ -31,13 +31,44 @@ def assert_nothing_created(cwd: Path) -> None:
     assert list(cwd.iterdir()) == []
 
 
-@pytest.mark.parametrize("url", ["s3://bucket/wh", "hdfs://nn:8020/wh", "gs://b/wh", "S3A://b/wh", "s3:/b/wh"])
-def test_an_object_store_url_is_refused_naming_its_scheme(url: str, in_empty_directory: Path) -> None:
+@pytest.mark.parametrize("url", ["hdfs://nn:8020/wh", "gs://b/wh", "abfs://c@acct/wh", "oss:/b/wh"])
+def test_a_url_of_an_unsupported_scheme_is_refused_naming_its_scheme(url: str, in_empty_directory: Path) -> None:
     scheme = url.split(":")[0]
-    with pytest.raises(OptionError, match=rf"scheme '{scheme}' is not supported.*local directory path or a file://"):
+    with pytest.raises(OptionError, match=rf"scheme '{scheme}' is not supported.*local directory path, a file://"
+                       r".* or an s3:// URL"):
         tablelog.create_table(url, "db.t", SCHEMA, primary_key=["id"])
     with pytest.raises(OptionError, match=f"scheme '{scheme}'"):
         tablelog.open_table(url, "db.t")
+    assert_nothing_created(in_empty_directory)
+
+
+@pytest.mark.parametrize(("url", "normalized"), [
+    ("s3://bucket/wh", "s3://bucket/wh"), ("s3://bucket/a/b/", "s3://bucket/a/b"),
+    ("S3A://bucket/wh", "s3://bucket/wh"), ("s3://bucket", "s3://bucket"),
+])
+def test_an_s3_url_is_an_object_store_warehouse(url: str, normalized: str, in_empty_directory: Path) -> None:
+    assert warehouse_path(url) == normalized
+    assert_nothing_created(in_empty_directory)
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("s3:/bucket/wh", "names a bucket"), ("s3:///wh", "names a bucket"), ("s3://b/wh?x=1", "no '\\?' query"),
+])
+def test_a_malformed_s3_url_is_refused(url: str, problem: str, in_empty_directory: Path) -> None:
+    with pytest.raises(OptionError, match=problem):
+        tablelog.create_table(url, "db.t", SCHEMA, primary_key=["id"])
+    assert_nothing_created(in_empty_directory)
+
+
+def test_s3_options_with_a_local_warehouse_are_refused(tmp_path: Path, in_empty_directory: Path) -> None:
+    with pytest.raises(OptionError, match="s3.endpoint are for an s3:// warehouse"):
+        tablelog.create_table(str(tmp_path / "wh"), "db.t", SCHEMA, options={"s3.endpoint": "http://x:1"})
+    assert not (tmp_path / "wh").exists()
+
+
+def test_an_unknown_s3_option_is_refused_with_a_hint(tmp_path: Path, in_empty_directory: Path) -> None:
+    with pytest.raises(OptionError, match="unknown option 's3.secret_key'; did you mean 's3.secret-key'"):
+        tablelog.create_table("s3://b/wh", "db.t", SCHEMA, options={"s3.secret_key": "x"})
     assert_nothing_created(in_empty_directory)
 
 
@@ -78,8 +109,8 @@ def test_the_cli_takes_a_warehouse_url_from_the_option_or_the_environment(
     tmp_path: Path, in_empty_directory: Path
 ) -> None:
     runner = CliRunner()
-    result = runner.invoke(cli, ["create", "-w", "s3://b/wh", "db.t", "--schema", "id bigint"])
-    assert result.exit_code == 1 and "scheme 's3' is not supported" in result.output
+    result = runner.invoke(cli, ["create", "-w", "hdfs://nn/wh", "db.t", "--schema", "id bigint"])
+    assert result.exit_code == 1 and "scheme 'hdfs' is not supported" in result.output
     result = runner.invoke(cli, ["create", "db.t", "--schema", "id bigint"],
                            env={"TABLELOG_WAREHOUSE": f"file://{tmp_path}/envwh"})
     assert result.exit_code == 0, result.output
@@ -90,8 +121,8 @@ def test_the_cli_takes_a_warehouse_url_from_the_option_or_the_environment(
 
 
 def test_the_demo_refuses_an_unsupported_warehouse(in_empty_directory: Path) -> None:
-    with pytest.raises(OptionError, match="scheme 's3'"):
-        run_demo("s3://b/wh", say=lambda line: None)
+    with pytest.raises(OptionError, match="scheme 'gs'"):
+        run_demo("gs://b/wh", say=lambda line: None)
     with pytest.raises(OptionError, match="the warehouse is empty"):
         run_demo("", say=lambda line: None)
     assert_nothing_created(in_empty_directory)

@@ -26,7 +26,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 warehouse_option = click.option(
     "--warehouse", "-w", envvar="TABLELOG_WAREHOUSE", required=True, show_envvar=True,
-    help="Warehouse holding the tables: a directory or a file:// URL.",
+    help="Warehouse holding the tables: a directory, a file:// URL or an s3:// URL (connection: "
+    "-o s3.endpoint=URL and the s3.* options, or the AWS_* variables).",
 )
 table_argument = click.argument("table", metavar="DB.NAME")
 options_option = click.option(

@@ -5,10 +5,19 @@ Commits are idempotent per (writer id, commit identifier): a replay finds the
 snapshot already committed (:func:`tablelog.commit.history.find_commit`) and
 commits nothing twice. After the snapshot, the log system's ``commit`` hook runs
 (:mod:`tablelog.commit.hook`).
+
+"Check, then commit" must not interleave with another committer's. In a local
+warehouse both hold the table's commit lock (a file lock). On an object store there is
+no shared lock: the committer checks up to the latest snapshot L, then creates
+snapshot L+1 only if it does not exist yet (a conditional put). A committer that loses
+that race reads the snapshots again, checks its identifier again (the winner may have
+been a replay of the same commit) and tries the next id, after a short randomized wait.
 """
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,16 +41,51 @@ def commit(
 ) -> CommitResult:
     """Commit ``receipts`` as one snapshot, once per (writer_id, commit_identifier)
     (see :meth:`tablelog.table.Table.commit`)."""
+    if table.store.on_object_store:
+        return _commit_racing(table, writer_id, commit_identifier, receipts, log_pool)
     # The check and the commit hold the table's commit lock: two committers of
     # the same identifier (a replay racing the original) cannot both commit.
     with table.store.commit_lock():
         return _commit_once(table, writer_id, commit_identifier, receipts, log_pool)
 
 
-def _commit_once(
+#: How often a committer on an object store tries again after losing the race for a
+#: snapshot id, and its longest wait in between.
+MAX_COMMIT_ATTEMPTS = 40
+MAX_BACKOFF_S = 1.0
+
+
+class _LostRace(Exception):
+    """Another committer created the snapshot id this commit tried (or the outcome is
+    unknown): read the snapshots again and decide there."""
+
+
+def _commit_racing(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
     log_pool: LogPool | None,
 ) -> CommitResult:
+    for attempt in range(MAX_COMMIT_ATTEMPTS):
+        # The latest id is read before the identifier is checked, so every snapshot up to
+        # it has been checked when snapshot latest + 1 is created.
+        latest = table.store.latest_snapshot()
+        next_id = (latest.id if latest is not None else 0) + 1
+        try:
+            return _commit_once(table, writer_id, commit_identifier, receipts, log_pool, next_id)
+        except _LostRace:
+            time.sleep(random.uniform(0, min(MAX_BACKOFF_S, 0.02 * 2**attempt)))
+    raise CommitError(
+        f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r} lost the race "
+        f"for a snapshot id {MAX_COMMIT_ATTEMPTS} times (other committers kept committing first); "
+        "nothing was committed, retry the commit"
+    )
+
+
+def _commit_once(
+    table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
+    log_pool: LogPool | None, snapshot_id: int | None = None,
+) -> CommitResult:
+    """Check the identifier, then commit; ``snapshot_id``: on an object store, the one
+    id this attempt may create (:class:`_LostRace` when another committer has it)."""
     rows = sum(r.rows for r in receipts)
     ranges = tuple(rng for r in receipts for rng in r.ranges)
     records = sum(r.count for r in ranges)
@@ -64,7 +108,7 @@ def _commit_once(
             ranges=ranges,
             end_positions=_end_positions(table, log),
         )
-        snapshot = _commit_snapshot(table, writer_id, commit_identifier, messages, record)
+        snapshot = _commit_snapshot(table, writer_id, commit_identifier, messages, record, snapshot_id)
     except BaseException:
         release(log, log_pool, reusable=False)
         raise
@@ -76,13 +120,22 @@ def _commit_once(
 
 
 def _commit_snapshot(
-    table: TableView, writer_id: str, commit_identifier: int, messages: list[Any], record: LogCommitRecord
+    table: TableView, writer_id: str, commit_identifier: int, messages: list[Any], record: LogCommitRecord,
+    snapshot_id: int | None,
 ) -> SnapshotInfo:
     try:
-        table.store.commit(
+        if snapshot_id is None:
+            table.store.commit(
+                messages, commit_user=writer_id, commit_identifier=commit_identifier,
+                properties=record.to_properties(),
+            )
+        elif not table.store.try_commit(
             messages, commit_user=writer_id, commit_identifier=commit_identifier,
-            properties=record.to_properties(),
-        )
+            properties=record.to_properties(), snapshot_id=snapshot_id,
+        ):
+            raise _LostRace()
+    except _LostRace:
+        raise
     except Exception as err:
         raise CommitError(
             f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r} failed: {err}"

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import attrs
 
 from tablelog.errors import OptionError
+from tablelog.redaction import redact
 from tablelog.spark.faults import TESTING_PREFIX, testing_options
 from tablelog.store import warehouse_path
 
@@ -33,7 +34,9 @@ class SourceOptions:
 
     warehouse: str
     table: str
-    table_options: dict[str, str]  # every key that is not the data source's own
+    # Every key that is not the data source's own; secrets (kafka.sasl.password,
+    # s3.secret-key...) shown as ****** wherever the options are printed.
+    table_options: dict[str, str] = attrs.field(repr=lambda options: repr(redact(options)))
     writer_id: str | None = None
     testing: dict[str, str] = attrs.field(factory=dict)  # tablelog.spark.faults
 
@@ -43,7 +46,7 @@ class SourceOptions:
         warehouse = raw.get("warehouse") or os.environ.get(WAREHOUSE_ENV)
         if not warehouse:
             raise OptionError(
-                "the tablelog data source needs option 'warehouse' (a warehouse directory or file:// URL): "
+                "the tablelog data source needs option 'warehouse' (a warehouse directory, file:// or s3:// URL): "
                 f".option('warehouse', '/path/to/warehouse'), or set {WAREHOUSE_ENV}"
             )
         table = raw.get("table") or raw.get("path")

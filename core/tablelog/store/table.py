@@ -45,6 +45,8 @@ class PaimonTable:
 
     identifier: str
     paimon: Any  # pypaimon FileStoreTable
+    #: The boto3 client of an object-store warehouse (None: a local one, committing under a lock).
+    s3_client: Any = None
 
     @property
     def primary_key(self) -> tuple[str, ...]:
@@ -81,9 +83,19 @@ class PaimonTable:
         first = min(manager._list_versioned_files())
         return str(self.paimon.file_io.read_file_utf8(manager._to_schema_path(first)))
 
+    @property
+    def on_object_store(self) -> bool:
+        """Whether commits race without a lock (conditional snapshot creation, see
+        :meth:`try_commit`) rather than under :meth:`commit_lock`."""
+        return self.s3_client is not None
+
     @contextlib.contextmanager
     def commit_lock(self) -> Iterator[None]:
-        """An exclusive lock on this table's commits, across processes (local warehouse)."""
+        """An exclusive lock on this table's commits, across processes (local warehouse;
+        on an object store, nothing: the snapshot file is created conditionally)."""
+        if self.on_object_store:
+            yield
+            return
         fd = os.open(os.path.join(self.path, ".tablelog-commit.lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -143,6 +155,26 @@ class PaimonTable:
         """Commit the prepared data files ``messages`` as one snapshot of ``commit_user``'s
         ``commit_identifier``, with ``properties`` in the snapshot."""
         commit_files(self.paimon, messages, commit_user, commit_identifier, properties)
+
+    def try_commit(
+        self, messages: Sequence[Any], *, commit_user: str, commit_identifier: int,
+        properties: Mapping[str, str], snapshot_id: int,
+    ) -> bool:
+        """Object-store warehouse: commit ``messages`` as snapshot ``snapshot_id`` if no
+        other committer created it first. False: another did (or pypaimon found a newer
+        snapshot than ``snapshot_id - 1``); an exception: the outcome is unknown. Either
+        way the caller decides by reading the snapshots again."""
+        from tablelog.store.s3 import ConditionalSnapshotCommit
+
+        conditional = ConditionalSnapshotCommit(self.paimon.snapshot_manager(), self.s3_client, snapshot_id)
+        try:
+            commit_files(self.paimon, messages, commit_user, commit_identifier, properties, conditional)
+        except Exception:
+            if not conditional.attempted:
+                raise  # the snapshot was never offered to the store: a plain failure
+            # Offered: created or not, an error around it leaves the answer to the snapshots.
+            return conditional.created
+        return conditional.created
 
     def abort(self, messages: Sequence[Any]) -> None:
         """Delete the prepared data files ``messages``, which no snapshot will reference."""

@@ -1,7 +1,9 @@
 """Warehouses: directories of Paimon databases and tables.
 
-A warehouse is given as a local path or a ``file://`` URL; :func:`warehouse_path`
-is the one place that turns what a user typed into the directory, or refuses it.
+A warehouse is given as a local path, a ``file://`` URL or an ``s3://bucket/path`` URL;
+:func:`warehouse_path` is the one place that turns what a user typed into the directory
+or object-store URL, or refuses it. An ``s3://`` warehouse takes its connection from the
+``s3.*`` options (:mod:`tablelog.store.s3`), runtime options never stored in a table.
 :class:`Warehouse` creates and opens its tables (:class:`~tablelog.store.table.PaimonTable`).
 tablelog keeps its own options as Paimon table properties; secrets are never stored:
 they are given again when a table is opened.
@@ -47,19 +49,28 @@ def native_write_available() -> bool:
 
 
 #: What a warehouse may be, for error messages.
-SUPPORTED_WAREHOUSES = "a local directory path or a file:// URL (file:///data/wh)"
+SUPPORTED_WAREHOUSES = (
+    "a local directory path, a file:// URL (file:///data/wh) or an s3:// URL (s3://bucket/wh)"
+)
 
 # A URL scheme followed by a slash: "s3://b/wh", "file:///x", "hdfs:/x". A local
 # relative path such as "data:2024/wh" has no slash after its colon and stays a path.
 _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):/")
 
 
-def warehouse_path(location: str) -> str:
-    """The absolute local directory of the warehouse ``location``.
+def is_object_store(location: str) -> bool:
+    """Whether the warehouse ``location`` (as :func:`warehouse_path` returns it) is an
+    object store rather than a local directory."""
+    return location.startswith("s3://")
 
-    A local path (``~`` expanded, relative to the working directory) or a ``file://``
-    URL without a host. Anything else is refused rather than taken as a relative
-    path: ``s3://b/wh`` would otherwise become the local folder ``./s3:/b/wh``.
+
+def warehouse_path(location: str) -> str:
+    """The absolute local directory of the warehouse ``location``, or its ``s3://`` URL.
+
+    A local path (``~`` expanded, relative to the working directory), a ``file://``
+    URL without a host, or ``s3://bucket/path`` (``s3a://`` and trailing slashes
+    normalized away). Other schemes are refused rather than taken as a relative
+    path: ``hdfs://nn/wh`` would otherwise become the local folder ``./hdfs:/nn/wh``.
     """
     text = str(location).strip()
     if not text:
@@ -67,6 +78,8 @@ def warehouse_path(location: str) -> str:
     scheme = _URL_SCHEME.match(text)
     if scheme is None:
         return os.path.abspath(os.path.expanduser(text))
+    if scheme[1].lower() in ("s3", "s3a"):
+        return _s3_url(text)
     if scheme[1].lower() != "file":
         raise OptionError(
             f"warehouse {text!r}: the URL scheme {scheme[1]!r} is not supported; "
@@ -86,25 +99,87 @@ def warehouse_path(location: str) -> str:
     return os.path.abspath(path)
 
 
+def _s3_url(text: str) -> str:
+    url = urllib.parse.urlsplit(text)
+    if not url.netloc:
+        raise OptionError(f"warehouse {text!r}: an s3:// URL names a bucket: s3://bucket/path")
+    if url.query or url.fragment:
+        raise OptionError(f"warehouse {text!r}: an s3:// URL takes no '?' query or '#' fragment")
+    path = url.path.strip("/")
+    return f"s3://{url.netloc}/{path}" if path else f"s3://{url.netloc}"
+
+
 @attrs.define
 class Warehouse:
-    """A local directory of Paimon databases and tables (see :func:`warehouse_path`)."""
+    """A directory of Paimon databases and tables, local or on S3 (see :func:`warehouse_path`).
+
+    ``storage_options``: the ``s3.*`` connection options of an ``s3://`` warehouse (with
+    the AWS environment variables as defaults); never stored in a table.
+    """
 
     path: str
+    storage_options: Mapping[str, str] = attrs.field(factory=dict, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self.path = warehouse_path(self.path)
+        if self.storage_options and not self.on_object_store:
+            raise OptionError(
+                f"options {', '.join(sorted(self.storage_options))} are for an s3:// warehouse; "
+                f"warehouse {self.path!r} is a local directory"
+            )
+
+    @property
+    def on_object_store(self) -> bool:
+        return is_object_store(self.path)
+
+    @cached_property
+    def s3_settings(self) -> dict[str, str]:
+        from tablelog.store.s3 import s3_settings
+
+        return s3_settings(self.storage_options)
+
+    @cached_property
+    def s3_client(self) -> Any:
+        """The boto3 client of an ``s3://`` warehouse, checked to honour conditional puts."""
+        from tablelog.store.s3 import boto3_client, check_conditional_put
+
+        client = boto3_client(self.s3_settings)
+        check_conditional_put(client, self.s3_settings, self.path)
+        return client
 
     @cached_property
     def catalog(self) -> Any:
         from pypaimon import CatalogFactory
 
+        if self.on_object_store:
+            self.s3_client  # noqa: B018 -- boto3 present and the store safe, before any table file
+            return CatalogFactory.create({"warehouse": self.path, **self.s3_settings})
         os.makedirs(self.path, exist_ok=True)
         return CatalogFactory.create({"warehouse": self.path})
 
+    def _join(self, *parts: str) -> str:
+        return "/".join([self.path.rstrip("/"), *parts])
+
+    def _is_dir(self, location: str) -> bool:
+        if not self.on_object_store:
+            return os.path.isdir(location)
+        return bool(self.catalog.file_io.exists(location))
+
+    def _list_dirs(self, location: str) -> list[str]:
+        if not self.on_object_store:
+            return sorted(os.listdir(location)) if os.path.isdir(location) else []
+        bucket_prefix = location.removeprefix("s3://").rstrip("/") + "/"
+        bucket, _, prefix = bucket_prefix.partition("/")
+        paginator = self.s3_client.get_paginator("list_objects_v2")
+        names: set[str] = set()
+        for page in paginator.paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
+            for common in page.get("CommonPrefixes", []):
+                names.add(common["Prefix"][len(prefix):].rstrip("/"))
+        return sorted(names)
+
     def exists(self, identifier: str) -> bool:
         db, name = parse_identifier(identifier)
-        return os.path.isdir(os.path.join(self.path, f"{db}.db", name, "schema"))
+        return self._is_dir(self._join(f"{db}.db", name, "schema"))
 
     def create(
         self,
@@ -147,13 +222,12 @@ class Warehouse:
         parse_identifier(identifier)
         if not self.exists(identifier):
             raise TableNotFoundError(f"table {identifier!r} does not exist in warehouse {self.path!r}")
-        return PaimonTable(identifier, self.catalog.get_table(identifier))
+        paimon = self.catalog.get_table(identifier)
+        return PaimonTable(identifier, paimon, self.s3_client if self.on_object_store else None)
 
     def tables(self) -> Iterator[str]:
-        if not os.path.isdir(self.path):
-            return
-        for entry in sorted(os.listdir(self.path)):
+        for entry in self._list_dirs(self.path):
             if entry.endswith(".db"):
-                for name in sorted(os.listdir(os.path.join(self.path, entry))):
-                    if os.path.isdir(os.path.join(self.path, entry, name, "schema")):
+                for name in self._list_dirs(self._join(entry)):
+                    if self._is_dir(self._join(entry, name, "schema")):
                         yield f"{entry[:-3]}.{name}"

@@ -57,10 +57,19 @@ class TableWrite:
 
 
 def commit_files(
-    paimon: Any, messages: Sequence[Any], commit_user: str, commit_identifier: int, properties: Mapping[str, str]
+    paimon: Any, messages: Sequence[Any], commit_user: str, commit_identifier: int, properties: Mapping[str, str],
+    snapshot_commit: Any = None,
 ) -> None:
+    """Commit ``messages`` as one snapshot. With ``snapshot_commit`` (an object-store
+    warehouse's conditional commit), that creates the snapshot file, in one attempt:
+    a lost race raises, and the caller re-reads the table before trying again."""
     builder = paimon.new_stream_write_builder()._with_commit_user(commit_user)
     commit = builder.new_commit()
+    if snapshot_commit is not None:
+        # Only the snapshot commit is swapped, not the table's CatalogEnvironment: the
+        # native (pypaimon-rust) write path keeps its own.
+        commit.file_store_commit.snapshot_commit = snapshot_commit
+        commit.file_store_commit.commit_max_retries = 0
     try:
         commit.commit(list(messages), commit_identifier, snapshot_properties=dict(properties))
     finally:

@@ -43,6 +43,13 @@ def topic_directory(config: LogConfig) -> Path:
     path = options.get("path", "").strip()
     if path:
         root = _local_path(path, "filesystem.path")
+    elif "://" in config.warehouse and not config.warehouse.startswith("file://"):
+        raise OptionError(
+            f"log.system=filesystem needs a shared directory for its files, and the warehouse "
+            f"{config.warehouse!r} is an object store, not a directory: use log.system=kafka or "
+            "log.system=pulsar, or set 'filesystem.path' to an absolute directory every writer, "
+            "committer and reader shares (e.g. an NFS mount)"
+        )
     elif config.warehouse:
         root = _local_path(config.warehouse, "warehouse") / ".tablelog" / "log"
     else:

@@ -1,0 +1,188 @@
+"""Object-storage warehouses (``s3://bucket/path``): the connection settings, the boto3
+client, and the conditional creation of snapshot files that makes commits safe without
+a shared disk.
+
+A renaming commit (pypaimon's: "does snapshot-N exist? write a temporary file, move it")
+is not atomic on S3: two committers can both create ``snapshot-N`` and one commit is lost
+without an error. Instead the snapshot file is created with a conditional put
+(``If-None-Match: *``): of two committers of snapshot N exactly one succeeds; the other is
+told so, re-reads the table and tries N+1 (:mod:`tablelog.commit.committer`). A store that
+ignores ``If-None-Match`` would make every put succeed, so it is detected once per bucket
+and refused (:func:`check_conditional_put`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import uuid
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlparse
+
+from tablelog.errors import CommitError, OptionError
+
+#: The connection options of an ``s3://`` warehouse, in the spelling both pypaimon's
+#: pure-Python file IO and pypaimon-rust (the native writer) read. Runtime options: given
+#: when a table is created or opened, never stored in the table.
+S3_OPTION_DOCS: dict[str, str] = {
+    "s3.endpoint": "S3 endpoint URL of an `s3://` warehouse (e.g. `http://10.0.0.5:8333`); default "
+    "`AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`, else AWS. Never stored in the table.",
+    "s3.access-key": "S3 access key id; default `AWS_ACCESS_KEY_ID`. A secret: never stored or shown.",
+    "s3.secret-key": "S3 secret access key; default `AWS_SECRET_ACCESS_KEY`. A secret: never stored or shown.",
+    "s3.region": "S3 region; default `AWS_REGION` / `AWS_DEFAULT_REGION`, else `us-east-1` "
+    "(the native writer needs one).",
+    "s3.path-style-access": "`true`: address the bucket in the path (needed for an IP endpoint and "
+    "the native writer); default `true` with an `s3.endpoint`, else `false`.",
+}
+S3_OPTION_KEYS = tuple(S3_OPTION_DOCS)
+
+# The standard AWS variables, for the options not given (first one set wins).
+_ENVIRONMENT = {
+    "s3.endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+    "s3.access-key": ("AWS_ACCESS_KEY_ID",),
+    "s3.secret-key": ("AWS_SECRET_ACCESS_KEY",),
+    "s3.region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+}
+
+INSTALL_HINT = 'pip install "tablelog[s3]"'
+
+
+def s3_settings(given: Mapping[str, str], environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The connection settings of an ``s3://`` warehouse: the ``s3.*`` options ``given``,
+    else the AWS environment variables, with the region and path-style access the native
+    writer needs."""
+    settings = {k: str(v).strip() for k, v in given.items()}
+    for key, variables in _ENVIRONMENT.items():
+        if key not in settings:
+            found = next((environ[v] for v in variables if environ.get(v)), None)
+            if found:
+                settings[key] = found
+    settings.setdefault("s3.region", "us-east-1")
+    settings.setdefault("s3.path-style-access", "true" if settings.get("s3.endpoint") else "false")
+    return settings
+
+
+def split_s3_url(url: str) -> tuple[str, str]:
+    """``s3://bucket/a/b`` -> ``("bucket", "a/b")``."""
+    parsed = urlparse(url)
+    return parsed.netloc, parsed.path.lstrip("/")
+
+
+def boto3_client(settings: Mapping[str, str]) -> Any:
+    """A boto3 S3 client for ``settings`` (:func:`s3_settings`); a clear error without boto3."""
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        raise OptionError(
+            f"an s3:// warehouse needs boto3 (for its conditional snapshot commits): {INSTALL_HINT}"
+        ) from None
+    path_style = settings.get("s3.path-style-access", "false").lower() == "true"
+    return boto3.client(
+        "s3",
+        endpoint_url=settings.get("s3.endpoint") or None,
+        aws_access_key_id=settings.get("s3.access-key") or None,
+        aws_secret_access_key=settings.get("s3.secret-key") or None,
+        region_name=settings.get("s3.region") or None,
+        config=Config(s3={"addressing_style": "path" if path_style else "auto"},
+                      retries={"max_attempts": 3, "mode": "standard"}),
+    )
+
+
+def _error_code(exc: Exception) -> str:
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+# A conditional put that failed because the key exists (412), or because a concurrent
+# conditional put of the same key is in flight (409 on AWS).
+_LOST_RACE_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
+
+
+def create_if_absent(client: Any, bucket: str, key: str, body: bytes) -> bool:
+    """Create ``key`` with ``body`` unless an object has that name: True when this call
+    created it, False when the store says it exists. Other errors propagate; the caller
+    decides what happened by reading the table again."""
+    from botocore.exceptions import ClientError
+
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
+    except ClientError as exc:
+        if _error_code(exc) in _LOST_RACE_CODES:
+            return False
+        raise
+    return True
+
+
+_checked: set[tuple[str, str]] = set()
+_checked_lock = threading.Lock()
+
+
+def check_conditional_put(client: Any, settings: Mapping[str, str], warehouse: str) -> None:
+    """Refuse a store that ignores ``If-None-Match``: create one probe key twice, once per
+    (endpoint, bucket) and process. On such a store two committers could both create one
+    snapshot file, and one commit would be lost without an error."""
+    bucket, prefix = split_s3_url(warehouse)
+    marker = (settings.get("s3.endpoint", ""), bucket)
+    with _checked_lock:
+        if marker in _checked:
+            return
+    key = "/".join(p for p in (prefix, ".tablelog", "conditional-put-probe", uuid.uuid4().hex) if p)
+    try:
+        first = create_if_absent(client, bucket, key, b"1")
+        second = create_if_absent(client, bucket, key, b"2")
+    except Exception as exc:
+        raise CommitError(f"warehouse {warehouse!r}: could not write to the bucket {bucket!r}: {exc}") from exc
+    finally:
+        with contextlib.suppress(Exception):
+            client.delete_object(Bucket=bucket, Key=key)
+    if not first or second:
+        raise CommitError(
+            f"warehouse {warehouse!r}: the S3 store at {settings.get('s3.endpoint') or 'AWS'} ignores "
+            "conditional puts (If-None-Match: *): a probe object was created twice. tablelog commits "
+            "snapshots with a conditional put, so on this store two committers could overwrite each "
+            "other's snapshot and lose a commit silently; use a store that supports conditional writes "
+            "(AWS S3, MinIO, SeaweedFS, ...)"
+        )
+    with _checked_lock:
+        _checked.add(marker)
+
+
+class ConditionalSnapshotCommit:
+    """A pypaimon ``SnapshotCommit`` that creates ``snapshot-<expected_id>`` with a
+    conditional put, and nothing else: a commit that pypaimon prepared for another id (it
+    found a newer snapshot than the caller checked for its commit identifier) is refused,
+    so the caller checks that identifier again before committing."""
+
+    def __init__(self, snapshot_manager: Any, client: Any, expected_id: int) -> None:
+        self.snapshot_manager = snapshot_manager
+        self.client = client
+        self.expected_id = expected_id
+        self.attempted = False
+        self.created = False
+
+    def commit(self, base_snapshot_uuid: Any, snapshot: Any, statistics: Any) -> bool:
+        from pypaimon.common.json_util import JSON
+
+        self.attempted = True
+        if snapshot.id != self.expected_id:
+            return False
+        bucket, key = split_s3_url(self.snapshot_manager.get_snapshot_path(snapshot.id))
+        if not create_if_absent(self.client, bucket, key, JSON.to_json(snapshot, indent=2).encode()):
+            return False
+        self.created = True
+        # The LATEST file is a hint only: readers check hint + 1 and list the directory.
+        with contextlib.suppress(Exception):
+            self.snapshot_manager.file_io.overwrite_file_utf8(self.snapshot_manager.latest_file, str(snapshot.id))
+        return True
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> ConditionalSnapshotCommit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,81 @@
+"""The connection of an s3:// warehouse: options, AWS variables, secrets, boto3 missing,
+and a store that ignores conditional puts (pure logic; tests/cluster runs a real server)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import tablelog
+from tablelog.errors import CommitError, OptionError
+from tablelog.options import is_secret, redact, split_warehouse_options
+from tablelog.store.s3 import check_conditional_put, s3_settings
+
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def test_without_boto3_an_s3_warehouse_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "boto3", None)
+    with pytest.raises(OptionError, match=r'needs boto3.*pip install "tablelog\[s3\]"'):
+        tablelog.create_table("s3://bucket/wh", "db.t", SCHEMA, options={"s3.endpoint": "http://127.0.0.1:1"})
+    with pytest.raises(OptionError, match=r'pip install "tablelog\[s3\]"'):
+        tablelog.open_table("s3://bucket/wh", "db.t")
+
+
+def test_the_aws_variables_fill_the_s3_options_not_given() -> None:
+    environ = {"AWS_ENDPOINT_URL": "http://env:1", "AWS_ACCESS_KEY_ID": "env-key",
+               "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_DEFAULT_REGION": "eu-west-1"}
+    assert s3_settings({"s3.access-key": "given"}, environ) == {
+        "s3.endpoint": "http://env:1", "s3.access-key": "given", "s3.secret-key": "env-secret",
+        "s3.region": "eu-west-1", "s3.path-style-access": "true",
+    }
+    assert s3_settings({"s3.endpoint": "http://x:1", "s3.path-style-access": "false"}, {})["s3.path-style-access"] \
+        == "false"
+    assert s3_settings({}, {}) == {"s3.region": "us-east-1", "s3.path-style-access": "false"}
+
+
+def test_the_s3_keys_are_secrets_and_split_from_the_table_options() -> None:
+    assert is_secret("s3.access-key") and is_secret("s3.secret-key") and not is_secret("s3.endpoint")
+    assert redact({"s3.access-key": "AK", "s3.secret-key": "SK"}) == {"s3.access-key": "******",
+                                                                      "s3.secret-key": "******"}
+    warehouse, rest = split_warehouse_options({"S3.Endpoint": "http://x:1", "log.system": "kafka"})
+    assert warehouse == {"s3.endpoint": "http://x:1"} and rest == {"log.system": "kafka"}
+
+
+class _IgnoresConditions:
+    """An S3 client of a store that accepts every put, If-None-Match or not."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+
+    def put_object(self, Bucket: str, Key: str, Body: bytes, **conditions: Any) -> None:  # noqa: N803
+        self.objects[Key] = Body
+
+    def delete_object(self, Bucket: str, Key: str) -> None:  # noqa: N803
+        self.objects.pop(Key, None)
+
+
+def test_a_store_that_ignores_conditional_puts_is_refused() -> None:
+    client = _IgnoresConditions()
+    with pytest.raises(CommitError, match=r"ignores conditional puts \(If-None-Match: \*\).*created twice"):
+        check_conditional_put(client, {"s3.endpoint": "http://lax:1"}, "s3://bucket/wh")
+    assert client.objects == {}  # the probe object is removed
+
+
+def test_the_spark_source_options_show_no_secret() -> None:
+    from tablelog.spark.options import SourceOptions
+
+    parsed = SourceOptions.parse({"warehouse": "s3://b/wh", "table": "db.t", "s3.endpoint": "http://x:1",
+                                  "s3.access-key": "AKSENTINEL", "s3.secret-key": "SKSENTINEL"})
+    assert parsed.warehouse == "s3://b/wh"
+    assert parsed.runtime_options["s3.secret-key"] == "SKSENTINEL"  # used, only not shown
+    assert "SENTINEL" not in repr(parsed)
+
+
+def test_a_bad_path_style_value_is_refused_naming_the_key_and_the_allowed_values() -> None:
+    with pytest.raises(OptionError, match=r"invalid value 'sometimes' for option 's3.path-style-access'.*'true'"):
+        tablelog.create_table("s3://b/wh", "db.t", SCHEMA, options={"s3.path-style-access": "sometimes"})
+    assert split_warehouse_options({"s3.path-style-access": "YES"})[0] == {"s3.path-style-access": "true"}
