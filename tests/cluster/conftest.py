@@ -54,6 +54,23 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"cluster fixtures started in: {started}")
 
 
+#: What a Spark Connect client sets in the process's environment (pyspark's builder sets
+#: ``SPARK_CONNECT_MODE_ENABLED`` for good): left there, every later classic session of the
+#: test process would try to be a Connect client.
+_CONNECT_ENVIRONMENT = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_API_MODE")
+
+
+@pytest.fixture(autouse=True)
+def _classic_spark_after_each_test() -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in _CONNECT_ENVIRONMENT}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def require_java() -> None:
     if java_available() is None:
         pytest.fail("the cluster tests need Java 17: no java on PATH or in JAVA_HOME", pytrace=False)

@@ -95,12 +95,12 @@ def test_a_write_or_read_that_changes_a_defining_option_fails_before_anything_is
         assert len(log_reader.read_all(idle_timeout_s=0.2)) == 2
 
 
-def test_an_object_store_warehouse_is_refused_not_made_a_local_folder(
+def test_a_warehouse_url_of_an_unsupported_scheme_is_refused_not_made_a_local_folder(
     rows: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(Exception, match="scheme 's3' is not supported"):
-        write(rows, "s3://bucket/wh", "db.t", **{"primary-key": "id"})
+    with pytest.raises(Exception, match="scheme 'hdfs' is not supported"):
+        write(rows, "hdfs://namenode/wh", "db.t", **{"primary-key": "id"})
     assert list(tmp_path.iterdir()) == []
 
 
