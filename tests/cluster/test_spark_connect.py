@@ -191,3 +191,32 @@ def test_a_transactional_stream_read_over_connect_returns_every_committed_change
     assert Counter(c["_kind"] for c in everything) == Counter({"+I": 60 + 25, "+U": 15, "-D": 10})
     assert not any(c["id"] == 999 for c in everything)
     assert replay(everything) == {r["id"]: r for r in table.rows().to_pylist()}  # no gap, no overlap
+
+
+def test_a_relative_warehouse_over_connect_is_refused_before_anything_is_written(
+    connect: Any, tmp_path: Path
+) -> None:
+    # The server's Python workers run in the session's own artifact directory, which
+    # Spark deletes with the session: a table written there would vanish without a word.
+    name = f"db.t_{uuid.uuid4().hex[:8]}"
+    with pytest.raises(Exception, match="relative warehouse 'relative-wh'") as refused:
+        (connect.range(3).selectExpr("id", "concat('row-', id) AS name").write.format("tablelog")
+         .mode("append").option("warehouse", "relative-wh").option("table", name).option("primary-key", "id")
+         .option("log.system", "filesystem").option("filesystem.path", str(tmp_path / "log")).save())
+    assert "Spark Connect" in str(refused.value) and "absolute" in str(refused.value)
+    assert not (tmp_path / "log").exists()
+
+
+def test_a_relative_warehouse_outside_connect_still_resolves_against_the_working_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tablelog.spark.options import ARTIFACT_SESSION_ENV, SourceOptions
+
+    monkeypatch.chdir(tmp_path)
+    for classic in (None, "default"):  # a plain Python process; a classic session's worker
+        if classic is None:
+            monkeypatch.delenv(ARTIFACT_SESSION_ENV, raising=False)
+        else:
+            monkeypatch.setenv(ARTIFACT_SESSION_ENV, classic)
+        parsed = SourceOptions.parse({"warehouse": "wh", "table": "db.t"})
+        assert parsed.warehouse == str(tmp_path / "wh")
