@@ -9,6 +9,7 @@ machine's file system, as they would share a warehouse on object storage.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -28,6 +29,19 @@ from tablelog.cli import cli
 from tablelog.testing.spark_scenarios import replay
 
 pytestmark = pytest.mark.cluster
+
+
+def _kafka_conftest() -> Any:
+    """tests/kafka/conftest.py, for its broker fixture (conftest modules share one name)."""
+    path = Path(__file__).parents[1] / "kafka" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("tablelog_tests_kafka_conftest", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+kafka_bootstrap = _kafka_conftest().kafka_bootstrap  # a Tansu broker, started only when a test asks
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
@@ -89,10 +103,10 @@ def log_options(places: dict[str, str]) -> dict[str, str]:
     return {"log.system": "filesystem", "filesystem.path": places["log"]}
 
 
-def sink_options(places: dict[str, str]) -> dict[str, str]:
+def sink_options(places: dict[str, str], logs: dict[str, str] | None = None) -> dict[str, str]:
     """The options of a write that creates the table when it is missing."""
     return {"warehouse": places["warehouse"], "table": places["table"], "primary-key": "id", "bucket": "2",
-            **log_options(places)}
+            **(log_options(places) if logs is None else logs)}
 
 
 def test_register_works_on_a_connect_session_and_a_batch_write_reads_back_every_row(
@@ -127,9 +141,13 @@ def test_a_connect_only_client_without_py4j_imports_tablelog_spark_and_writes(
     assert table.rows().num_rows == 120
 
 
+@pytest.mark.parametrize("log_system", ["filesystem", "kafka"])
 def test_a_streaming_write_over_connect_commits_each_micro_batch_once_and_verifies(
-    connect: Any, places: dict[str, str], tmp_path: Path
+    connect: Any, places: dict[str, str], tmp_path: Path, log_system: str, request: pytest.FixtureRequest
 ) -> None:
+    logs = log_options(places)
+    if log_system == "kafka":
+        logs = {"log.system": "kafka", "kafka.bootstrap.servers": request.getfixturevalue("kafka_bootstrap")}
     files, per_file = 4, 30
     incoming = tmp_path / "incoming"
     incoming.mkdir()
@@ -138,20 +156,21 @@ def test_a_streaming_write_over_connect_commits_each_micro_batch_once_and_verifi
             json.dumps({"id": f * per_file + i, "name": f"row-{f * per_file + i}"}) + "\n"
             for i in range(per_file)))
     source = connect.readStream.schema("id BIGINT, name STRING").option("maxFilesPerTrigger", 1).json(str(incoming))
-    query = (source.writeStream.format("tablelog").options(**sink_options(places))
+    query = (source.writeStream.format("tablelog").options(**sink_options(places, logs))
              .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
     assert query.awaitTermination(120), "the availableNow query did not finish"
     assert query.exception() is None
     batches = {p["batchId"] for p in query.recentProgress}
     assert batches == set(range(files))  # one micro-batch per file
 
-    table = tablelog.open_table(places["warehouse"], places["table"], log_options(places))
+    runtime = {k: v for k, v in logs.items() if k != "log.system"}
+    table = tablelog.open_table(places["warehouse"], places["table"], runtime)
     ids = table.rows().column("id").to_pylist()
     assert sorted(ids) == list(range(files * per_file))  # every row, once
     assert len(list(table.snapshots())) == files  # one commit per micro-batch
     result = CliRunner().invoke(
         cli, ["verify", "--warehouse", places["warehouse"], places["table"],
-              "-o", f"filesystem.path={places['log']}"], catch_exceptions=False)
+              *[arg for k, v in runtime.items() for arg in ("-o", f"{k}={v}")]], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert f"{files * per_file} rows, the log replays {files * per_file} changes" in result.output
 
