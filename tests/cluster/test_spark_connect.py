@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -81,15 +82,23 @@ print(f"read={read} classic_modules={loaded}")
 
 @pytest.fixture(scope="module")
 def connect(spark_connect_url: str) -> Iterator[Any]:
-    """One Connect client session for this module, with tablelog registered."""
+    """One Connect client session for this module, with tablelog registered. PySpark's
+    builder marks the whole process a Connect client in its environment: that is undone
+    afterwards, or later classic sessions of the test process would be Connect clients too."""
     from pyspark.sql import SparkSession
 
     import tablelog.spark
 
+    before = dict(os.environ)
     spark = SparkSession.builder.remote(spark_connect_url).create()
-    tablelog.spark.register(spark)
-    yield spark
-    spark.stop()
+    try:
+        tablelog.spark.register(spark)
+        yield spark
+    finally:
+        spark.stop()
+        for name in set(os.environ) - set(before):
+            del os.environ[name]
+        os.environ.update(before)
 
 
 @pytest.fixture
