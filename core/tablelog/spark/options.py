@@ -93,5 +93,5 @@ def refuse_session_relative(warehouse: str) -> None:
     raise OptionError(
         f"relative warehouse {warehouse!r}: over Spark Connect the tablelog data source runs on the "
         f"server, in the session's temporary directory {os.getcwd()!r} (deleted when the session ends); "
-        "give the warehouse as an absolute path or a file:/// URL that the server can reach"
+        "give the warehouse as an absolute path or a URL that the server can reach (file:///…, s3://…)"
     )
