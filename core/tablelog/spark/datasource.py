@@ -57,5 +57,8 @@ class TablelogDataSource(DataSource):
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``tablelog`` data source in ``spark`` (once per session is enough)."""
+    """Register the ``tablelog`` data source in ``spark`` (once per session is enough).
+
+    ``spark`` is a classic session or a Spark Connect one: the class goes to the server by
+    reference to this module, so the server's Python must have tablelog (docs/spark.md)."""
     spark.dataSource.register(TablelogDataSource)

@@ -10,6 +10,7 @@ Paimon's own options...), validated by :class:`tablelog.options.TableOptions`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 import attrs
@@ -26,6 +27,11 @@ ENGINE_KEYS = frozenset({"warehouse", "table", "path", "checkpointlocation", "qu
 READ_KEYS = frozenset({"log.consistency", "scan.mode", "scan.timestamp-millis"})
 
 WAREHOUSE_ENV = "TABLELOG_WAREHOUSE"
+
+#: Set by Spark in its Python workers: the id of the session whose artifacts they use,
+#: ``default`` for a classic session. Under Spark Connect each session has its own, and
+#: the workers run in that session's artifact directory, deleted with the session.
+ARTIFACT_SESSION_ENV = "SPARK_JOB_ARTIFACT_UUID"
 
 
 @attrs.frozen
@@ -49,6 +55,7 @@ class SourceOptions:
                 "the tablelog data source needs option 'warehouse' (a warehouse directory, file:// or s3:// URL): "
                 f".option('warehouse', '/path/to/warehouse'), or set {WAREHOUSE_ENV}"
             )
+        refuse_session_relative(warehouse)
         table = raw.get("table") or raw.get("path")
         if not table:
             raise OptionError(
@@ -72,3 +79,22 @@ class SourceOptions:
     @property
     def read_options(self) -> dict[str, str]:
         return {k: v for k, v in self.table_options.items() if k in READ_KEYS}
+
+
+def refuse_session_relative(warehouse: str) -> None:
+    """Refuse a relative warehouse path in a Python worker of a Spark Connect session.
+
+    Such a worker's working directory is the session's artifact directory: a relative
+    warehouse would become a folder there, and Spark deletes it, tables and all, when the
+    session ends. (The client's working directory is another machine's, or unknown.)
+    """
+    session = os.environ.get(ARTIFACT_SESSION_ENV, "default")
+    text = warehouse.strip()
+    is_url = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", text) is not None  # checked by warehouse_path
+    if session == "default" or is_url or os.path.isabs(os.path.expanduser(text)):
+        return
+    raise OptionError(
+        f"relative warehouse {warehouse!r}: over Spark Connect the tablelog data source runs on the "
+        f"server, in the session's temporary directory {os.getcwd()!r} (deleted when the session ends); "
+        "give the warehouse as an absolute path or a URL that the server can reach (file:///…, s3://…)"
+    )
