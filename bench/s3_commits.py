@@ -27,6 +27,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +79,13 @@ def measure(commits: int, rounds: int, big_rows: int) -> dict[str, Any]:
                 name: {"commit_ms": [], "rows_per_s": [], "bulk_rows_per_s": []} for name in tables}
             for r in range(rounds):
                 first_id = (r + 1) * 10_000_000
-                runs = [(name, lambda t=table, i=first_id: commit_round(t, commits, i))
-                        for name, table in tables.items()]
+                runs: list[tuple[str, Callable[[], Any]]] = [
+                    (name, partial(commit_round, table, commits, first_id)) for name, table in tables.items()]
                 for name, got in interleave(r, runs):
                     per_round[name]["commit_ms"].append(got["commit_ms"])
                     per_round[name]["rows_per_s"].append(got["rows_per_s"])
-                bulk = [(name, lambda t=table: bulk_round(t, parts)) for name, table in tables.items()]
+                bulk: list[tuple[str, Callable[[], Any]]] = [
+                    (name, partial(bulk_round, table, parts)) for name, table in tables.items()]
                 for name, got in interleave(r, bulk):
                     per_round[name]["bulk_rows_per_s"].append(got)
     result: dict[str, Any] = {
