@@ -256,21 +256,33 @@ class RecordCodec:
 
     def python_row(self, row: dict[str, Any]) -> dict[str, Any]:
         """A decoded JSON-level row with values converted to the table's Python types."""
-        if (
-            self._identity_names is not None
-            and tuple(row) == self._identity_names
-            and not any(type(row[name]) is str for name in self._float_names)
-        ):
-            return row  # exactly the table's columns, in order, nothing to convert
+        if self._identity_names is not None and tuple(row) == self._identity_names:
+            floats = self._float_names  # a special float arrives as a string: converted below
+            if not floats or not any(type(row[name]) is str for name in floats):
+                return row  # exactly the table's columns, in order, nothing to convert
         return {name: convert(row.get(name)) for name, convert in self._row_converters}
 
 
 _KIND_VALUES = [k.value for k in RowKind]
 
 
+#: For each ``_kind`` value: the row kind, the field holding its row, the op it goes with
+#: (one look-up per record on the reader's path, instead of enum properties).
+_ENVELOPE_BY_KIND = {
+    k.value: (k, "before" if k.is_retraction else "after", _OP_BY_VALUE[k.value]) for k in RowKind
+}
+
+
 def debezium_change(doc: dict[str, Any]) -> tuple[RowKind, dict[str, Any]]:
     """Row kind and JSON-level row of one Debezium envelope (see the module docstring);
     raises ValueError when it is none."""
+    known = _ENVELOPE_BY_KIND.get(doc.get(KIND_COLUMN))  # type: ignore[arg-type]
+    if known is not None:  # what tablelog writes
+        kind, field, op = known
+        row = doc.get(field)
+        if type(row) is dict and doc.get("op") == op:
+            return kind, row
+        raise ValueError(f"a {kind.value} record needs op {op!r} and its row in {field}")
     payload = doc.get("payload")
     if "op" not in doc and isinstance(payload, dict):
         doc = payload  # Debezium's {"schema": ..., "payload": ...} wrapper
