@@ -278,11 +278,11 @@ def debezium_change(doc: dict[str, Any]) -> tuple[RowKind, dict[str, Any]]:
     raises ValueError when it is none."""
     known = _ENVELOPE_BY_KIND.get(doc.get(KIND_COLUMN))  # type: ignore[arg-type]
     if known is not None:  # what tablelog writes
-        kind, field, op = known
+        written, field, written_op = known
         row = doc.get(field)
-        if type(row) is dict and doc.get("op") == op:
-            return kind, row
-        raise ValueError(f"a {kind.value} record needs op {op!r} and its row in {field}")
+        if type(row) is dict and doc.get("op") == written_op:
+            return written, row
+        raise ValueError(f"a {written.value} record needs op {written_op!r} and its row in {field}")
     payload = doc.get("payload")
     if "op" not in doc and isinstance(payload, dict):
         doc = payload  # Debezium's {"schema": ..., "payload": ...} wrapper
