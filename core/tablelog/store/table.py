@@ -117,10 +117,13 @@ class PaimonTable:
         return None if snapshot is None else _info(snapshot)
 
     def earliest_snapshot_id(self) -> int | None:
-        manager = self.paimon.snapshot_manager()
-        if manager.get_latest_snapshot() is None:
+        if self.paimon.snapshot_manager().get_latest_snapshot() is None:
             return None  # pypaimon raises rather than answer "none" for an empty table
-        snapshot = manager.try_get_earliest_snapshot()
+        return self._earliest_id_of_non_empty()
+
+    def _earliest_id_of_non_empty(self) -> int | None:
+        """The earliest snapshot's id, for a caller that has seen a latest snapshot."""
+        snapshot = self.paimon.snapshot_manager().try_get_earliest_snapshot()
         return None if snapshot is None else int(snapshot.id)
 
     def snapshot_at_or_before(self, millis: int) -> SnapshotInfo | None:
@@ -135,7 +138,7 @@ class PaimonTable:
         latest = self.latest_snapshot()
         if latest is None:
             return
-        first = max(self.earliest_snapshot_id() or 1, after + 1)
+        first = max(self._earliest_id_of_non_empty() or 1, after + 1)
         last = latest.id if upto is None else min(upto, latest.id)
         ids = range(last, first - 1, -1) if newest_first else range(first, last + 1)
         for snapshot_id in ids:
