@@ -38,8 +38,11 @@ class DemoResult:
     report: VerifyReport | None = None
 
 
-def demo_options(log_system: str, kafka_bootstrap: str | None, pulsar_url: str | None) -> dict[str, str]:
+def demo_options(log_system: str, kafka_bootstrap: str | None, pulsar_url: str | None,
+                 log_path: str | None = None) -> dict[str, str]:
     options = {"log.system": log_system}
+    if log_path:
+        options["filesystem.path"] = log_path
     if kafka_bootstrap:
         options["kafka.bootstrap.servers"] = kafka_bootstrap
     if pulsar_url:

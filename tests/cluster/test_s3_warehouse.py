@@ -110,6 +110,20 @@ def test_the_cli_creates_describes_tails_and_verifies_a_table_on_s3(s3_server: S
         assert options["s3.access-key"] not in output and options["s3.secret-key"] not in output
 
 
+def test_the_demo_runs_on_an_s3_warehouse_with_its_file_log_on_this_machine(
+        s3_server: S3Endpoint, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+    warehouse = s3_server.url(f"demo-{uuid.uuid4().hex[:8]}")
+    result = CliRunner().invoke(cli, ["demo", "--engine", "python", "-w", warehouse, "--batches", "2",
+                                      "--rows", "20"])
+    assert result.exit_code == 0, result.output
+    assert "the file log goes to" in result.output
+    assert "consistent: table demo.orders_" in result.output
+    assert any("/snapshot/snapshot-2" in key for key in object_texts(s3_server, warehouse))
+
+
 def test_the_connection_secrets_are_in_no_object_of_the_table(s3_server: S3Endpoint, tmp_path: Path) -> None:
     warehouse = s3_server.url(f"secrets-{uuid.uuid4().hex[:8]}")
     options = {**sentinel_options(s3_server), "log.system": "filesystem", "filesystem.path": str(tmp_path / "log")}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import click
 
 from tablelog.cli.common import console, friendly_errors
@@ -12,6 +14,9 @@ from tablelog.cli.common import console, friendly_errors
               help="Warehouse directory (default: a new temporary directory).")
 @click.option("--log-system", type=click.Choice(["filesystem", "kafka", "pulsar"]), default="filesystem",
               show_default=True, help="Where the changelog goes.")
+@click.option("--log-path", default=None, metavar="DIR",
+              help="The file log's directory (log.system filesystem; default: in the warehouse, or a new "
+                   "temporary directory when the warehouse is on an object store).")
 @click.option("--kafka-bootstrap", default=None, metavar="HOST:PORT", help="Kafka bootstrap servers.")
 @click.option("--pulsar-url", default=None, metavar="pulsar://HOST:PORT", help="Pulsar service URL.")
 @click.option("--engine", type=click.Choice(["spark", "python"]), default="spark", show_default=True,
@@ -19,7 +24,7 @@ from tablelog.cli.common import console, friendly_errors
 @click.option("--batches", default=5, show_default=True, help="How many commits to write.")
 @click.option("--rows", default=200, show_default=True, help="New rows per commit.")
 @friendly_errors
-def demo(warehouse: str | None, log_system: str, kafka_bootstrap: str | None, pulsar_url: str | None,
+def demo(warehouse: str | None, log_system: str, log_path: str | None, kafka_bootstrap: str | None, pulsar_url: str | None,
          engine: str, batches: int, rows: int) -> None:
     """Write inserts, updates and deletes; read the changelog back live; verify.
 
@@ -28,6 +33,7 @@ def demo(warehouse: str | None, log_system: str, kafka_bootstrap: str | None, pu
     the same pipeline without Spark.
     """
     from tablelog.demo import demo_options, run_demo
+    from tablelog.store.warehouse import is_object_store
 
     if log_system == "kafka" and not kafka_bootstrap:
         raise click.UsageError("--log-system kafka needs --kafka-bootstrap HOST:PORT")
@@ -36,7 +42,12 @@ def demo(warehouse: str | None, log_system: str, kafka_bootstrap: str | None, pu
     def say(line: str) -> None:
         console.print(line, markup=False, soft_wrap=True)
 
-    options = demo_options(log_system, kafka_bootstrap, pulsar_url)
+    if log_system == "filesystem" and log_path is None and warehouse and is_object_store(warehouse):
+        # The demo runs on this machine only, so a local directory is a log every part of it shares.
+        log_path = tempfile.mkdtemp(prefix="tablelog-demo-log-")
+        say(f"the warehouse is on an object store: the file log goes to {log_path} (this machine only; "
+            "a pipeline on a cluster uses Kafka or Pulsar)")
+    options = demo_options(log_system, kafka_bootstrap, pulsar_url, log_path)
     if engine == "spark":
         try:
             from tablelog.spark.demo import run_spark_demo

@@ -11,6 +11,10 @@ this: it calls :func:`at` once per stage, which does nothing without ``testing.*
 * ``testing.fail-after-finish = "P"`` or ``"B:P"``: attempt 0 of partition P (in
   micro-batch B) raises after its ``finish()`` made its records durable in the log: a
   task that dies after producing.
+* ``testing.pause-mid-write = "B:P:SECONDS"``: attempt 0 of partition P in micro-batch B
+  sleeps after writing its first chunk, before ``finish()``, having written where it runs
+  (process id, working directory: the executor's) as JSON to the file
+  ``testing.paused-task-file`` names (a window for a test to kill the task's host).
 * ``testing.pause-after-commit = "B:SECONDS"``: the driver sleeps after committing
   micro-batch B to the table, before Spark records the batch in its commit log (a window
   for a test to kill the driver).
@@ -19,6 +23,8 @@ this: it calls :func:`at` once per stage, which does nothing without ``testing.*
 from __future__ import annotations
 
 import enum
+import json
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -29,8 +35,10 @@ from tablelog.errors import OptionError
 TESTING_PREFIX = "testing."
 FAIL_MID_WRITE = "testing.fail-mid-write"
 FAIL_AFTER_FINISH = "testing.fail-after-finish"
+PAUSE_MID_WRITE = "testing.pause-mid-write"
+PAUSED_TASK_FILE = "testing.paused-task-file"
 PAUSE_AFTER_COMMIT = "testing.pause-after-commit"
-TESTING_KEYS = frozenset({FAIL_AFTER_FINISH, FAIL_MID_WRITE, PAUSE_AFTER_COMMIT})
+TESTING_KEYS = frozenset({FAIL_AFTER_FINISH, FAIL_MID_WRITE, PAUSE_MID_WRITE, PAUSED_TASK_FILE, PAUSE_AFTER_COMMIT})
 
 
 class InjectedFailure(RuntimeError):
@@ -63,7 +71,11 @@ def at(
     :class:`InjectedFailure`, sleep, or, as always without such options, nothing.
     ``progress`` is what the task has done (its ``WriteTask`` mid-write, its
     ``WriteReceipt`` after finish), for the failure's message."""
-    spec = testing.get(stage.value) if testing else None
+    if not testing:
+        return
+    if stage is Stage.MID_WRITE:
+        _pause_mid_write(testing, batch_id, partition, attempt)
+    spec = testing.get(stage.value)
     if spec is None:
         return
     if stage is Stage.AFTER_COMMIT:
@@ -83,6 +95,20 @@ def at(
         f"{stage.value}: task attempt {label} fails after producing "
         f"{sum(r.count for r in progress.ranges)} records (token {progress.token})"
     )
+
+
+def _pause_mid_write(testing: Mapping[str, str], batch_id: int | None, partition: int, attempt: int) -> None:
+    spec = testing.get(PAUSE_MID_WRITE)
+    if spec is None:
+        return
+    batch, part, seconds = spec.split(":")
+    if attempt != 0 or batch_id != int(batch) or partition != int(part):
+        return
+    marker = testing.get(PAUSED_TASK_FILE)
+    if marker:
+        with open(marker, "w") as f:
+            json.dump({"pid": os.getpid(), "cwd": os.getcwd(), "batch": batch_id, "partition": partition}, f)
+    time.sleep(float(seconds))
 
 
 def _selects(spec: str, batch_id: int | None, partition: int, attempt: int) -> bool:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,17 +88,19 @@ def _check_alive(process: subprocess.Popen[bytes], log_path: Path, what: str) ->
         raise RuntimeError(f"{what} exited with code {process.returncode}; log:\n{tail}")
 
 
-@attrs.frozen
+@attrs.define
 class StandaloneCluster:
     """A running standalone cluster: submit applications to ``master_url``."""
 
     master_url: str
     #: The master's web UI (``""`` for a cluster this process did not start).
     web_ui: str = ""
-    #: The JVMs, when this process started them (a test may kill a worker).
+    #: The JVMs, when this process started them (a test may kill a worker and start it again).
     master: subprocess.Popen[bytes] | None = attrs.field(default=None, repr=False)
-    workers: tuple[subprocess.Popen[bytes], ...] = attrs.field(default=(), repr=False)
+    workers: list[subprocess.Popen[bytes]] = attrs.field(factory=list, repr=False)
     workdir: Path | None = None
+    _start_worker: Callable[[int], tuple[subprocess.Popen[bytes], Path]] | None = attrs.field(
+        default=None, repr=False)
 
     def status(self) -> dict[str, Any]:
         """The master's JSON status (``/json``): workers, their state, applications."""
@@ -107,6 +110,43 @@ class StandaloneCluster:
     def alive_workers(self) -> int:
         workers = self.status().get("workers", [])
         return sum(1 for w in workers if isinstance(w, dict) and w.get("state") == "ALIVE")
+
+    def worker_dir(self, index: int) -> Path:
+        """Worker ``index``'s work dir: its executors run in ``<dir>/<app id>/<executor id>``."""
+        if self.workdir is None:
+            raise RuntimeError(f"the cluster at {self.master_url} was not started here: its workers are not ours")
+        return self.workdir / f"worker-{index}"
+
+    def kill_worker(self, index: int) -> list[int]:
+        """SIGKILL worker ``index`` and every process running in its work dir (its executors
+        and their Python workers), as if its host died; returns the killed process ids."""
+        victims = [self.workers[index].pid, *processes_under(self.worker_dir(index))]
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.workers[index].wait(timeout=30)
+        return victims
+
+    def restart_worker(self, index: int, timeout_s: float = 120.0) -> None:
+        """Start worker ``index`` again (after :meth:`kill_worker`) and wait until the master
+        counts every worker alive again."""
+        if self._start_worker is None:
+            raise RuntimeError(f"the cluster at {self.master_url} was not started here: its workers are not ours")
+        process, log_path = self._start_worker(index)
+        self.workers[index] = process
+        _wait_for_workers(self, len(self.workers), timeout_s, {f"Spark worker {index}": (process, log_path)})
+
+
+def processes_under(directory: Path) -> list[int]:
+    """The processes whose working directory is ``directory`` or below it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                cwd = os.readlink(entry / "cwd")
+                if cwd == str(directory) or cwd.startswith(f"{directory}/"):
+                    found.append(int(entry.name))
+    return found
 
 
 def _wait_for_workers(cluster: StandaloneCluster, count: int, timeout_s: float,
@@ -138,29 +178,33 @@ def spark_standalone(workdir: Path, workers: int = 2, cores: int = 1, memory: st
     spark_class = str(spark_home() / "bin" / "spark-class")
     port, ui_port = free_port(), free_port()
     master_url = f"spark://127.0.0.1:{port}"
-    started: list[subprocess.Popen[bytes]] = []
     logs: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+
+    def start_worker(index: int) -> tuple[subprocess.Popen[bytes], Path]:
+        work_dir = workdir / f"worker-{index}"
+        work_dir.mkdir(exist_ok=True)
+        return _start([spark_class, "org.apache.spark.deploy.worker.Worker", master_url,
+                       "--host", "127.0.0.1", "--webui-port", "0", "--cores", str(cores),
+                       "--memory", memory, "--work-dir", str(work_dir)],
+                      workdir, env, f"worker-{index}.log")
+
+    master: subprocess.Popen[bytes] | None = None
+    cluster = StandaloneCluster(master_url=master_url, web_ui=f"http://127.0.0.1:{ui_port}",
+                                workdir=workdir, start_worker=start_worker)
     try:
-        master = _start([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                         "--port", str(port), "--webui-port", str(ui_port)], workdir, env, "master.log")
-        started.append(master[0])
-        logs["the Spark master"] = master
+        master, master_log = _start([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                     "--port", str(port), "--webui-port", str(ui_port)], workdir, env, "master.log")
+        cluster.master = master
+        logs["the Spark master"] = (master, master_log)
         for i in range(workers):
-            work_dir = workdir / f"worker-{i}"
-            work_dir.mkdir(exist_ok=True)
-            worker = _start([spark_class, "org.apache.spark.deploy.worker.Worker", master_url,
-                             "--host", "127.0.0.1", "--webui-port", "0", "--cores", str(cores),
-                             "--memory", memory, "--work-dir", str(work_dir)],
-                            workdir, env, f"worker-{i}.log")
-            started.append(worker[0])
+            worker = start_worker(i)
+            cluster.workers.append(worker[0])
             logs[f"Spark worker {i}"] = worker
-        cluster = StandaloneCluster(master_url=master_url, web_ui=f"http://127.0.0.1:{ui_port}",
-                                    master=master[0], workers=tuple(started[1:]), workdir=workdir)
         _wait_for_workers(cluster, workers, timeout_s, logs)
         yield cluster
     finally:
         # Workers first: a worker stopping kills its executors; SIGKILL after the grace period.
-        for process in reversed(started):
+        for process in [*reversed(cluster.workers), *([master] if master is not None else [])]:
             stop(process, timeout_s=10)
 
 

@@ -145,7 +145,7 @@ def replay(changes: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return state
 
 
-def committed_identifiers(warehouse: Path, name: str, log_options: dict[str, str]) -> tuple[set[int], str]:
+def committed_identifiers(warehouse: Path | str, name: str, log_options: dict[str, str]) -> tuple[set[int], str]:
     """The commit identifiers in the table's snapshots, and why there are none: another
     process may still be creating the table (its folders exist before its schema does)."""
     try:
@@ -166,7 +166,7 @@ class SparkExactlyOnceScenarios:
     def spark(self) -> Any:
         raise NotImplementedError("provide a `spark` fixture (tablelog.testing.spark_scenarios.spark_test_session)")
 
-    def _stream_write(self, spark: Any, inputs: Path, warehouse: Path, name: str, checkpoint: Path,
+    def _stream_write(self, spark: Any, inputs: Path, warehouse: Path | str, name: str, checkpoint: Path,
                       log_options: dict[str, str], **extra: str) -> Any:
         source = spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", FILES_PER_BATCH).json(str(inputs))
         writer = (source.writeStream.format("tablelog").option("warehouse", str(warehouse)).option("table", name)
@@ -175,7 +175,7 @@ class SparkExactlyOnceScenarios:
             writer = writer.option(key, value)
         return writer.trigger(availableNow=True).start()
 
-    def _read_stream(self, spark: Any, warehouse: Path, name: str, log_options: dict[str, str],
+    def _read_stream(self, spark: Any, warehouse: Path | str, name: str, log_options: dict[str, str],
                      **options: str) -> Any:
         """A streaming read of the table through the Spark source, with the log system's options."""
         reader = spark.readStream.format("tablelog").option("warehouse", str(warehouse)).option("table", name)

@@ -26,23 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from tablelog.testing.spark_cluster import spark_environment, spark_standalone
+from tablelog.testing.spark_cluster import processes_under, spark_environment, spark_standalone
 
 HERE = Path(__file__).parent
 TASKS, SLEEP = 6, 6.0
-
-
-def processes_in(directory: Path) -> list[int]:
-    """The processes whose working directory is under ``directory`` (an executor, its Python workers)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if str(directory) in os.readlink(entry / "cwd"):
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
 
 
 def main(shuffle: str, daemon_options: str) -> None:
@@ -84,7 +71,7 @@ def run(tmp: Path, shuffle: str, daemon_options: str) -> None:
             time.sleep(0.1)
         time.sleep(1)
         killed_at = time.time()
-        frozen = [victim.pid, *processes_in(tmp / "cluster" / "worker-0")] if os.environ.get("PROBE_FREEZE") else []
+        frozen = [victim.pid, *processes_under(tmp / "cluster" / "worker-0")] if os.environ.get("PROBE_FREEZE") else []
         for pid in frozen:
             os.kill(pid, signal.SIGSTOP)
         if not frozen:
@@ -118,7 +105,7 @@ def run(tmp: Path, shuffle: str, daemon_options: str) -> None:
             for line in (tmp / "cluster" / name).read_text(errors="replace").splitlines():
                 if any(k in line for k in ("Removing worker", "lost", "timed out", "disassociated", "Removing executor")):
                     print(f"  {name}:", line[:220])
-        print("processes still running in worker-0's work dir:", processes_in(tmp / "cluster" / "worker-0"))
+        print("processes still running in worker-0's work dir:", processes_under(tmp / "cluster" / "worker-0"))
 
 
 if __name__ == "__main__":

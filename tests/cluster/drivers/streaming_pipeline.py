@@ -1,0 +1,58 @@
+"""A Spark driver on the standalone cluster, a process of its own as spark-submit's would be:
+``python streaming_pipeline.py CONFIG`` where CONFIG is JSON with
+
+- ``master``, ``warehouse``, ``table``, ``inputs``, ``checkpoint``;
+- ``options``: the table's options and the connections' (``log.*``, ``kafka.*``, ``s3.*``);
+- ``testing``: ``testing.*`` options for the write (failures to inject), may be empty;
+- ``read``: a folder for the read queries' checkpoints, or null for no read.
+
+It streams the input files into the table (the scenarios' input: three micro-batches of
+inserts, updates and deletes), then, with ``read``, reads the table back through the
+Spark source, transactional and eventual-then-normalized, and prints one JSON line:
+``{"transactional": [...], "normalized": [...], "eventual": N}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def main(config: dict[str, Any]) -> None:
+    from tablelog.spark import normalize
+    from tablelog.spark.session import local_session
+    from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios, collect_stream
+
+    spark = local_session(config["master"], app_name="tablelog-cluster-pipeline", conf={
+        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+        "spark.executor.memory": "512m",
+    })
+    try:
+        scenarios = SparkExactlyOnceScenarios()
+        warehouse, name, options = config["warehouse"], config["table"], config["options"]
+        query = scenarios._stream_write(spark, Path(config["inputs"]), warehouse, name, Path(config["checkpoint"]),
+                                        options, **config["testing"])
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise RuntimeError(f"the streaming write failed: {query.exception()}")
+        if config["read"] is None:
+            print(json.dumps({"written": True}), flush=True)
+            return
+        read = Path(config["read"])
+        transactional = collect_stream(
+            scenarios._read_stream(spark, warehouse, name, options, **{"scan.mode": "earliest"}),
+            read / "transactional")
+        eventual = scenarios._read_stream(spark, warehouse, name, options,
+                                          **{"log.consistency": "eventual", "scan.mode": "earliest"})
+        raw = collect_stream(eventual, read / "eventual")
+        normalized = collect_stream(normalize(eventual, ["id"]), read / "normalized", "update")
+        print(json.dumps({"transactional": transactional, "normalized": normalized, "eventual": len(raw)}),
+              flush=True)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))
