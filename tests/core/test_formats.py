@@ -109,3 +109,40 @@ def test_values_decoded_all_at_once_handle_values_larger_than_a_block() -> None:
     rows = pa.Table.from_pylist([{"id": i, "s": "x" * (3 << 20) if i == 1 else "y"} for i in range(3)], schema=schema)
     values = codec.encode(rows, [RowKind.INSERT] * 3, 1).values
     assert codec.values_to_arrow(values).column("s").to_pylist() == rows.column("s").to_pylist()
+
+
+FLOATS = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("s", pa.string())])
+PER_RECORD_CASES = [
+    b'{"before":null,"after":{"id":1,"x":0.5,"s":"a"},"op":"c","ts_ms":0,"_kind":"+I"}',
+    b'{"before":null,"after":{"id":1,"x":0.5,"s":"a"},"op":"c","ts_ms":0,"_kind":"+U"}',
+    b'{"before":{"id":1,"x":0.5,"s":"a"},"after":null,"op":"d","ts_ms":0,"_kind":"-U"}',
+    b'{"before":{"id":1,"x":0.5,"s":"a"},"after":null,"op":"d","ts_ms":0,"_kind":"-D"}',
+    b'{"before":null,"after":{"id":1,"x":"NaN","s":"a"},"op":"c","ts_ms":0,"_kind":"+I"}',
+    b'{"before":null,"after":{"id":1,"x":"-Infinity","s":"a"},"op":"c","ts_ms":0,"_kind":"+I"}',
+    b'{"before":null,"after":{"id":1,"x":1.0,"s":"BANaN\\""},"op":"c","ts_ms":0,"_kind":"+I"}',
+    b'{"before":null,"after":{"s":"a","x":0.5,"id":1},"op":"c","ts_ms":0,"_kind":"+I"}',
+    b'{"before":null,"after":{"id":1,"s":"a"},"op":"c","ts_ms":0,"_kind":"+I"}',
+    b'{"before":null,"after":{"id":1,"x":0.5,"s":"a"},"op":"u","ts_ms":0}',
+    b'{"schema":{},"payload":{"before":null,"after":{"id":1,"x":0.5,"s":"a"},"op":"r"}}',
+    b'{"before":{"id":1,"x":0.5,"s":"a"},"after":null,"op":"c","ts_ms":0,"_kind":"-D"}',
+    b'{"before":null,"after":[1],"op":"c","ts_ms":0,"_kind":"+I"}',
+    b'[1, 2]',
+]
+
+
+@pytest.mark.parametrize("value", PER_RECORD_CASES)
+def test_the_per_record_decoder_agrees_with_decode_value_and_python_row(value: bytes) -> None:
+    c = codec(schema=FLOATS)
+
+    def general() -> object:
+        kind, row = c.decode_value(value)
+        return kind, c.python_row(row)
+
+    try:
+        expected = general()
+    except (ValueError, KeyError, TypeError) as err:
+        with pytest.raises(type(err)):
+            c.change_decoder(value)
+        return
+    decoded = c.change_decoder(value)
+    assert repr(decoded) == repr(expected)  # repr: NaN equals itself there

@@ -54,8 +54,7 @@ class Decoder:
         does not decode (see :meth:`foreign`). Returns the positions of those, which
         were left out (usually none). One tight loop: it runs for every record a reader
         returns one by one."""
-        codec = self._table.codec
-        decode_value, python_row = codec.decode_value, codec.python_row
+        decode = self._table.codec.change_decoder
         new = tuple.__new__  # what Change(...) does, without its Python-level __new__
         append = out.append
         left_out: list[int] = []
@@ -65,8 +64,8 @@ class Decoder:
                 left_out.append(pos)
                 continue
             try:
-                kind, row = decode_value(value)
-                change = new(Change, (kind, python_row(row), snapshot_id, partition, pos))
+                kind, row = decode(value)
+                change = new(Change, (kind, row, snapshot_id, partition, pos))
             except (ValueError, KeyError, TypeError) as err:
                 fmt = self._table.options.log_format.value
                 self.foreign(partition, pos, f"its value does not decode as {fmt} ({err})")
