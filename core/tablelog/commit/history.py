@@ -48,6 +48,20 @@ def find_commit(store: PaimonTable, writer_id: str, commit_identifier: int) -> S
     return None
 
 
+def committed_in_expired_snapshot(store: PaimonTable, writer_id: str, commit_identifier: int) -> bool:
+    """Whether ``writer_id`` committed ``commit_identifier`` in a snapshot that has expired
+    since: its identifiers only grow, so a kept snapshot of a larger identifier of it, with
+    older snapshots gone, means this one was committed before them (Paimon's rule too).
+    (Once every snapshot of a writer has expired, nothing is known of it any more.)"""
+    earliest = store.earliest_snapshot_id()
+    if earliest is None or earliest <= 1:
+        return False
+    for _, record in log_commits(store):
+        if record.writer == writer_id:
+            return record.commit_identifier > commit_identifier
+    return False
+
+
 def last_commit_identifier(store: PaimonTable, writer_id: str) -> int | None:
     """The newest commit identifier ``writer_id`` committed (None: none)."""
     for _, record in log_commits(store, newest_first=True):

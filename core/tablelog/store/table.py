@@ -12,6 +12,8 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
+from tablelog.store.consumers import Consumers
+from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.writes import TableWrite, abort_files, commit_files
 
@@ -102,6 +104,33 @@ class PaimonTable:
             yield
         finally:
             os.close(fd)
+
+    @contextlib.contextmanager
+    def expire_lock(self) -> Iterator[bool]:
+        """Whether this process may expire snapshots now: True unless another process
+        holds the table's expiry lock (local warehouse; on an object store always True:
+        two expiries of one range delete the same files, which Paimon allows too)."""
+        if self.on_object_store:
+            yield True
+            return
+        fd = os.open(os.path.join(self.path, ".tablelog-expire.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
+
+    def snapshot_deletion(self) -> SnapshotDeletion:
+        """Removes expired snapshots and the files only they reference (:mod:`tablelog.store.expiry`)."""
+        return SnapshotDeletion(self.paimon, local=not self.on_object_store)
+
+    def consumers(self) -> Consumers:
+        """The table's Paimon consumers (:mod:`tablelog.store.consumers`)."""
+        return Consumers(self.paimon)
 
     # -- snapshots -----------------------------------------------------------
 
