@@ -222,3 +222,17 @@ def test_expiry_racing_a_committing_writer_never_loses_or_resurrects_a_row(tmp_p
     assert runs > 1
     for snapshot_id in snapshot_ids(table):
         assert len(plain_pypaimon_rows(table, snapshot_id)) == table.store.snapshot(snapshot_id).total_record_count
+
+
+def test_verify_after_expiry_replays_the_log_from_the_rows_of_the_earliest_kept_snapshot(tmp_path: Path) -> None:
+    from tablelog.verify import verify
+
+    table = make_table(tmp_path, **{"snapshot.num-retained.min": "3", "snapshot.time-retained": "0 ms"})
+    commit_rounds(table, 6)
+    with table.writer("w2") as writer:
+        writer.write([{"id": 0, "v": "changed"}, ("-D", {"id": 1, "v": "r0"})])
+        writer.commit()
+    assert snapshot_ids(table) == [5, 6, 7]
+    report = verify(table)
+    assert report.consistent, report.summary()
+    assert report.log_rows == report.table_rows == 17
