@@ -43,11 +43,16 @@ class ChangelogReader:
         timestamp_millis: int | None = None,
         partitions: Iterable[int] | None = None,
         until_snapshot: int | None = None,
+        changes_from_table: bool = True,
         **option_keys: Any,
     ) -> None:
         """``partitions``: read only these log partitions (and, in the full scan, only
         the rows of the buckets with those numbers). ``until_snapshot``: transactional
-        readers stop after this snapshot (a bounded read, e.g. one Spark micro-batch)."""
+        readers stop after this snapshot (a bounded read, e.g. one Spark micro-batch).
+        ``changes_from_table``: a transactional reader takes a snapshot's changes from the
+        table files when the log no longer holds them (:mod:`tablelog.reading.table_changes`);
+        False reports them lost instead (``verify``, which compares the log with the table).
+        ``consumer_id``: record progress as a Paimon consumer (:mod:`tablelog.reading.consumer`)."""
         overrides = {k.replace("_", "-") if "." not in k else k: v for k, v in option_keys.items()}
         if consistency is not None:
             overrides["log.consistency"] = getattr(consistency, "value", consistency)
@@ -67,7 +72,7 @@ class ChangelogReader:
                 "log.system to keep its changes"
             )
         only = None if partitions is None else frozenset(partitions)
-        self._context = ReadContext(table, self.options, only)
+        self._context = ReadContext(table, self.options, only, changes_from_table)
         self._position: ReaderPosition | None = None
         # A saved position (its JSON, or a dict) is checked against the log's ends when
         # the log is first used; a ReaderPosition object is trusted there (the Spark

@@ -22,11 +22,12 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from tablelog.commit.record import LogCommitRecord
-from tablelog.errors import TablelogError
+from tablelog.errors import LogDataLostError, TablelogError
 from tablelog.positions import ReaderPosition
 from tablelog.reading.batch import Batch
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
+from tablelog.reading.table_changes import changes_from_table
 from tablelog.records import FetchResult, LogRecord, ProducedRange, ValuesResult
 
 _POLL_SLEEP_S = 0.01
@@ -112,7 +113,8 @@ class TransactionalRead:
             raise TablelogError(
                 f"table {table.identifier!r}: snapshot {snapshot_id} expired before this reader "
                 f"read it (earliest kept: {earliest}); changes committed there cannot be returned. "
-                "Restart the reader with scan.mode=latest-full"
+                "Restart the reader with scan.mode=latest-full, and give readers a consumer-id so that "
+                "expiry keeps the snapshots they still need"
             )
 
     def _check_same_log(self, record: LogCommitRecord) -> None:
@@ -146,11 +148,31 @@ class TransactionalRead:
             if (start := position.offsets.get(p, ranges[0].first)) <= max(r.last for r in ranges)
         })
         for partition, ranges in by_partition.items():
-            if not self._read_partition(position, snapshot_id, partition, ranges, out, budget):
-                return False
-            if self._counted_from_start:
-                self._check_counts(partition, ranges)
+            # Nothing of this partition returned yet (in an earlier poll): if its records
+            # are lost, what this poll took of them is dropped and the table files give all.
+            untouched, mark = partition not in position.offsets, out.mark()
+            try:
+                if not self._read_partition(position, snapshot_id, partition, ranges, out, budget):
+                    return False
+                if self._counted_from_start:
+                    self._check_counts(partition, ranges)
+            except LogDataLostError as lost:
+                if not untouched or not self._context.changes_from_table:
+                    raise
+                out.truncate(mark)
+                self._read_from_table(position, snapshot_id, partition, ranges, out, lost)
         return True
+
+    def _read_from_table(
+        self, position: ReaderPosition, snapshot_id: int, partition: int, ranges: list[ProducedRange],
+        out: Batch, lost: LogDataLostError,
+    ) -> None:
+        changes = changes_from_table(self._context, snapshot_id, partition, ranges, lost)
+        if out.arrow:
+            out.add(self._context.to_arrow(changes))
+        else:
+            out.changes().extend(changes)
+        position.offsets[partition] = max(r.last for r in ranges) + 1
 
     def _read_partition(
         self, position: ReaderPosition, snapshot_id: int, partition: int, ranges: list[ProducedRange],

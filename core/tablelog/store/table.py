@@ -13,6 +13,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.store.consumers import Consumers
+from tablelog.store.deltas import ROW_KIND, read_delta
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.writes import TableWrite, abort_files, commit_files
@@ -211,6 +212,14 @@ class PaimonTable:
     def abort(self, messages: Sequence[Any]) -> None:
         """Delete the prepared data files ``messages``, which no snapshot will reference."""
         abort_files(self.paimon, messages)
+
+    def read_delta(self, snapshot_id: int, buckets: Iterable[int]) -> pa.Table | None:
+        """The rows snapshot ``snapshot_id`` added to ``buckets``, with their row kinds
+        (:mod:`tablelog.store.deltas`); None when the snapshot has expired."""
+        result = read_delta(self.paimon, snapshot_id, buckets)
+        if result is None:
+            return None
+        return result.cast(pa.schema([pa.field(ROW_KIND, pa.string()), *self.schema]))
 
     # -- bucket routing ------------------------------------------------------
 
