@@ -236,3 +236,18 @@ def test_verify_after_expiry_replays_the_log_from_the_rows_of_the_earliest_kept_
     report = verify(table)
     assert report.consistent, report.summary()
     assert report.log_rows == report.table_rows == 17
+
+
+def test_a_position_inside_a_snapshot_that_expired_is_refused_saying_so(tmp_path: Path) -> None:
+    from tablelog.errors import ReaderPositionError
+
+    table = make_table(tmp_path, **{"snapshot.num-retained.min": "1", "snapshot.time-retained": "1 h"})
+    commit_rounds(table, 2)
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        reader.poll(max_records=1)
+        position = reader.position.to_json()
+    assert reader.position.offsets  # inside snapshot 1
+    commit_rounds(table, 1, start=5)
+    expire_snapshots(open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}))
+    with pytest.raises(ReaderPositionError, match=r"inside snapshot 1 of table 'db.t', which has expired \(earliest kept: 3\)"):
+        table.reader(position)

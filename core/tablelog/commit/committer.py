@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tablelog.commit.history import committed_in_expired_snapshot, find_commit, last_end_positions
+from tablelog.commit.history import find_commit, find_commit_or_expired, last_end_positions
 from tablelog.commit.hook import rerun_commit_hook, run_commit_hook
 from tablelog.commit.record import CommitResult, LogCommitRecord, WriteReceipt
 from tablelog.errors import CommitError
@@ -95,11 +95,11 @@ def _commit_once(
     rows = sum(r.rows for r in receipts)
     ranges = tuple(rng for r in receipts for rng in r.ranges)
     records = sum(r.count for r in ranges)
-    existing = find_commit(table.store, writer_id, commit_identifier)
+    existing, expired = find_commit_or_expired(table.store, writer_id, commit_identifier)
     if existing is not None:
         hook_error = rerun_commit_hook(table, existing, log_pool)
         return CommitResult(existing.id, committed=False, rows=rows, records=records, hook_error=hook_error)
-    if committed_in_expired_snapshot(table.store, writer_id, commit_identifier):
+    if expired:
         # A replay of a commit whose snapshot has expired: committing it again would repeat it.
         return CommitResult(None, committed=False, rows=rows, records=records)
     messages = [m for r in receipts for m in r.paimon_messages]
