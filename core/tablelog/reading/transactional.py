@@ -71,6 +71,7 @@ class TransactionalRead:
         self._last_seq: dict[tuple[str, int], int] = {}
         self._counts: dict[tuple[str, int], int] = defaultdict(int)
         self._counted_from_start = counted_from_start
+        self._checked_partitions: set[int] = set()
 
     def poll(self, position: ReaderPosition, budget: int, timeout_s: float) -> list[Change]:
         return self._poll(position, budget, timeout_s, Batch(arrow=False)).to_changes()
@@ -157,6 +158,7 @@ class TransactionalRead:
                 if self._counted_from_start:
                     self._check_counts(partition, ranges)
             except LogDataLostError as lost:
+                self._checked_partitions.discard(partition)  # the log changed: check it again
                 if not untouched or not self._context.changes_from_table:
                     raise
                 out.truncate(mark)
@@ -184,6 +186,8 @@ class TransactionalRead:
         building_batch = self._context.building_batch
         hi = max(r.last for r in ranges)
         pos = position.offsets.get(partition, ranges[0].first)
+        if read_chunk == self._read_dense_chunk and partition not in self._checked_partitions:
+            self._check_not_reused(partition, ranges, pos, hi)
         while pos <= hi:
             if len(out) >= budget:
                 position.offsets[partition] = pos
@@ -192,6 +196,25 @@ class TransactionalRead:
                 pos = read_chunk(snapshot_id, partition, ranges, pos, hi, out.fetch_size(budget, pos, hi), out)
             position.offsets[partition] = pos
         return True
+
+    def _check_not_reused(self, partition: int, ranges: list[ProducedRange], pos: int, hi: int) -> None:
+        """A dense read trusts positions: every record in a dense range is taken as the
+        range's. A log replaced since (a topic recreated, a broker restarted on memory
+        storage) reuses positions for other writes' records, so the first dense read of
+        each partition checks the writer token of its first record, and so does the next
+        one after records were found lost there: a reader resumed after such a loss finds
+        it here and reads the table instead, until it reaches records of the new log."""
+        result = self._context.fetch_committed(partition, pos, hi, 1, values=False)
+        assert isinstance(result, FetchResult)
+        first = result.records[0]
+        owner = next((r for r in ranges if r.first <= first.position <= r.last), None)
+        if owner is not None and first.token is not None and first.token != owner.token:
+            raise self._context.lost(
+                partition, pos, hi,
+                f"the log holds another write's record at position {first.position} (writer token "
+                f"{first.token}, not {owner.token}): it was replaced since, and its positions reused",
+            )
+        self._checked_partitions.add(partition)
 
     def _read_dense_chunk(
         self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int,
