@@ -110,29 +110,45 @@ def _expire_consumers(table: TableView, dry_run: bool, now: int) -> tuple[str, .
     return tuple(consumers.remove_unseen_since(cutoff))
 
 
-def _nothing_can_expire(table: TableView, now: int) -> bool:
-    """What a commit checks first (two small reads): whether the newest snapshots the
-    options keep and the age of the earliest one's successor already hold every
-    snapshot; only then are the consumers listed."""
+#: Commit times of snapshots, by (table path, snapshot id): snapshot files never change,
+#: so a committer reads the one it checks (the earliest snapshot's successor) once.
+_SNAPSHOT_TIMES: dict[tuple[str, int], int] = {}
+
+
+def _snapshot_time(table: TableView, snapshot_id: int) -> int | None:
+    key = (table.store.path, snapshot_id)
+    if key not in _SNAPSHOT_TIMES:
+        snapshot = table.store.snapshot(snapshot_id)
+        if snapshot is None:
+            return None
+        if len(_SNAPSHOT_TIMES) > 4096:
+            _SNAPSHOT_TIMES.clear()
+        _SNAPSHOT_TIMES[key] = snapshot.time_millis
+    return _SNAPSHOT_TIMES[key]
+
+
+def _nothing_can_expire(table: TableView, latest: int, now: int) -> bool:
+    """What a commit checks first: whether the newest snapshots the options keep and the
+    age of the earliest snapshot's successor already hold every snapshot (the hint, the
+    earliest snapshot, and the successor's time once); only then are the consumers listed."""
     store, options = table.store, table.options
-    latest = store.latest_snapshot()
-    earliest = store.earliest_snapshot_id()
-    if latest is None or earliest is None:
+    earliest = store.earliest_snapshot_id(latest_known=True)
+    if earliest is None:
         return True
-    if latest.id - options.snapshot_num_retained_min + 1 <= earliest:
+    if latest - options.snapshot_num_retained_min + 1 <= earliest:
         return True
-    if latest.id - options.snapshot_num_retained_max + 1 > earliest:
+    if latest - options.snapshot_num_retained_max + 1 > earliest:
         return False
-    successor = store.snapshot(earliest + 1)
-    return successor is not None and now - _millis(options.snapshot_time_retained) <= successor.time_millis
+    successor = _snapshot_time(table, earliest + 1)
+    return successor is not None and now - _millis(options.snapshot_time_retained) <= successor
 
 
-def expire_after_commit(table: TableView) -> ExpireResult | None:
-    """Expiry after a successful commit: never raises (the commit has happened); an error
+def expire_after_commit(table: TableView, latest: int) -> ExpireResult | None:
+    """Expiry after a successful commit of snapshot ``latest``: never raises (the commit has happened); an error
     is logged and the next commit's expiry tries again. Unseen consumers are removed when
     snapshots could otherwise expire (and by every ``tablelog expire``)."""
     try:
-        if _nothing_can_expire(table, int(time.time() * 1000)):
+        if _nothing_can_expire(table, latest, int(time.time() * 1000)):
             return None
         return expire_snapshots(table)
     except Exception as err:  # any failure: the commit stands, the next one retries

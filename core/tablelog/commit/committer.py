@@ -51,7 +51,7 @@ def commit(
             result = _commit_once(table, writer_id, commit_identifier, receipts, log_pool)
     if result.committed and result.snapshot_id is not None:
         # After the lock: expiry never holds up other committers, and never fails this commit.
-        expire_after_commit(table)
+        expire_after_commit(table, result.snapshot_id)
     return result
 
 

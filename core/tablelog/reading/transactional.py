@@ -186,7 +186,7 @@ class TransactionalRead:
         building_batch = self._context.building_batch
         hi = max(r.last for r in ranges)
         pos = position.offsets.get(partition, ranges[0].first)
-        if read_chunk == self._read_dense_chunk and partition not in self._checked_partitions:
+        if pos <= hi and read_chunk == self._read_dense_chunk and partition not in self._checked_partitions:
             self._check_not_reused(partition, ranges, pos, hi)
         while pos <= hi:
             if len(out) >= budget:

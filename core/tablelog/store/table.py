@@ -146,8 +146,10 @@ class PaimonTable:
             return None
         return None if snapshot is None else _info(snapshot)
 
-    def earliest_snapshot_id(self) -> int | None:
-        if self.paimon.snapshot_manager().get_latest_snapshot() is None:
+    def earliest_snapshot_id(self, *, latest_known: bool = False) -> int | None:
+        """The earliest snapshot's id (None: no snapshot). ``latest_known``: the caller has
+        seen a snapshot, so the latest is not read to learn the table is not empty."""
+        if not latest_known and self.paimon.snapshot_manager().get_latest_snapshot() is None:
             return None  # pypaimon raises rather than answer "none" for an empty table
         return self._earliest_id_of_non_empty()
 
