@@ -82,3 +82,43 @@ def seconds_option(
 ) -> float:
     """A duration option given in milliseconds (a ``*-ms`` key), in seconds."""
     return int_option(options, key, default_ms, minimum=minimum_ms, prefix=prefix) / 1000.0
+
+
+# Paimon's duration units (its TimeUtils), longest spellings first so "min" is not "m"+"in".
+_DURATION_UNITS = (
+    (1, ("ns", "nano", "nanos", "nanosecond", "nanoseconds")),
+    (1_000, ("us", "µs", "micro", "micros", "microsecond", "microseconds")),
+    (1_000_000, ("ms", "milli", "millis", "millisecond", "milliseconds")),
+    (1_000_000_000, ("s", "sec", "secs", "second", "seconds")),
+    (60_000_000_000, ("m", "min", "mins", "minute", "minutes")),
+    (3_600_000_000_000, ("h", "hour", "hours")),
+    (86_400_000_000_000, ("d", "day", "days")),
+)
+
+
+def parse_duration_ms(value: Any) -> int:
+    """A duration as Paimon writes one (``1 h``, ``30min``, ``90s``, ``500 ms``; a bare
+    number is milliseconds), in milliseconds."""
+    import re
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise InvalidValue("expected a duration >= 0 such as '1 h', '30 min', '90 s', '500 ms'")
+        return value
+    match = re.fullmatch(r"\s*(\d+)\s*([a-zµ]*)\s*", str(value).lower())
+    nanos_per_unit = 1_000_000 if match is not None and not match[2] else None
+    if match is not None and match[2]:
+        nanos_per_unit = next((n for n, names in _DURATION_UNITS if match[2] in names), None)
+    if match is None or nanos_per_unit is None:
+        raise InvalidValue(
+            "expected a duration: a number and a unit (d, h, min, s, ms), such as '1 h', '30 min', '500 ms'"
+        )
+    return int(match[1]) * nanos_per_unit // 1_000_000
+
+
+def duration_text(millis: int) -> str:
+    """``millis`` in the largest unit that divides it (``3600000`` -> ``1 h``)."""
+    for unit, factor in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1_000)):
+        if millis and millis % factor == 0:
+            return f"{millis // factor} {unit}"
+    return f"{millis} ms"

@@ -9,6 +9,7 @@ the table; anything else is an error with a "did you mean" hint.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import enum
 import re
@@ -18,7 +19,14 @@ from typing import Any
 import attrs
 
 from tablelog.errors import OptionError
-from tablelog.option_values import InvalidValue, invalid_value, parse_bool, parse_int
+from tablelog.option_values import (
+    InvalidValue,
+    duration_text,
+    invalid_value,
+    parse_bool,
+    parse_duration_ms,
+    parse_int,
+)
 
 # Secret redaction lives in tablelog.redaction; these names stay importable from here.
 from tablelog.redaction import REDACTED as REDACTED
@@ -81,6 +89,29 @@ def _int(minimum: int) -> Any:
         return None if value is None else parse_int(value, minimum)
 
     return convert
+
+
+def _duration(value: Any) -> datetime.timedelta | None:
+    if value is None or isinstance(value, datetime.timedelta):
+        return value
+    return datetime.timedelta(milliseconds=parse_duration_ms(value))
+
+
+def _consumer_id(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    # Paimon stores a consumer as the file consumer/consumer-<id>: the id is a file name.
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", text):
+        raise InvalidValue(
+            "expected a consumer id of letters, digits, '_', '.', '-' (starting with a letter or "
+            "digit, at most 128 characters)"
+        )
+    return text
+
+
+#: Paimon's default of ``snapshot.num-retained.max`` (Java's Integer.MAX_VALUE: no maximum).
+NO_MAXIMUM = 2**31 - 1
 
 
 def _bucket(value: Any) -> int:
@@ -186,6 +217,39 @@ class TableOptions:
         "scan.timestamp-millis", None, "Start time (epoch millis) for `scan.mode = from-timestamp`.",
         _int(0),
     )
+    snapshot_num_retained_min: int = option(
+        "snapshot.num-retained.min", 10,
+        "Expiry keeps at least this many newest snapshots (Paimon's option; >= 1).",
+        _int(1),
+    )
+    snapshot_num_retained_max: int = option(
+        "snapshot.num-retained.max", NO_MAXIMUM,
+        "Expiry keeps at most this many newest snapshots, however young (Paimon's option and "
+        "default: no maximum, `snapshot.time-retained` decides).",
+        _int(1),
+    )
+    snapshot_time_retained: datetime.timedelta = option(
+        "snapshot.time-retained", datetime.timedelta(hours=1),
+        "Expiry keeps every snapshot younger than this (Paimon's option: `1 h`, `30 min`, `7 d`...).",
+        _duration,
+    )
+    snapshot_expire_limit: int = option(
+        "snapshot.expire.limit", 50,
+        "At most this many snapshots expire in one run (after a commit, or `tablelog expire`).",
+        _int(1),
+    )
+    consumer_id: str | None = option(
+        "consumer-id", None,
+        "Reader option: record the reader's progress as Paimon consumer `<id>` (the table's "
+        "`consumer/` folder); expiry keeps every snapshot it still needs. Transactional readers.",
+        _consumer_id,
+    )
+    consumer_expiration_time: datetime.timedelta | None = option(
+        "consumer.expiration-time", None,
+        "A consumer not seen for this long stops holding snapshots and is removed (Paimon's "
+        "option; default: consumers never expire).",
+        _duration,
+    )
     primary_key: tuple[str, ...] = option(
         "primary-key", (), "Primary key columns, comma-separated (table creation).",
         lambda v: v if isinstance(v, tuple) else tuple(c.strip() for c in str(v).split(",") if c.strip()),
@@ -195,6 +259,14 @@ class TableOptions:
         "bucket", 1, "Fixed number of buckets (table creation); bucket b maps to log partition b.",
         _bucket, fixed=True,
     )
+
+    def __attrs_post_init__(self) -> None:
+        if self.snapshot_num_retained_max < self.snapshot_num_retained_min:
+            raise OptionError(
+                f"snapshot.num-retained.max={self.snapshot_num_retained_max} is less than "
+                f"snapshot.num-retained.min={self.snapshot_num_retained_min}; the maximum number of "
+                "snapshots kept must be at least the minimum"
+            )
 
     @property
     def log_enabled(self) -> bool:
@@ -258,7 +330,8 @@ class TableOptions:
         result: dict[str, str] = {}
         for field in attrs.fields(type(self)):
             value = getattr(self, field.name)
-            if value == field.default or field.name in ("primary_key", "bucket"):
+            # consumer-id names one reader: a stored one would make every reader that consumer.
+            if value == field.default or field.name in ("primary_key", "bucket", "consumer_id"):
                 continue
             result[field.metadata["key"]] = _to_text(value)
         return result
@@ -312,6 +385,8 @@ def fixed_option_keys() -> list[str]:
 
 
 def _to_text(value: Any) -> str:
+    if isinstance(value, datetime.timedelta):
+        return duration_text(value // datetime.timedelta(milliseconds=1))
     if isinstance(value, enum.Enum):
         return str(value.value)
     if isinstance(value, bool):

@@ -136,6 +136,14 @@ def check_transactional(table: Table, position: ReaderPosition) -> None:
     snapshot = table.store.snapshot(position.snapshot + 1)
     record = LogCommitRecord.from_properties(snapshot.properties) if snapshot is not None else None
     if record is None:
+        earliest = table.store.earliest_snapshot_id()
+        if snapshot is None and earliest is not None and earliest > position.snapshot + 1:
+            raise ReaderPositionError(
+                f"this reader position is inside snapshot {position.snapshot + 1} of table "
+                f"{table.identifier!r}, which has expired (earliest kept: {earliest}): the rest of its "
+                "changes cannot be returned. Start without a position (scan.mode=latest-full), and give "
+                "readers a consumer-id so that expiry keeps the snapshots they still need"
+            )
         raise ReaderPositionError(
             f"this reader position is inside snapshot {position.snapshot + 1}, which table "
             f"{table.identifier!r} does not have (or which committed nothing to the log)"

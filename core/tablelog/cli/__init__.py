@@ -11,6 +11,7 @@ import click
 from tablelog import __version__, registry
 from tablelog.cli.demo import demo
 from tablelog.cli.describe import describe
+from tablelog.cli.expire import expire_command
 from tablelog.cli.plugins import options_command, plugins
 from tablelog.cli.tables import create
 from tablelog.cli.tail import tail
@@ -72,7 +73,7 @@ def cli(verbose: int) -> None:
     configure_logging(verbose)
 
 
-for command in (plugins, options_command, create, describe, tail, verify_command, demo):
+for command in (plugins, options_command, create, describe, expire_command, tail, verify_command, demo):
     cli.add_command(command)
 
 

@@ -1,4 +1,5 @@
-"""`tablelog describe`: schema, options, snapshots with their log positions and committed writes."""
+"""`tablelog describe`: schema, options, snapshots with their log positions and committed writes,
+and the table's consumers."""
 
 from __future__ import annotations
 
@@ -29,6 +30,27 @@ from tablelog.table import Table, open_table
 def newest_commits(t: Table, limit: int) -> list[tuple[SnapshotInfo, LogCommitRecord | None]]:
     """The ``limit`` newest snapshots, each with its log part."""
     return list(itertools.islice(snapshot_commits(t.store, newest_first=True), max(limit, 0)))
+
+
+def consumer_rows(t: Table) -> list[dict[str, Any]]:
+    """The table's Paimon consumers: next snapshot, how many snapshots behind the latest,
+    when last seen, and whether expiry removed snapshots it still needed."""
+    latest = t.store.latest_snapshot()
+    latest_id = latest.id if latest is not None else 0
+    earliest = t.store.earliest_snapshot_id() or 1
+    rows = []
+    for consumer in t.store.consumers().all():
+        seen = None
+        if consumer.modified_millis is not None:
+            seen = datetime.datetime.fromtimestamp(consumer.modified_millis / 1000, datetime.timezone.utc)
+        rows.append({
+            "id": consumer.consumer_id,
+            "next_snapshot": consumer.next_snapshot,
+            "snapshots_behind": max(latest_id - consumer.next_snapshot + 1, 0),
+            "last_seen": None if seen is None else seen.isoformat(timespec="seconds"),
+            "stranded": consumer.next_snapshot < earliest,
+        })
+    return rows
 
 
 def describe_document(t: Table, limit: int) -> dict[str, Any]:
@@ -66,6 +88,7 @@ def describe_document(t: Table, limit: int) -> dict[str, Any]:
         "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in t.schema],
         "options": dict(sorted(redact({**t.store.properties, **t.system_options}).items())),
         "log": log,
+        "consumers": consumer_rows(t),
         "snapshots": snapshots,
     }
 
@@ -81,7 +104,7 @@ def describe_document(t: Table, limit: int) -> dict[str, Any]:
 @friendly_errors
 def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: int, tokens: bool,
              output_format: str) -> None:
-    """Show a table: schema, options, snapshots with their log positions and committed writes."""
+    """Show a table: schema, options, snapshots with their log positions and committed writes, consumers."""
     t = open_table(warehouse, table, parse_options(raw_options))
     if output_format == "json":
         click.echo(dumps(describe_document(t, limit)))
@@ -114,6 +137,14 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
             json.dumps({str(p): e for p, e in sorted(record.end_positions.items())}),
         )
     console.print(snaps)
+    consumers = consumer_rows(t)
+    if consumers:
+        table_of_consumers = RichTable("consumer", "next snapshot", "snapshots behind", "last seen (UTC)",
+                                       title="consumers (Paimon consumer-id)")
+        for c in consumers:
+            behind = str(c["snapshots_behind"]) + (" (its snapshots expired)" if c["stranded"] else "")
+            table_of_consumers.add_row(c["id"], str(c["next_snapshot"]), behind, c["last_seen"] or "-")
+        console.print(table_of_consumers)
     if tokens:
         writes = RichTable("snapshot", "writer token", "partition", "first position", "last position",
                            "records", title="committed writes (newest first)")

@@ -4,7 +4,7 @@ records, atomically with their data files, where their records are in the log.
 Commits are idempotent per (writer id, commit identifier): a replay finds the
 snapshot already committed (:func:`tablelog.commit.history.find_commit`) and
 commits nothing twice. After the snapshot, the log system's ``commit`` hook runs
-(:mod:`tablelog.commit.hook`).
+(:mod:`tablelog.commit.hook`), then snapshot expiry (:mod:`tablelog.expiry`).
 
 "Check, then commit" must not interleave with another committer's. In a local
 warehouse both hold the table's commit lock (a file lock). On an object store there is
@@ -21,10 +21,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tablelog.commit.history import find_commit, last_end_positions
+from tablelog.commit.history import find_commit, find_commit_or_expired, last_end_positions
 from tablelog.commit.hook import rerun_commit_hook, run_commit_hook
 from tablelog.commit.record import CommitResult, LogCommitRecord, WriteReceipt
 from tablelog.errors import CommitError
+from tablelog.expiry import expire_after_commit
 from tablelog.log_pool import release
 from tablelog.records import CommittedLog
 
@@ -42,11 +43,16 @@ def commit(
     """Commit ``receipts`` as one snapshot, once per (writer_id, commit_identifier)
     (see :meth:`tablelog.table.Table.commit`)."""
     if table.store.on_object_store:
-        return _commit_racing(table, writer_id, commit_identifier, receipts, log_pool)
-    # The check and the commit hold the table's commit lock: two committers of
-    # the same identifier (a replay racing the original) cannot both commit.
-    with table.store.commit_lock():
-        return _commit_once(table, writer_id, commit_identifier, receipts, log_pool)
+        result = _commit_racing(table, writer_id, commit_identifier, receipts, log_pool)
+    else:
+        # The check and the commit hold the table's commit lock: two committers of
+        # the same identifier (a replay racing the original) cannot both commit.
+        with table.store.commit_lock():
+            result = _commit_once(table, writer_id, commit_identifier, receipts, log_pool)
+    if result.committed and result.snapshot_id is not None:
+        # After the lock: expiry never holds up other committers, and never fails this commit.
+        expire_after_commit(table, result.snapshot_id)
+    return result
 
 
 #: How often a committer on an object store tries again after losing the race for a
@@ -89,10 +95,13 @@ def _commit_once(
     rows = sum(r.rows for r in receipts)
     ranges = tuple(rng for r in receipts for rng in r.ranges)
     records = sum(r.count for r in ranges)
-    existing = find_commit(table.store, writer_id, commit_identifier)
+    existing, expired = find_commit_or_expired(table.store, writer_id, commit_identifier)
     if existing is not None:
         hook_error = rerun_commit_hook(table, existing, log_pool)
         return CommitResult(existing.id, committed=False, rows=rows, records=records, hook_error=hook_error)
+    if expired:
+        # A replay of a commit whose snapshot has expired: committing it again would repeat it.
+        return CommitResult(None, committed=False, rows=rows, records=records)
     messages = [m for r in receipts for m in r.paimon_messages]
     if not messages and not ranges:
         return CommitResult(None, committed=True, rows=0, records=0)

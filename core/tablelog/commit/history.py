@@ -48,6 +48,28 @@ def find_commit(store: PaimonTable, writer_id: str, commit_identifier: int) -> S
     return None
 
 
+def find_commit_or_expired(store: PaimonTable, writer_id: str, commit_identifier: int) -> tuple[SnapshotInfo | None, bool]:
+    """:func:`find_commit`, and whether ``writer_id`` committed ``commit_identifier`` in a
+    snapshot that has expired since: ``(snapshot, False)``, ``(None, True)`` or ``(None,
+    False)`` (never committed). A writer's identifiers only grow, so a kept snapshot of a
+    larger identifier of it, with older snapshots gone, means this one was committed before
+    them (Paimon's rule too). One walk; once every snapshot of a writer has expired, nothing
+    is known of it any more."""
+    seen_larger = False
+    for snapshot, record in log_commits(store, newest_first=True):
+        if record.writer != writer_id:
+            continue
+        if record.commit_identifier == commit_identifier:
+            return snapshot, False
+        if record.commit_identifier < commit_identifier:
+            return None, False
+        seen_larger = True
+    if not seen_larger:
+        return None, False
+    earliest = store.earliest_snapshot_id()
+    return None, earliest is not None and earliest > 1
+
+
 def last_commit_identifier(store: PaimonTable, writer_id: str) -> int | None:
     """The newest commit identifier ``writer_id`` committed (None: none)."""
     for _, record in log_commits(store, newest_first=True):

@@ -117,7 +117,9 @@ class WriteReceipt:
 class CommitResult:
     """The outcome of a commit (:func:`tablelog.commit.committer.commit`)."""
 
-    snapshot_id: int | None  # the snapshot holding this commit (None: nothing to commit)
+    #: The snapshot holding this commit (None: nothing to commit, or, with ``committed=False``,
+    #: a replay of a commit whose snapshot has expired).
+    snapshot_id: int | None
     committed: bool  # False when the commit identifier had already been committed
     rows: int
     records: int

@@ -37,6 +37,23 @@ class Batch:
         self.parts.append(table)
         self.size += table.num_rows
 
+    def mark(self) -> tuple[int, int]:
+        """Where the batch ends now, for :meth:`truncate`."""
+        tail = self.parts[-1] if self.parts else None
+        return len(self.parts), len(tail) if isinstance(tail, list) else -1
+
+    def truncate(self, mark: tuple[int, int]) -> None:
+        """Drop everything added since ``mark`` (a partition whose records turned out lost
+        is read again from the table files)."""
+        parts, tail_length = mark
+        del self.parts[parts:]
+        if tail_length >= 0:
+            tail = self.parts[-1]
+            assert isinstance(tail, list)
+            del tail[tail_length:]
+        sealed = self.parts[:-1] if self.parts and isinstance(self.parts[-1], list) else self.parts
+        self.size = sum(len(p) if isinstance(p, list) else p.num_rows for p in sealed)
+
     def to_changes(self) -> list[Change]:
         out: list[Change] = []
         for part in self.parts:

@@ -22,8 +22,12 @@ if TYPE_CHECKING:
 class ReadContext:
     """One reader's table, options, partitions, log connection and decoder."""
 
-    def __init__(self, table: Table, options: TableOptions, partitions: frozenset[int] | None) -> None:
+    def __init__(
+        self, table: Table, options: TableOptions, partitions: frozenset[int] | None, changes_from_table: bool = True,
+    ) -> None:
         self.table = table
+        #: Whether committed changes the log lost are read from the table files instead.
+        self.changes_from_table = changes_from_table
         self.options = options
         #: The log partitions read (None: all of them).
         self.partitions = partitions

@@ -17,6 +17,7 @@ import pyarrow as pa
 from tablelog.errors import OptionError
 from tablelog.options import Consistency, ScanMode
 from tablelog.positions import ReaderPosition
+from tablelog.reading.consumer import ConsumerProgress
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
 from tablelog.reading.eventual import EventualRead
@@ -42,11 +43,16 @@ class ChangelogReader:
         timestamp_millis: int | None = None,
         partitions: Iterable[int] | None = None,
         until_snapshot: int | None = None,
+        changes_from_table: bool = True,
         **option_keys: Any,
     ) -> None:
         """``partitions``: read only these log partitions (and, in the full scan, only
         the rows of the buckets with those numbers). ``until_snapshot``: transactional
-        readers stop after this snapshot (a bounded read, e.g. one Spark micro-batch)."""
+        readers stop after this snapshot (a bounded read, e.g. one Spark micro-batch).
+        ``changes_from_table``: a transactional reader takes a snapshot's changes from the
+        table files when the log no longer holds them (:mod:`tablelog.reading.table_changes`);
+        False reports them lost instead (``verify``, which compares the log with the table).
+        ``consumer_id``: record progress as a Paimon consumer (:mod:`tablelog.reading.consumer`)."""
         overrides = {k.replace("_", "-") if "." not in k else k: v for k, v in option_keys.items()}
         if consistency is not None:
             overrides["log.consistency"] = getattr(consistency, "value", consistency)
@@ -66,7 +72,7 @@ class ChangelogReader:
                 "log.system to keep its changes"
             )
         only = None if partitions is None else frozenset(partitions)
-        self._context = ReadContext(table, self.options, only)
+        self._context = ReadContext(table, self.options, only, changes_from_table)
         self._position: ReaderPosition | None = None
         # A saved position (its JSON, or a dict) is checked against the log's ends when
         # the log is first used; a ReaderPosition object is trusted there (the Spark
@@ -86,6 +92,13 @@ class ChangelogReader:
                 f"partitions={unknown}: the log of table {table.identifier!r} has partitions "
                 f"0..{table.log_partitions - 1}"
             )
+        self._consumer: ConsumerProgress | None = None
+        if self.options.consumer_id is not None:
+            self._consumer = ConsumerProgress(table, self.options, self.consistency)
+            if self._position is None:
+                self._position = self._consumer.resume_position()
+                if self._position is not None:
+                    check_given_position(self._context, self._position)
         self._full_scan = FullScan(self._context)
         self._read: TransactionalRead | EventualRead
         if self.consistency is Consistency.TRANSACTIONAL:
@@ -125,6 +138,8 @@ class ChangelogReader:
         """Return the changes available now (up to about ``max_records``), waiting at
         most ``timeout_s`` for the first one. An empty list means: nothing new yet."""
         position = self._ready_position()
+        if self._consumer is not None:
+            self._consumer.record(position)
         if position.full_pending:
             return self._full_scan.poll(position, max_records)
         if not self.table.options.log_enabled:
@@ -139,6 +154,8 @@ class ChangelogReader:
         one of its records; the common case) all at once in native code, where
         :meth:`poll` builds a Python row and a :class:`Change` per record."""
         position = self._ready_position()
+        if self._consumer is not None:
+            self._consumer.record(position)
         if position.full_pending:
             return self.to_arrow(self._full_scan.poll(position, max_records))
         if not self.table.options.log_enabled:
@@ -170,7 +187,13 @@ class ChangelogReader:
         return self._context.to_arrow(changes)
 
     def close(self) -> None:
-        self._context.close()
+        """Close the log connection; a reader with a ``consumer-id`` records its position
+        (see :mod:`tablelog.reading.consumer`)."""
+        try:
+            if self._consumer is not None and self._position is not None:
+                self._consumer.record(self._position)
+        finally:
+            self._context.close()
 
     def __enter__(self) -> ChangelogReader:
         return self

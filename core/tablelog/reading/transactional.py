@@ -22,11 +22,12 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from tablelog.commit.record import LogCommitRecord
-from tablelog.errors import TablelogError
+from tablelog.errors import LogDataLostError, TablelogError
 from tablelog.positions import ReaderPosition
 from tablelog.reading.batch import Batch
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
+from tablelog.reading.table_changes import changes_from_table
 from tablelog.records import FetchResult, LogRecord, ProducedRange, ValuesResult
 
 _POLL_SLEEP_S = 0.01
@@ -70,6 +71,7 @@ class TransactionalRead:
         self._last_seq: dict[tuple[str, int], int] = {}
         self._counts: dict[tuple[str, int], int] = defaultdict(int)
         self._counted_from_start = counted_from_start
+        self._checked_partitions: set[int] = set()
 
     def poll(self, position: ReaderPosition, budget: int, timeout_s: float) -> list[Change]:
         return self._poll(position, budget, timeout_s, Batch(arrow=False)).to_changes()
@@ -112,7 +114,8 @@ class TransactionalRead:
             raise TablelogError(
                 f"table {table.identifier!r}: snapshot {snapshot_id} expired before this reader "
                 f"read it (earliest kept: {earliest}); changes committed there cannot be returned. "
-                "Restart the reader with scan.mode=latest-full"
+                "Restart the reader with scan.mode=latest-full, and give readers a consumer-id so that "
+                "expiry keeps the snapshots they still need"
             )
 
     def _check_same_log(self, record: LogCommitRecord) -> None:
@@ -146,11 +149,32 @@ class TransactionalRead:
             if (start := position.offsets.get(p, ranges[0].first)) <= max(r.last for r in ranges)
         })
         for partition, ranges in by_partition.items():
-            if not self._read_partition(position, snapshot_id, partition, ranges, out, budget):
-                return False
-            if self._counted_from_start:
-                self._check_counts(partition, ranges)
+            # Nothing of this partition returned yet (in an earlier poll): if its records
+            # are lost, what this poll took of them is dropped and the table files give all.
+            untouched, mark = partition not in position.offsets, out.mark()
+            try:
+                if not self._read_partition(position, snapshot_id, partition, ranges, out, budget):
+                    return False
+                if self._counted_from_start:
+                    self._check_counts(partition, ranges)
+            except LogDataLostError as lost:
+                self._checked_partitions.discard(partition)  # the log changed: check it again
+                if not untouched or not self._context.changes_from_table:
+                    raise
+                out.truncate(mark)
+                self._read_from_table(position, snapshot_id, partition, ranges, out, lost)
         return True
+
+    def _read_from_table(
+        self, position: ReaderPosition, snapshot_id: int, partition: int, ranges: list[ProducedRange],
+        out: Batch, lost: LogDataLostError,
+    ) -> None:
+        changes = changes_from_table(self._context, snapshot_id, partition, ranges, lost)
+        if out.arrow:
+            out.add(self._context.to_arrow(changes))
+        else:
+            out.changes().extend(changes)
+        position.offsets[partition] = max(r.last for r in ranges) + 1
 
     def _read_partition(
         self, position: ReaderPosition, snapshot_id: int, partition: int, ranges: list[ProducedRange],
@@ -162,6 +186,8 @@ class TransactionalRead:
         building_batch = self._context.building_batch
         hi = max(r.last for r in ranges)
         pos = position.offsets.get(partition, ranges[0].first)
+        if pos <= hi and read_chunk == self._read_dense_chunk and partition not in self._checked_partitions:
+            self._check_not_reused(partition, ranges, pos, hi)
         while pos <= hi:
             if len(out) >= budget:
                 position.offsets[partition] = pos
@@ -170,6 +196,25 @@ class TransactionalRead:
                 pos = read_chunk(snapshot_id, partition, ranges, pos, hi, out.fetch_size(budget, pos, hi), out)
             position.offsets[partition] = pos
         return True
+
+    def _check_not_reused(self, partition: int, ranges: list[ProducedRange], pos: int, hi: int) -> None:
+        """A dense read trusts positions: every record in a dense range is taken as the
+        range's. A log replaced since (a topic recreated, a broker restarted on memory
+        storage) reuses positions for other writes' records, so the first dense read of
+        each partition checks the writer token of its first record, and so does the next
+        one after records were found lost there: a reader resumed after such a loss finds
+        it here and reads the table instead, until it reaches records of the new log."""
+        result = self._context.fetch_committed(partition, pos, hi, 1, values=False)
+        assert isinstance(result, FetchResult)
+        first = result.records[0]
+        owner = next((r for r in ranges if r.first <= first.position <= r.last), None)
+        if owner is not None and first.token is not None and first.token != owner.token:
+            raise self._context.lost(
+                partition, pos, hi,
+                f"the log holds another write's record at position {first.position} (writer token "
+                f"{first.token}, not {owner.token}): it was replaced since, and its positions reused",
+            )
+        self._checked_partitions.add(partition)
 
     def _read_dense_chunk(
         self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int,

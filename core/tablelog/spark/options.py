@@ -21,7 +21,9 @@ from tablelog.spark.faults import TESTING_PREFIX, testing_options
 from tablelog.store import warehouse_path
 
 #: Keys that configure the data source (or Spark itself), never the table.
-ENGINE_KEYS = frozenset({"warehouse", "table", "path", "checkpointlocation", "queryname", "writer.id"})
+ENGINE_KEYS = frozenset({
+    "warehouse", "table", "path", "checkpointlocation", "queryname", "writer.id", "consumer-id",
+})
 
 #: Reader-side overrides of table options.
 READ_KEYS = frozenset({"log.consistency", "scan.mode", "scan.timestamp-millis"})
@@ -45,6 +47,9 @@ class SourceOptions:
     table_options: dict[str, str] = attrs.field(repr=lambda options: repr(redact(options)))
     writer_id: str | None = None
     testing: dict[str, str] = attrs.field(factory=dict)  # tablelog.spark.faults
+    #: A streaming read's Paimon consumer: recorded by the driver when Spark commits a
+    #: batch (never by the executors' readers).
+    consumer_id: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -68,7 +73,7 @@ class SourceOptions:
         }
         writer_id = raw.get("writer.id") or None
         # Resolved on the driver: executors may run in another working directory.
-        return cls(warehouse_path(warehouse), table, table_options, writer_id, testing)
+        return cls(warehouse_path(warehouse), table, table_options, writer_id, testing, raw.get("consumer-id"))
 
     @property
     def runtime_options(self) -> dict[str, str]:

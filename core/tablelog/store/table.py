@@ -12,6 +12,9 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
+from tablelog.store.consumers import Consumers
+from tablelog.store.deltas import ROW_KIND, read_delta
+from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.writes import TableWrite, abort_files, commit_files
 
@@ -103,6 +106,33 @@ class PaimonTable:
         finally:
             os.close(fd)
 
+    @contextlib.contextmanager
+    def expire_lock(self) -> Iterator[bool]:
+        """Whether this process may expire snapshots now: True unless another process
+        holds the table's expiry lock (local warehouse; on an object store always True:
+        two expiries of one range delete the same files, which Paimon allows too)."""
+        if self.on_object_store:
+            yield True
+            return
+        fd = os.open(os.path.join(self.path, ".tablelog-expire.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
+
+    def snapshot_deletion(self) -> SnapshotDeletion:
+        """Removes expired snapshots and the files only they reference (:mod:`tablelog.store.expiry`)."""
+        return SnapshotDeletion(self.paimon, local=not self.on_object_store)
+
+    def consumers(self) -> Consumers:
+        """The table's Paimon consumers (:mod:`tablelog.store.consumers`)."""
+        return Consumers(self.paimon)
+
     # -- snapshots -----------------------------------------------------------
 
     def latest_snapshot(self) -> SnapshotInfo | None:
@@ -116,8 +146,10 @@ class PaimonTable:
             return None
         return None if snapshot is None else _info(snapshot)
 
-    def earliest_snapshot_id(self) -> int | None:
-        if self.paimon.snapshot_manager().get_latest_snapshot() is None:
+    def earliest_snapshot_id(self, *, latest_known: bool = False) -> int | None:
+        """The earliest snapshot's id (None: no snapshot). ``latest_known``: the caller has
+        seen a snapshot, so the latest is not read to learn the table is not empty."""
+        if not latest_known and self.paimon.snapshot_manager().get_latest_snapshot() is None:
             return None  # pypaimon raises rather than answer "none" for an empty table
         return self._earliest_id_of_non_empty()
 
@@ -182,6 +214,14 @@ class PaimonTable:
     def abort(self, messages: Sequence[Any]) -> None:
         """Delete the prepared data files ``messages``, which no snapshot will reference."""
         abort_files(self.paimon, messages)
+
+    def read_delta(self, snapshot_id: int, buckets: Iterable[int]) -> pa.Table | None:
+        """The rows snapshot ``snapshot_id`` added to ``buckets``, with their row kinds
+        (:mod:`tablelog.store.deltas`); None when the snapshot has expired."""
+        result = read_delta(self.paimon, snapshot_id, buckets)
+        if result is None:
+            return None
+        return result.cast(pa.schema([pa.field(ROW_KIND, pa.string()), *self.schema]))
 
     # -- bucket routing ------------------------------------------------------
 

@@ -8,7 +8,8 @@ Register it like a third-party plugin::
     registry.register_log_system("memory", log.plugin())
 
 Its topics live in ``log.topics`` (topic -> partitions -> records); a test may replace a
-record, or set it to ``None`` to make it lost. It counts the fetch calls a reader makes
+record, or set it to ``None`` to make it lost, or remove a partition's oldest records as
+Kafka's retention and ``DeleteRecords`` do (:meth:`MemoryLog.delete_records`). It counts the fetch calls a reader makes
 (``log.calls``) and records each prefetch (``log.prefetched``).
 """
 
@@ -23,6 +24,7 @@ from tablelog.plugin import (
     FetchResult,
     LogConfig,
     LogRecord,
+    PositionOutOfRangeError,
     ProduceBatch,
     ProducedRange,
     SeekKind,
@@ -39,6 +41,24 @@ class MemoryLog:
         self.topics: dict[str, list[list[LogRecord | None]]] = {}
         self.calls: Counter[str] = Counter()
         self.prefetched: list[dict[int, int]] = []
+        #: (topic, partition) -> the first position the log still holds.
+        self.starts: dict[tuple[str, int], int] = {}
+
+    def delete_records(self, topic: str, partition: int, before: int) -> None:
+        """Remove the records before position ``before`` (Kafka's ``DeleteRecords``): a
+        fetch there fails as out of range, and the earliest position moves to ``before``."""
+        log = self.topics[topic][partition]
+        for position in range(min(before, len(log))):
+            log[position] = None
+        self.starts[(topic, partition)] = max(before, self.starts.get((topic, partition), 0))
+
+    def _check_held(self, connection: Any, partition: int, position: int) -> None:
+        start = self.starts.get((connection.config.topic, partition), 0)
+        if position < start:
+            raise PositionOutOfRangeError(
+                f"position {position} was deleted (the log starts at {start})",
+                topic=connection.config.topic, partition=partition,
+            )
 
     def plugin(self) -> SimpleNamespace:
         """The hook implementations, for :func:`tablelog.registry.register_log_system`."""
@@ -88,7 +108,8 @@ class MemoryLog:
     @hookimpl
     def seek(self, connection: Any, partition: int, spec: SeekSpec) -> int:
         end = len(self.topics[connection.config.topic][partition])
-        return {SeekKind.EARLIEST: 0, SeekKind.LATEST: end}.get(spec.kind, min(spec.value, end))
+        start = self.starts.get((connection.config.topic, partition), 0)
+        return {SeekKind.EARLIEST: start, SeekKind.LATEST: end}.get(spec.kind, min(spec.value, end))
 
     def _records(self, connection: Any, partition: int, position: int, max_records: int) -> list[LogRecord]:
         log = self.topics[connection.config.topic][partition]
@@ -101,6 +122,7 @@ class MemoryLog:
     def fetch(self, connection: Any, partition: int, position: int, max_records: int,
               timeout_s: float) -> FetchResult:
         self.calls["fetch"] += 1
+        self._check_held(connection, partition, position)
         records = self._records(connection, partition, position, max_records)
         return FetchResult(records, records[-1].position + 1 if records else position)
 
@@ -108,6 +130,7 @@ class MemoryLog:
     def fetch_values(self, connection: Any, partition: int, position: int, max_records: int,
                      timeout_s: float) -> ValuesResult:
         self.calls["fetch_values"] += 1
+        self._check_held(connection, partition, position)
         records = self._records(connection, partition, position, max_records)
         return ValuesResult([r.value for r in records], [r.position for r in records],
                             records[-1].position + 1 if records else position)

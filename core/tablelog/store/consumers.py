@@ -1,0 +1,80 @@
+"""Paimon consumers: ``consumer/consumer-<id>`` files in the table's folder, each the JSON
+``{"nextSnapshot": N}`` of a reader that registered a ``consumer-id``. Stored with
+pypaimon's ``ConsumerManager``, so Paimon (Java or Python) sees them too: its expiry
+keeps every snapshot from a consumer's ``nextSnapshot`` on, and so does tablelog's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class ConsumerInfo:
+    consumer_id: str
+    next_snapshot: int
+    #: When the consumer file was last written (epoch millis; None when the store does not say).
+    modified_millis: int | None
+
+
+class Consumers:
+    """The consumers of one table."""
+
+    def __init__(self, paimon: Any) -> None:
+        from pypaimon.consumer import ConsumerManager
+
+        self._file_io = paimon.file_io
+        self._manager = ConsumerManager(paimon.file_io, str(paimon.table_path))
+
+    def record(self, consumer_id: str, next_snapshot: int) -> None:
+        """Write ``consumer_id``'s next snapshot (which also marks it seen now)."""
+        from pypaimon.consumer import Consumer
+
+        self._manager.reset_consumer(consumer_id, Consumer(next_snapshot=int(next_snapshot)))
+
+    def get(self, consumer_id: str) -> int | None:
+        consumer = self._manager.consumer(consumer_id)
+        return None if consumer is None else int(consumer.next_snapshot)
+
+    def delete(self, consumer_id: str) -> None:
+        self._manager.delete_consumer(consumer_id)
+
+    def all(self) -> list[ConsumerInfo]:
+        """Every consumer, by id."""
+        directory = self._manager._consumer_directory()
+        if not self._file_io.exists(directory):
+            return []
+        found = []
+        prefix = self._manager.CONSUMER_PREFIX
+        for status in self._file_io.list_status(directory):
+            name = status.base_name or ""
+            if not name.startswith(prefix):
+                continue
+            consumer = self._manager.consumer(name[len(prefix):])
+            if consumer is None:
+                continue  # removed while listing
+            found.append(ConsumerInfo(name[len(prefix):], int(consumer.next_snapshot), _millis(status)))
+        return sorted(found, key=lambda c: c.consumer_id)
+
+    def remove_unseen_since(self, millis: int) -> list[str]:
+        """Remove the consumers last written before ``millis`` (Paimon's
+        ``ConsumerManager.expire``); returns their ids."""
+        removed = []
+        for consumer in self.all():
+            if consumer.modified_millis is not None and consumer.modified_millis < millis:
+                self._manager.delete_consumer(consumer.consumer_id)
+                removed.append(consumer.consumer_id)
+        return removed
+
+
+def _millis(status: Any) -> int | None:
+    """A listed file's modification time: seconds from the local file IO, a datetime from
+    pyarrow's (S3)."""
+    mtime = getattr(status, "mtime", None)
+    if mtime is None:
+        return None
+    if hasattr(mtime, "timestamp"):
+        return int(mtime.timestamp() * 1000)
+    return int(float(mtime) * 1000)

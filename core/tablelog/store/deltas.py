@@ -1,0 +1,50 @@
+"""A snapshot's changes as the table files hold them: the rows of the data files its
+commit added (its *delta*), with their row kinds, read as Paimon's streaming reads read
+them (``changelog-producer = none``: the delta files are the changelog).
+
+An append table's delta rows are exactly the rows written. A primary-key table's delta
+holds what each write left per key, with its kind (``+I``, ``+U``, ``-D``, ``-U``): the
+writer merges the changes of one key within one commit into the last of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from tablelog.store.schema import KIND_FIELD
+
+#: The row-kind column of what :func:`read_delta` returns.
+ROW_KIND = "_row_kind"
+
+
+def read_delta(paimon: Any, snapshot_id: int, buckets: Iterable[int]) -> pa.Table | None:
+    """The delta rows of ``snapshot_id`` in ``buckets`` (a ``_row_kind`` column, then the
+    table's columns); None when the snapshot or a file of its delta is gone (expired)."""
+    from pypaimon.read.streaming_table_scan import AsyncStreamingTableScan
+
+    snapshot = paimon.snapshot_manager().get_snapshot_by_id(snapshot_id)
+    if snapshot is None:
+        return None
+    wanted = set(buckets)
+    try:
+        scan = AsyncStreamingTableScan(paimon, prefetch_enabled=False)
+        splits = [s for s in scan._create_delta_plan(snapshot).splits() if s.bucket in wanted]
+        read = paimon.new_stream_read_builder().with_include_row_kind(True).new_read()
+        result = read.to_arrow(splits) if splits else None
+    except FileNotFoundError:
+        return None  # expired while being read
+    if result is None:
+        return None if paimon.snapshot_manager().get_snapshot_by_id(snapshot_id) is None else _empty(paimon)
+    if KIND_FIELD in result.schema.names:
+        result = result.drop_columns([KIND_FIELD])
+    return result
+
+
+def _empty(paimon: Any) -> pa.Table:
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    fields = [f for f in PyarrowFieldParser.from_paimon_schema(paimon.table_schema.fields) if f.name != KIND_FIELD]
+    return pa.schema([pa.field(ROW_KIND, pa.string()), *fields]).empty_table()
