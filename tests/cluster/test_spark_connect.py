@@ -9,7 +9,6 @@ machine's file system, as they would share a warehouse on object storage.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -31,18 +30,6 @@ from tablelog.testing.spark_scenarios import replay
 
 pytestmark = pytest.mark.cluster
 
-
-def _kafka_conftest() -> Any:
-    """tests/kafka/conftest.py, for its broker fixture (conftest modules share one name)."""
-    path = Path(__file__).parents[1] / "kafka" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("tablelog_tests_kafka_conftest", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-kafka_bootstrap = _kafka_conftest().kafka_bootstrap  # a Tansu broker, started only when a test asks
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
