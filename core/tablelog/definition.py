@@ -23,7 +23,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.errors import OptionError, SchemaMismatchError
-from tablelog.formats import KIND_COLUMN
+from tablelog.formats import KIND_COLUMN, SCHEMA_FIELD
 from tablelog.options import TableOptions, fixed_option_keys
 from tablelog.store import (
     KIND_FIELD,
@@ -38,6 +38,7 @@ def _reserved_columns() -> dict[str, str]:
     reserved = {
         KIND_COLUMN: "tablelog's row-kind column (writes, reads, the json log format)",
         KIND_FIELD: "tablelog's row-kind column in the table files",
+        SCHEMA_FIELD: "the schema id of every log record (the json log format)",
     }
     for name in sorted(system_column_names()):
         reserved[name] = "a Paimon system column"

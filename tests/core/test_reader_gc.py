@@ -2,7 +2,7 @@
 it opts in with ``log.reader.pause-gc``; then it is paused only while a batch of
 changes is built (never while the reader waits: tests/core/test_eventual_idle.py), and
 never turned on when the application had turned it off. The collector's state is observed where a reader
-decodes the values of a batch (a spy around the table codec's ``decode_value``)."""
+decodes the values of a batch (a spy around the table codec's ``decode_record``)."""
 
 from __future__ import annotations
 
@@ -35,13 +35,13 @@ def table(tmp_path: Path) -> Table:
 def collector_while_decoding(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Whether the collector was on at each value a reader decoded."""
     seen: list[bool] = []
-    decode_value = RecordCodec.decode_value
+    decode_record = RecordCodec.decode_record
 
     def spy(self: RecordCodec, value: bytes) -> Any:
         seen.append(gc.isenabled())
-        return decode_value(self, value)
+        return decode_record(self, value)
 
-    monkeypatch.setattr(RecordCodec, "decode_value", spy)
+    monkeypatch.setattr(RecordCodec, "decode_record", spy)
     yield seen
 
 

@@ -5,20 +5,24 @@ the transactional reader's committed records (dense ranges and sparse ones), the
 eventual reader's records and the late writes of a hybrid read. A value that is not
 one of this table's rows is a *foreign record*: it fails the read
 (``log.foreign-records=fail``, naming the partition and position) or is skipped and
-counted (``skip``).
+counted (``skip``). A value written under another schema than the reader's is mapped
+into the reader's (a newer one first moves the reader to it: see
+:mod:`tablelog.reading.context`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from tablelog.errors import ForeignRecordError
 from tablelog.options import ForeignRecords
 from tablelog.records import RowKind
 
 if TYPE_CHECKING:
+    from tablelog.formats import RecordCodec
     from tablelog.options import TableOptions
+    from tablelog.store import SchemaMapping
     from tablelog.table_view import TableView as Table
 
 
@@ -36,12 +40,26 @@ class Change(NamedTuple):
     position: int | None = None  # where it is in the log (None for rows of the full scan)
 
 
+class ReaderSchema(Protocol):
+    """The part of a reader's context that holds its schema (:mod:`tablelog.reading.context`)."""
+
+    table: Table
+    codec: RecordCodec
+    schema_id: int
+
+    def upgrade(self, schema_id: int) -> bool: ...
+
+    def mapping(self, source_id: int) -> SchemaMapping: ...
+
+
 class Decoder:
     """Decodes one reader's values and applies its foreign-record policy."""
 
-    def __init__(self, table: Table, options: TableOptions) -> None:
-        """``options``: the reader's (its ``log.foreign-records``)."""
+    def __init__(self, table: Table, options: TableOptions, context: ReaderSchema) -> None:
+        """``options``: the reader's (its ``log.foreign-records``); ``context``: whose schema
+        the changes are returned in."""
         self._table = table
+        self._context = context
         self._skip_foreign = options.log_foreign_records is ForeignRecords.SKIP
         #: Foreign records skipped so far (``log.foreign-records=skip``).
         self.foreign_skipped = 0
@@ -54,8 +72,8 @@ class Decoder:
         does not decode (see :meth:`foreign`). Returns the positions of those, which
         were left out (usually none). One tight loop: it runs for every record a reader
         returns one by one."""
-        codec = self._table.codec
-        decode_value, python_row = codec.decode_value, codec.python_row
+        codec = self._context.codec
+        decode_record, python_row, current = codec.decode_record, codec.python_row, codec.schema_id
         new = tuple.__new__  # what Change(...) does, without its Python-level __new__
         append = out.append
         left_out: list[int] = []
@@ -65,7 +83,11 @@ class Decoder:
                 left_out.append(pos)
                 continue
             try:
-                kind, row = decode_value(value)
+                kind, row, schema_id = decode_record(value)
+                if schema_id != current:
+                    row = self._in_reader_schema(row, schema_id, out)
+                    codec = self._context.codec
+                    python_row, current = codec.python_row, codec.schema_id
                 change = new(Change, (kind, python_row(row), snapshot_id, partition, pos))
             except (ValueError, KeyError, TypeError) as err:
                 fmt = self._table.options.log_format.value
@@ -75,6 +97,18 @@ class Decoder:
             append(change)
         return left_out
 
+    def _in_reader_schema(self, row: dict[str, Any], schema_id: int, out: list[Change]) -> dict[str, Any]:
+        """A row of schema ``schema_id`` keyed by the reader's names. A newer schema moves
+        the reader to it first, and the changes of this poll already in ``out`` with it."""
+        context = self._context
+        before = context.schema_id
+        try:
+            if context.upgrade(schema_id):
+                remap_changes(out, context.table.store.mapping(before, schema_id))
+            return context.mapping(schema_id).row(row)
+        except LookupError as err:  # no such schema: not a row of this table
+            raise ValueError(str(err)) from None
+
     def foreign(self, partition: int, position: int, reason: str) -> None:
         """A record that is not this table's: count it under ``skip``, else fail the read."""
         if self._skip_foreign:
@@ -82,3 +116,10 @@ class Decoder:
             return
         raise ForeignRecordError(topic=self._table.topic, partition=partition, position=position, reason=reason)
 
+
+
+def remap_changes(changes: list[Change], mapping: SchemaMapping) -> None:
+    """Changes of the mapping's source schema, in place, into its target schema."""
+    full_row = mapping.full_row
+    for i, change in enumerate(changes):
+        changes[i] = change._replace(row=full_row(change.row))
