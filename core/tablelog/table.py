@@ -269,7 +269,8 @@ class Table:
                 if is_secret(change.key):
                     raise SchemaChangeError(f"table {self.identifier!r}: option {change.key!r} is a secret; "
                                             "secrets are never stored in a table; nothing was changed")
-                _parse({change.key: change.value})  # unknown keys and bad values, with a hint
+                _, _, paimon_options = _parse({change.key: change.value})  # unknown keys, bad values
+                definition.check_paimon_options(paimon_options, self.schema, self.primary_key)
         with self.store.commit_lock():
             latest = self.warehouse.open(self.identifier)
             check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes)
