@@ -26,6 +26,7 @@ from tablelog.reading.transactional import TransactionalRead
 
 if TYPE_CHECKING:
     from tablelog.registry import LogClient
+    from tablelog.store import SchemaMapping
     from tablelog.table_view import TableView as Table
 
 
@@ -42,11 +43,14 @@ class ChangelogReader:
         timestamp_millis: int | None = None,
         partitions: Iterable[int] | None = None,
         until_snapshot: int | None = None,
+        schema_id: int | None = None,
         **option_keys: Any,
     ) -> None:
         """``partitions``: read only these log partitions (and, in the full scan, only
         the rows of the buckets with those numbers). ``until_snapshot``: transactional
-        readers stop after this snapshot (a bounded read, e.g. one Spark micro-batch)."""
+        readers stop after this snapshot (a bounded read, e.g. one Spark micro-batch).
+        ``schema_id``: return every change in this schema of the table, never another
+        (default: the latest, then the newest the reader meets)."""
         overrides = {k.replace("_", "-") if "." not in k else k: v for k, v in option_keys.items()}
         if consistency is not None:
             overrides["log.consistency"] = getattr(consistency, "value", consistency)
@@ -66,7 +70,7 @@ class ChangelogReader:
                 "log.system to keep its changes"
             )
         only = None if partitions is None else frozenset(partitions)
-        self._context = ReadContext(table, self.options, only)
+        self._context = ReadContext(table, self.options, only, schema_id)
         self._position: ReaderPosition | None = None
         # A saved position (its JSON, or a dict) is checked against the log's ends when
         # the log is first used; a ReaderPosition object is trusted there (the Spark
@@ -104,6 +108,21 @@ class ChangelogReader:
         """Where the reader is now (changes returned so far are before it)."""
         position = self._ensure_position()
         return attrs.evolve(position, offsets=dict(position.offsets), horizon=dict(position.horizon))
+
+    @property
+    def schema_id(self) -> int:
+        """The id of the schema the reader returns changes in (it moves to a newer one when
+        it meets it: see :mod:`tablelog.reading.context`)."""
+        return self._context.schema_id
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns of the changes the reader returns now (after ``_kind``)."""
+        return self._context.codec.schema
+
+    def schema_mapping(self, source_id: int) -> SchemaMapping:
+        """From rows of the table's schema ``source_id`` to the reader's schema."""
+        return self._context.mapping(source_id)
 
     @property
     def log(self) -> LogClient:

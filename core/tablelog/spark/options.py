@@ -20,8 +20,13 @@ from tablelog.redaction import redact
 from tablelog.spark.faults import TESTING_PREFIX, testing_options
 from tablelog.store import warehouse_path
 
+#: The sink option that adds a DataFrame's extra columns to the table (Delta's and Spark's name).
+MERGE_SCHEMA = "mergeschema"
+
 #: Keys that configure the data source (or Spark itself), never the table.
-ENGINE_KEYS = frozenset({"warehouse", "table", "path", "checkpointlocation", "queryname", "writer.id"})
+ENGINE_KEYS = frozenset({
+    "warehouse", "table", "path", "checkpointlocation", "queryname", "writer.id", MERGE_SCHEMA,
+})
 
 #: Reader-side overrides of table options.
 READ_KEYS = frozenset({"log.consistency", "scan.mode", "scan.timestamp-millis"})
@@ -45,6 +50,8 @@ class SourceOptions:
     table_options: dict[str, str] = attrs.field(repr=lambda options: repr(redact(options)))
     writer_id: str | None = None
     testing: dict[str, str] = attrs.field(factory=dict)  # tablelog.spark.faults
+    #: ``mergeSchema = true``: a write adds the DataFrame's extra columns to the table first.
+    merge_schema: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -67,8 +74,11 @@ class SourceOptions:
             k: v for k, v in raw.items() if k not in ENGINE_KEYS and not k.startswith(TESTING_PREFIX)
         }
         writer_id = raw.get("writer.id") or None
+        merge = raw.get(MERGE_SCHEMA, "false").strip().lower()
+        if merge not in ("true", "false"):
+            raise OptionError(f"option mergeSchema={raw[MERGE_SCHEMA]!r}: expected 'true' or 'false'")
         # Resolved on the driver: executors may run in another working directory.
-        return cls(warehouse_path(warehouse), table, table_options, writer_id, testing)
+        return cls(warehouse_path(warehouse), table, table_options, writer_id, testing, merge == "true")
 
     @property
     def runtime_options(self) -> dict[str, str]:
