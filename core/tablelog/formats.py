@@ -193,17 +193,25 @@ class RecordCodec:
         kind, row, _schema_id = self.decode_record(value)
         return kind, row
 
-    def decode_record(self, value: bytes) -> tuple[RowKind, dict[str, Any], int]:
-        """Row kind, JSON-level row and schema id of one value; raises ValueError when it
-        is not ours. The row is in the schema the value names (see :mod:`tablelog.store.evolution`)."""
+    def decode_record(self, value: bytes) -> tuple[RowKind, dict[str, Any], Any]:
+        """Row kind, JSON-level row and schema id of one value (0 when it names none);
+        raises ValueError when it is not ours. The row is in the schema the value names
+        (see :mod:`tablelog.store.evolution`). The schema id is returned as the value
+        holds it: the caller checks it only when it is not its own (:func:`schema_id`)."""
         doc = orjson.loads(value)
         if not isinstance(doc, dict):
             raise ValueError("value is not a JSON object")
         if self.value_format is LogFormat.JSON:
             kind = RowKind.parse(doc.pop(KIND_COLUMN))
-            return kind, doc, _schema_id(doc.pop(SCHEMA_FIELD, 0))
+            return kind, doc, doc.pop(SCHEMA_FIELD, 0)
+        # debezium_change's first case inlined: it is what tablelog writes, one call less a record
+        known = _ENVELOPE_BY_KIND.get(doc.get(KIND_COLUMN))  # type: ignore[arg-type]
+        if known is not None:
+            row = doc.get(known[1])
+            if type(row) is dict and doc.get("op") == known[2]:
+                return known[0], row, doc.get(SCHEMA_FIELD, 0)
         kind, row = debezium_change(doc)
-        return kind, row, _schema_id(doc.get(SCHEMA_FIELD, 0))
+        return kind, row, doc.get(SCHEMA_FIELD, 0)
 
     def values_to_arrow(self, values: list[bytes | None]) -> pa.Table:
         """Many values decoded at once into an Arrow table with a leading ``_kind``
@@ -252,7 +260,7 @@ class RecordCodec:
     def _values_to_arrow_one_by_one(self, values: list[bytes]) -> pa.Table:
         try:
             decoded = [self.decode_record(v) for v in values]
-            if any(schema_id != self.schema_id for _, _, schema_id in decoded):
+            if any(schema_id(s) != self.schema_id for _, _, s in decoded):
                 raise ValueError("values of another schema")
             return self.rows_to_arrow([k for k, _, _ in decoded], [self.python_row(r) for _, r, _ in decoded])
         except (KeyError, TypeError) as err:
@@ -370,7 +378,8 @@ def _debezium_columns(parsed: pa.Table, width: int) -> tuple[pa.Array, list[pa.C
     return kinds, columns
 
 
-def _schema_id(value: Any) -> int:
+def schema_id(value: Any) -> int:
+    """A decoded value's ``_schema`` as a schema id; ValueError when it is none."""
     if type(value) is not int or value < 0:
         raise ValueError(f"{SCHEMA_FIELD} is {value!r}, not a schema id")
     return value

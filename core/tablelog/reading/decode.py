@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from tablelog.errors import ForeignRecordError
+from tablelog.formats import schema_id as checked_schema_id
 from tablelog.options import ForeignRecords
 from tablelog.records import RowKind
 
@@ -97,11 +98,14 @@ class Decoder:
             append(change)
         return left_out
 
-    def _in_reader_schema(self, row: dict[str, Any], schema_id: int, out: list[Change]) -> dict[str, Any]:
-        """A row of schema ``schema_id`` keyed by the reader's names. A newer schema moves
+    def _in_reader_schema(self, row: dict[str, Any], written: Any, out: list[Change]) -> dict[str, Any]:
+        """A row of schema ``written`` keyed by the reader's names. A newer schema moves
         the reader to it first, and the changes of this poll already in ``out`` with it."""
         context = self._context
         before = context.schema_id
+        schema_id = checked_schema_id(written)
+        if schema_id == before:
+            return row
         try:
             if context.upgrade(schema_id):
                 remap_changes(out, context.table.store.mapping(before, schema_id))
