@@ -194,3 +194,29 @@ def test_tablelog_alter_refused_prints_one_error_line_and_changes_nothing(
     assert result.exit_code == 1
     assert "error:" in result.output and "int32 -> int16 is not a widening" in result.output
     assert state(table) == before
+
+
+def test_tail_prints_changes_written_before_a_rename_under_the_new_name(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TABLELOG_WAREHOUSE", table.warehouse.path)
+    table.alter(RenameColumn("name", "label"), DropColumn("score"))
+    result = CliRunner().invoke(cli, ["tail", "db.t", "--scan-mode", "earliest", "--idle-timeout", "0.3",
+                                      "--format", "json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert '"label": "a"' in result.output and '"name"' not in result.output and '"score"' not in result.output
+
+
+def test_describe_shows_the_schema_id_of_the_table_and_of_each_snapshot(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    monkeypatch.setenv("TABLELOG_WAREHOUSE", table.warehouse.path)
+    table.alter(AddColumn("note", pa.string()))
+    with table.writer() as writer:
+        writer.write([{**ROWS[0], "id": 3}])
+        writer.commit()
+    result = CliRunner().invoke(cli, ["describe", "db.t", "--format", "json"], catch_exceptions=False)
+    document = json.loads(result.output)
+    assert document["schema_id"] == 1 and [s["schema_id"] for s in document["snapshots"]] == [1, 0]
