@@ -68,13 +68,16 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
             f"cannot verify table {table.identifier!r}: snapshots before {earliest} have expired, so "
             "the log cannot be replayed from the start"
         )
-    table_rows = table.rows(latest.id).to_pylist()
+    # The table's rows and the replayed log in one schema, the latest: a log written under
+    # several schemas is mapped into it, however the polls fall.
+    schema_id = table.store.latest_schema_id()
+    table_rows = table.store.read_rows(latest.id, None, schema_id).to_pylist()
     replayed = 0
     key_of = _key_function(table)
     state: dict[Any, Mapping[str, Any]] = {}
     bag: Counter[Any] = Counter()
     try:
-        with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        with table.reader(consistency="transactional", scan_mode="earliest", schema_id=schema_id) as reader:
             while reader.position.snapshot < latest.id:
                 batch = reader.poll(timeout_s=0.0)
                 replayed += len(batch)

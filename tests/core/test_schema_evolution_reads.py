@@ -228,3 +228,21 @@ def test_data_without_a_nullable_column_writes_null_there(tmp_path: Path) -> Non
     table = make(tmp_path)
     write(table, [{"id": 1, "qty": 1}])
     assert table.rows().to_pylist() == [{"id": 1, "name": None, "qty": 1}]
+
+
+def test_verify_of_a_table_opened_before_an_alter_compares_in_the_latest_schema(tmp_path: Path) -> None:
+    table = make(tmp_path)
+    stale = tablelog.open_table(table.warehouse.path, table.identifier)
+    write(table, [{"id": 1, "name": "a", "qty": 1}])
+    table.alter(RenameColumn("name", "label"))
+    write(table, [{"id": 2, "label": "b", "qty": 2}])
+    report = verify(stale)
+    assert report.consistent, report.summary()
+
+
+def test_create_table_with_exist_ok_names_alter_for_a_schema_that_differs(tmp_path: Path) -> None:
+    table = make(tmp_path)
+    table.alter(AddColumn("note", pa.string()))
+    with pytest.raises(SchemaMismatchError, match="Columns change only by Table.alter"):
+        create_table(table.warehouse.path, "db.t", SCHEMA, primary_key=["id"], bucket=2,
+                     options={"log.system": "filesystem"}, exist_ok=True)
