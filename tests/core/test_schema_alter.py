@@ -220,3 +220,42 @@ def test_describe_shows_the_schema_id_of_the_table_and_of_each_snapshot(
     result = CliRunner().invoke(cli, ["describe", "db.t", "--format", "json"], catch_exceptions=False)
     document = json.loads(result.output)
     assert document["schema_id"] == 1 and [s["schema_id"] for s in document["snapshots"]] == [1, 0]
+
+
+@pytest.mark.parametrize("native", ["true", "false"])
+def test_both_write_paths_write_the_altered_schema_and_pypaimon_reads_it(tmp_path: Path, native: str) -> None:
+    table = create_table(str(tmp_path / "wh"), "db.t", SCHEMA, primary_key=["id"], bucket=2,
+                         options={"log.system": "filesystem", "write.native.enabled": native})
+    with table.writer() as writer:
+        writer.write(ROWS)
+        writer.commit()
+    table.alter(AddColumn("note", pa.string(), first=True), RenameColumn("name", "label"), DropColumn("score"),
+                WidenColumn("qty", pa.int64()))
+    with table.writer() as writer:
+        writer.write([{"id": 1, "note": "n", "qty": 5_000_000_000, "price": decimal.Decimal("1.00"), "label": "z"}])
+        writer.commit()
+    expected = [
+        {"note": "n", "id": 1, "qty": 5_000_000_000, "price": decimal.Decimal("1.00"), "label": "z"},
+        {"note": None, "id": 2, "qty": 2_000_000_000, "price": decimal.Decimal("-0.01"), "label": "b"},
+    ]
+    assert plain_pypaimon_rows(table) == expected
+    assert sorted(table.rows().to_pylist(), key=lambda r: r["id"]) == expected
+
+
+def test_a_table_without_primary_key_takes_an_added_column_but_keeps_its_bucket_key_columns(tmp_path: Path) -> None:
+    schema = pa.schema([("event", pa.string()), ("n", pa.int32())])
+    table = create_table(str(tmp_path / "wh"), "db.events", schema, bucket=2, options={"log.system": "filesystem"})
+    with table.writer() as writer:
+        writer.write([{"event": "click", "n": 1}])
+        writer.commit()
+    table.alter(AddColumn("user", pa.string()))
+    with table.writer() as writer:
+        writer.write([{"event": "view", "n": 2, "user": "u"}])
+        writer.commit()
+    with table.reader(scan_mode="earliest") as reader:
+        assert [c.row for c in reader.read_all(idle_timeout_s=0.2)] == [
+            {"event": "click", "n": 1, "user": None}, {"event": "view", "n": 2, "user": "u"}]
+    with pytest.raises(SchemaChangeError, match="bucket key"):
+        table.alter(DropColumn("event"))
+    with pytest.raises(SchemaChangeError, match="bucket-key column"):  # all its columns, when created
+        table.alter(WidenColumn("n", pa.int64()))

@@ -82,3 +82,23 @@ def test_the_spark_source_returns_records_of_older_schemas_in_the_query_s_schema
     rows = collect_stream(stream, tmp_path / "ck")
     assert sorted(rows, key=lambda r: r["id"]) == [
         {"_kind": "+I", "id": 1, "label": "a", "note": None}, {"_kind": "+I", "id": 2, "label": "b", "note": "x"}]
+
+
+def test_a_streaming_query_keeps_its_columns_until_restarted_from_its_checkpoint(
+    spark: Any, table: tablelog.Table, tmp_path: Path
+) -> None:
+    def read() -> list[dict[str, Any]]:
+        stream = (spark.readStream.format("tablelog").option("warehouse", str(tmp_path / "wh"))
+                  .option("table", "db.t").option("scan.mode", "earliest").load())
+        return collect_stream(stream, tmp_path / "ck")
+
+    with table.writer() as writer:
+        writer.write([{"id": 1, "name": "a"}])
+        writer.commit()
+    assert read() == [{"_kind": "+I", "id": 1, "name": "a"}]
+    table.alter(AddColumn("note", pa.string()), RenameColumn("name", "label"))
+    with table.writer() as writer:
+        writer.write([{"id": 2, "label": "b", "note": "x"}])
+        writer.commit()
+    # Restarted from its checkpoint: the next micro-batch has the new columns, each change once.
+    assert read() == [{"_kind": "+I", "id": 2, "label": "b", "note": "x"}]
