@@ -22,7 +22,7 @@ beyond what Paimon itself refuses:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
@@ -145,7 +145,7 @@ def check_changes(
             raise TypeError(f"not a schema change: {change!r}")
 
 
-def _check_option(change: SetOption, refuse: object) -> None:
+def _check_option(change: SetOption, refuse: Callable[[SchemaChange, str], SchemaChangeError]) -> None:
     key = change.key.strip().lower()
     reasons = {
         "bucket": "the bucket count is fixed: bucket b is log partition b, so a key's later changes "
@@ -157,7 +157,7 @@ def _check_option(change: SetOption, refuse: object) -> None:
     if why is None and (key in fixed_option_keys() or key in paimon_immutable_option_keys()):
         why = "it defines the table (its log records or files depend on it) and is fixed when the table is created"
     if why is not None:
-        raise refuse(change, why)  # type: ignore[operator]
+        raise refuse(change, why)
 
 
 def describe(change: SchemaChange) -> str:

@@ -44,11 +44,11 @@ class ReadContext:
         #: The id of the reader's schema; :attr:`codec` decodes into it.
         self.schema_id = table.schema_id if schema_id is None else schema_id
         self.codec = table.codec
+        self._mappings: dict[int, SchemaMapping] = {}  # by source schema id, into the reader's
         if schema_id is None:
             self.upgrade(table.store.latest_schema_id())
         elif schema_id != table.schema_id:
             self.codec = self._codec_of(schema_id)
-        self._mappings: dict[int, SchemaMapping] = {}
         self.decoder = Decoder(table, options, self)
         #: The log partitions read (None: all of them).
         self.partitions = partitions
