@@ -246,3 +246,13 @@ def test_create_table_with_exist_ok_names_alter_for_a_schema_that_differs(tmp_pa
     with pytest.raises(SchemaMismatchError, match="Columns change only by Table.alter"):
         create_table(table.warehouse.path, "db.t", SCHEMA, primary_key=["id"], bucket=2,
                      options={"log.system": "filesystem"}, exist_ok=True)
+
+
+def test_a_reader_pinned_to_an_older_schema_names_a_widened_value_it_cannot_hold(tmp_path: Path) -> None:
+    table = make(tmp_path)
+    write(table, [{"id": 1, "name": "a", "qty": 1}])
+    table.alter(WidenColumn("qty", pa.int64()))
+    write(table, [{"id": 2, "name": "b", "qty": 5_000_000_000}])
+    with pytest.raises(SchemaMismatchError, match=r"column 'qty': a value written under schema 1 \(int64\) does "
+                                                  r"not fit the reader's schema 0 \(int32\)"):
+        table.store.read_rows(None, None, schema_id=0)

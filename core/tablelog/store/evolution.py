@@ -17,6 +17,8 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
+from tablelog.errors import SchemaMismatchError
+
 
 @attrs.frozen
 class SchemaVersion:
@@ -75,6 +77,19 @@ class SchemaMapping:
             if old is None or old not in table.column_names:
                 columns.append(pa.nulls(table.num_rows, field.type))
             else:
-                column = table.column(old)
-                columns.append(column if column.type == field.type else column.cast(field.type))
+                columns.append(self._cast(table.column(old), field))
         return pa.Table.from_arrays(columns, schema=self.target.schema)
+
+    def _cast(self, column: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
+        if column.type == field.type:
+            return column
+        try:
+            return column.cast(field.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+            # Only into an older schema (a reader pinned to it): a widened column's value
+            # that the narrower type cannot hold.
+            raise SchemaMismatchError(
+                f"column {field.name!r}: a value written under schema {self.source.id} ({column.type}) does not "
+                f"fit the reader's schema {self.target.id} ({field.type}): {err}. Read with the table's latest "
+                "schema (a Spark query started again, or a reader not pinned to a schema)"
+            ) from None
