@@ -19,7 +19,7 @@ from pypaimon import CatalogFactory
 
 import tablelog
 from tablelog import AddColumn, RenameColumn
-from tablelog.testing.spark_scenarios import spark_test_session
+from tablelog.testing.spark_scenarios import collect_stream, spark_test_session
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -131,7 +131,13 @@ def test_a_streaming_pipeline_across_an_added_and_a_renamed_column_delivers_ever
     assert final == sorted((dict(r) for r in table.rows().to_pylist()), key=lambda r: r["id"])
     assert {r["qty"] for r in final} == {0, 1, 2, 3} and all(set(r) == {"id", "label", "qty", "note", "tag"} for r in final)
 
-    # The Spark source, started now, returns the latest columns for every row.
+    # The Spark source, started now, returns the latest columns for every row, and every
+    # change of every schema once in them.
     batch = (spark_session.read.format("tablelog").option("warehouse", str(pipeline.warehouse))
              .option("table", "db.orders").option("kafka.bootstrap.servers", kafka_bootstrap).load())
     assert batch.columns == ["_kind", "id", "label", "qty", "note", "tag"] and batch.count() == len(final)
+    stream = (spark_session.readStream.format("tablelog").option("warehouse", str(pipeline.warehouse))
+              .option("table", "db.orders").option("kafka.bootstrap.servers", kafka_bootstrap)
+              .option("scan.mode", "earliest").load())
+    streamed = collect_stream(stream, tmp_path / "read-ck")
+    assert Counter((r["qty"], r["label"], r["note"], r["tag"]) for r in streamed) == by_round
