@@ -6,7 +6,7 @@ Prints, per record (CPU time of this process, median of ROUNDS; defaults 150,000
   the reader does), with ``Change(...)``, and a frozen attrs class with the same fields;
 * ``decode``: values of 100 B, 1 KB and 10 KB decoded all at once by Arrow's JSON
   reader (``RecordCodec.values_to_arrow``) against one by one with orjson
-  (``decode_value``): where ``_AT_ONCE_MAX_AVERAGE_BYTES`` comes from;
+  (``decode_record``): where ``_AT_ONCE_MAX_AVERAGE_BYTES`` comes from;
 * ``gc``: a transactional ``poll()``, ``poll_arrow()`` and an eventual ``poll()`` of N
   committed 100-byte records, with the collector left on (the default) and paused
   while each batch is built (``log.reader.pause-gc=true``). The log is
@@ -92,7 +92,7 @@ def decode_costs(n: int, rounds: int) -> None:
             return len(values)
 
         def one_by_one(values: list[bytes | None] = values) -> int:
-            decode, python_row = codec.decode_value, codec.python_row
+            decode, python_row = codec.decode_record, codec.python_row  # what the reader calls
             for value in values:
                 python_row(decode(value)[1])  # type: ignore[arg-type]
             return len(values)

@@ -10,6 +10,7 @@ The Python API starts here::
         writer.commit()
     for change in table.reader().changes():
         print(change.kind, change.row)
+    table.alter(tablelog.AddColumn("note", pyarrow.string()))   # schema evolution
 """
 
 from __future__ import annotations
@@ -20,16 +21,22 @@ from tablelog.errors import TablelogError
 from tablelog.normalize import Normalizer
 from tablelog.reading import Change, ChangelogReader, ReaderPosition
 from tablelog.records import RowKind
+from tablelog.store import AddColumn, DropColumn, RenameColumn, SetOption, WidenColumn
 from tablelog.table import Table, create_table, open_table
 
 __all__ = [
+    "AddColumn",
     "Change",
     "ChangelogReader",
+    "DropColumn",
     "Normalizer",
     "ReaderPosition",
+    "RenameColumn",
     "RowKind",
+    "SetOption",
     "Table",
     "TablelogError",
+    "WidenColumn",
     "create_table",
     "open_table",
 ]

@@ -3,7 +3,7 @@
 A table's **definition** is what its log records and table files depend on: the
 columns and primary key, the buckets, the log system, topic, formats and changelog
 mode, and the Paimon options that shape its files. It is fixed when the table is
-created. Given again when the table is opened or written (Python API, CLI ``-o``,
+created, but for the columns, which change only by ``Table.alter`` (:mod:`tablelog.alter`). Given again when the table is opened or written (Python API, CLI ``-o``,
 Spark ``.option``), an equal value is fine and a different one is an error, before
 anything is written: a write with another ``log.format`` or topic would leave
 records that ``tail``, ``verify`` and readers cannot use. Everything else (secrets,
@@ -23,7 +23,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.errors import OptionError, SchemaMismatchError
-from tablelog.formats import KIND_COLUMN
+from tablelog.formats import KIND_COLUMN, SCHEMA_FIELD
 from tablelog.options import TableOptions, fixed_option_keys
 from tablelog.store import (
     KIND_FIELD,
@@ -38,6 +38,7 @@ def _reserved_columns() -> dict[str, str]:
     reserved = {
         KIND_COLUMN: "tablelog's row-kind column (writes, reads, the json log format)",
         KIND_FIELD: "tablelog's row-kind column in the table files",
+        SCHEMA_FIELD: "the schema id of every log record (the json log format)",
     }
     for name in sorted(system_column_names()):
         reserved[name] = "a Paimon system column"
@@ -84,7 +85,8 @@ def check_same_schema(identifier: str, table_schema: pa.Schema, given: pa.Schema
         raise SchemaMismatchError(
             f"table {identifier!r} already exists with columns "
             f"{', '.join(f'{f.name} {f.type}' for f in table_schema)}; the given schema has "
-            f"{', '.join(f'{f.name} {f.type}' for f in wanted)}. Columns are fixed when the table is created"
+            f"{', '.join(f'{f.name} {f.type}' for f in wanted)}. Columns change only by Table.alter or "
+            "`tablelog alter` (docs/schema-evolution.md)"
         )
 
 

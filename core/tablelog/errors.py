@@ -32,6 +32,11 @@ class SchemaMismatchError(TablelogError, ValueError):
     """Data handed to a writer does not fit the table's schema."""
 
 
+class SchemaChangeError(TablelogError, ValueError):
+    """An alter the table cannot take (narrowing a type, changing its key or buckets...);
+    nothing was changed."""
+
+
 class TableNotFoundError(TablelogError, LookupError):
     """The table does not exist in the warehouse."""
 

@@ -4,19 +4,22 @@
 Paimon's log system wrote (Flink's ``DebeziumJsonSerializationSchema``): an
 addition (``+I``, ``+U``) is a create, a retraction (``-U``, ``-D``) a delete::
 
-    +I  {"before": null, "after": {...}, "op": "c", "ts_ms": ..., "_kind": "+I"}
-    +U  {"before": null, "after": {...}, "op": "c", "ts_ms": ..., "_kind": "+U"}
-    -U  {"before": {...}, "after": null, "op": "d", "ts_ms": ..., "_kind": "-U"}
-    -D  {"before": {...}, "after": null, "op": "d", "ts_ms": ..., "_kind": "-D"}
+    +I  {"before": null, "after": {...}, "op": "c", "ts_ms": ..., "_kind": "+I", "_schema": 0}
+    +U  {"before": null, "after": {...}, "op": "c", "ts_ms": ..., "_kind": "+U", "_schema": 0}
+    -U  {"before": {...}, "after": null, "op": "d", "ts_ms": ..., "_kind": "-U", "_schema": 0}
+    -D  {"before": {...}, "after": null, "op": "d", "ts_ms": ..., "_kind": "-D", "_schema": 0}
 
 ``ts_ms`` is Debezium's event time (Flink reads it as the ``ingestion-timestamp``
-metadata); ``_kind`` is the exact row kind for tablelog's readers, a field Flink's and
-Debezium's consumers ignore. Reading also takes what Flink's deserializer takes
+metadata); ``_kind`` is the exact row kind for tablelog's readers, and ``_schema`` the
+id of the table schema the row was written with (Paimon's ``schema-<id>``): fields
+Flink's and Debezium's consumers ignore. A value without ``_schema`` (written before
+tables could change their schema) is of schema 0. Reading also takes what Flink's deserializer takes
 (``op`` ``"r"`` for a snapshot read, a ``source`` block, the ``{"schema", "payload"}``
 wrapper) and the records tablelog wrote before (``op`` ``"u"`` with only ``after``
 for ``+U``, only ``before`` for ``-U``; no ``_kind``).
 
-``json`` values are the row itself with its row kind in ``"_kind"``. Keys are the
+``json`` values are the row itself with its row kind in ``"_kind"`` and its schema id
+in ``"_schema"``. Keys are the
 primary key as a JSON object (``{"id": 7}``); tables without one have no key.
 How each column type is written is :mod:`tablelog.json_values`.
 """
@@ -50,6 +53,8 @@ from tablelog.options import LogFormat
 from tablelog.records import RowKind
 
 KIND_COLUMN = "_kind"
+#: The field of a log value that holds the id of the schema its row was written with.
+SCHEMA_FIELD = "_schema"
 
 #: Flink's debezium-json ops: additions are creates, retractions deletes.
 _OP_BY_VALUE = {k.value: ("d" if k.is_retraction else "c") for k in RowKind}
@@ -82,6 +87,7 @@ class RecordCodec:
     primary_key: tuple[str, ...]
     value_format: LogFormat
     table: str = ""
+    schema_id: int = 0  # the id of ``schema`` among the table's schemas, written into every value
 
     # The per-column converters of python_row, and the names a decoded row has when
     # none is needed (then a row in schema order is returned as it is, unless a float
@@ -135,8 +141,9 @@ class RecordCodec:
         # A RowKind is a str holding its value: polars reads "+I", "-U"... in native code
         # (a Python-level .value / dict look-up per row cost more than the JSON encoding).
         kind_values = pl.Series(KIND_COLUMN, kinds, dtype=pl.String)
+        schema_id = pl.lit(self.schema_id, dtype=pl.Int64).alias(SCHEMA_FIELD)
         if self.value_format is LogFormat.JSON:
-            value_expr = pl.struct(pl.all(), kind_values.alias(KIND_COLUMN)).struct.json_encode()
+            value_expr = pl.struct(pl.all(), kind_values.alias(KIND_COLUMN), schema_id).struct.json_encode()
         else:
             retraction = kind_values.is_in(_RETRACTION_VALUES).alias("retraction")
             ops = kind_values.replace_strict(_OP_BY_VALUE, return_dtype=pl.String).alias("op")
@@ -146,6 +153,7 @@ class RecordCodec:
                 ops.alias("op"),
                 pl.lit(timestamp_ms, dtype=pl.Int64).alias("ts_ms"),
                 kind_values.alias(KIND_COLUMN),
+                schema_id,
             ).struct.json_encode()
         columns = [value_expr.cast(pl.Binary).alias("value")]
         if self.primary_key:
@@ -168,7 +176,7 @@ class RecordCodec:
     def _envelope(self, kind: RowKind, json_row: dict[str, Any], timestamp_ms: int) -> bytes:
         """One value, as :meth:`encode` writes it in native code."""
         if self.value_format is LogFormat.JSON:
-            return orjson.dumps({**json_row, KIND_COLUMN: kind.value})
+            return orjson.dumps({**json_row, KIND_COLUMN: kind.value, SCHEMA_FIELD: self.schema_id})
         retraction = kind.is_retraction
         return orjson.dumps({
             "before": json_row if retraction else None,
@@ -176,19 +184,36 @@ class RecordCodec:
             "op": _OP_BY_VALUE[kind.value],
             "ts_ms": timestamp_ms,
             KIND_COLUMN: kind.value,
+            SCHEMA_FIELD: self.schema_id,
         })
 
     # -- reading ---------------------------------------------------------------
 
     def decode_value(self, value: bytes) -> tuple[RowKind, dict[str, Any]]:
-        """Row kind and JSON-level row of one value; raises ValueError when it is not ours."""
+        """Row kind and JSON-level row of one value (in the schema it was written with);
+        raises ValueError when it is not ours."""
+        kind, row, _schema_id = self.decode_record(value)
+        return kind, row
+
+    def decode_record(self, value: bytes) -> tuple[RowKind, dict[str, Any], Any]:
+        """Row kind, JSON-level row and schema id of one value (0 when it names none);
+        raises ValueError when it is not ours. The row is in the schema the value names
+        (see :mod:`tablelog.store.evolution`). The schema id is returned as the value
+        holds it: the caller checks it only when it is not its own (:func:`schema_id`)."""
         doc = orjson.loads(value)
         if not isinstance(doc, dict):
             raise ValueError("value is not a JSON object")
         if self.value_format is LogFormat.JSON:
             kind = RowKind.parse(doc.pop(KIND_COLUMN))
-            return kind, doc
-        return debezium_change(doc)
+            return kind, doc, doc.pop(SCHEMA_FIELD, 0)
+        # debezium_change's first case inlined: it is what tablelog writes, one call less a record
+        known = _ENVELOPE_BY_KIND.get(doc.get(KIND_COLUMN))  # type: ignore[arg-type]
+        if known is not None:
+            row = doc.get(known[1])
+            if type(row) is dict and doc.get("op") == known[2]:
+                return known[0], row, doc.get(SCHEMA_FIELD, 0)
+        kind, row = debezium_change(doc)
+        return kind, row, doc.get(SCHEMA_FIELD, 0)
 
     @property
     def change_decoder(self) -> Callable[[bytes], tuple[RowKind, dict[str, Any]]]:
@@ -201,10 +226,12 @@ class RecordCodec:
         return self._change_decoder
 
     def _make_change_decoder(self) -> Callable[[bytes], tuple[RowKind, dict[str, Any]]]:
-        decode_value, python_row = self.decode_value, self.python_row
+        decode_record, python_row, own = self.decode_record, self.python_row, self.schema_id
 
         def general(value: bytes) -> tuple[RowKind, dict[str, Any]]:
-            kind, row = decode_value(value)
+            kind, row, written = decode_record(value)
+            if written != own:
+                raise OtherSchema(kind, row, written)
             return kind, python_row(row)
 
         names = self._identity_names
@@ -224,6 +251,7 @@ class RecordCodec:
                     kind, field, op = known
                     row = doc.get(field)
                     if (type(row) is dict and doc.get("op") == op and tuple(row) == names
+                            and doc.get(SCHEMA_FIELD, 0) == own
                             and not (floats and (b'NaN"' in value or b'Infinity"' in value))):
                         return kind, row
             return general(value)
@@ -258,6 +286,10 @@ class RecordCodec:
             return self._values_to_arrow_one_by_one(values)  # type: ignore[arg-type]
         if parsed.num_rows != len(values):  # a value with a raw newline: not one of ours
             raise ValueError("values do not parse one row each")
+        schema_ids = parsed.column(SCHEMA_FIELD)  # none: written before schema ids, schema 0
+        bounds = pc.min_max(schema_ids.fill_null(0) if schema_ids.null_count else schema_ids).as_py()
+        if bounds["min"] != self.schema_id or bounds["max"] != self.schema_id:
+            raise ValueError("values of another schema")  # decoded one by one, which maps them
         if self.value_format is LogFormat.JSON:
             kinds = parsed.column(KIND_COLUMN).combine_chunks()
             if kinds.null_count or not pc.all(pc.is_in(kinds, pa.array(_KIND_VALUES))).as_py():
@@ -272,8 +304,10 @@ class RecordCodec:
 
     def _values_to_arrow_one_by_one(self, values: list[bytes]) -> pa.Table:
         try:
-            decoded = [self.decode_value(v) for v in values]
-            return self.rows_to_arrow([k for k, _ in decoded], [self.python_row(r) for _, r in decoded])
+            decoded = [self.decode_record(v) for v in values]
+            if any(schema_id(s) != self.schema_id for _, _, s in decoded):
+                raise ValueError("values of another schema")
+            return self.rows_to_arrow([k for k, _, _ in decoded], [self.python_row(r) for _, r, _ in decoded])
         except (KeyError, TypeError) as err:
             raise ValueError(f"a value is not a row of the table: {err!r}") from None
 
@@ -281,9 +315,12 @@ class RecordCodec:
     def _json_parse_options(self) -> pa_json.ParseOptions:
         row = pa.struct([pa.field(f.name, json_type(f.type)) for f in self.schema])
         if self.value_format is LogFormat.JSON:
-            schema = pa.schema([*row, pa.field(KIND_COLUMN, pa.string())])
+            schema = pa.schema([*row, pa.field(KIND_COLUMN, pa.string()), pa.field(SCHEMA_FIELD, pa.int64())])
         else:
-            schema = pa.schema([("before", row), ("after", row), ("op", pa.string()), (KIND_COLUMN, pa.string())])
+            schema = pa.schema([
+                ("before", row), ("after", row), ("op", pa.string()), (KIND_COLUMN, pa.string()),
+                (SCHEMA_FIELD, pa.int64()),
+            ])
         return pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
 
     def rows_to_arrow(self, kinds: list[RowKind], rows: list[dict[str, Any]]) -> pa.Table:
@@ -384,6 +421,23 @@ def _debezium_columns(parsed: pa.Table, width: int) -> tuple[pa.Array, list[pa.C
         pc.if_else(from_before, pc.struct_field(before, [i]), pc.struct_field(after, [i])) for i in range(width)
     ]
     return kinds, columns
+
+
+class OtherSchema(Exception):  # noqa: N818 -- not an error: a value to map
+    """Raised by a :meth:`RecordCodec.change_decoder` for a value written under another
+    schema than the codec's: its row kind, JSON-level row and schema id, for the reader
+    to map (:mod:`tablelog.reading.decode`)."""
+
+    def __init__(self, kind: RowKind, row: dict[str, Any], schema_id: Any) -> None:
+        super().__init__(schema_id)
+        self.kind, self.row, self.schema_id = kind, row, schema_id
+
+
+def schema_id(value: Any) -> int:
+    """A decoded value's ``_schema`` as a schema id; ValueError when it is none."""
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{SCHEMA_FIELD} is {value!r}, not a schema id")
+    return value
 
 
 def _identity(value: Any) -> Any:

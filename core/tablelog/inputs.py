@@ -118,6 +118,7 @@ def prepare(
     table: str = "",
 ) -> tuple[pa.Table, list[RowKind]]:
     """Validate and cast ``data``; returns the rows in ``schema`` and one kind per row.
+    A nullable non-key column the data does not have is null (see :func:`fillable`).
 
     Row kinds come from ``kind`` (all rows) or a ``_kind`` column of ``+I``,
     ``-U``, ``+U``, ``-D`` values; default ``+I``.
@@ -129,7 +130,7 @@ def prepare(
         arrow = arrow.drop_columns([KIND_COLUMN])
     missing = [n for n in schema.names if n not in arrow.schema.names]
     extra = [n for n in arrow.schema.names if n not in schema.names]
-    if missing or extra:
+    if extra or not all(fillable(schema.field(n), primary_key) for n in missing):
         parts = []
         if missing:
             parts.append(f"missing columns {missing}")
@@ -140,6 +141,7 @@ def prepare(
             f"table columns: {schema.names}"
         )
     columns = [
+        pa.chunked_array([pa.nulls(arrow.num_rows, field.type)]) if field.name in missing else
         cast_column(arrow.column(field.name), field.type, field.name, where,
                     first_row_of=_first_row_refused(data, field.name))
         for field in schema
@@ -160,6 +162,14 @@ def prepare(
             "only takes '+I' rows (it cannot update or delete)"
         )
     return result, kinds
+
+
+def fillable(field: pa.Field, primary_key: Sequence[str]) -> bool:
+    """Whether data without the column ``field`` is written with nulls in it: a nullable
+    column outside the primary key (a column added to the table since the writer's data
+    was shaped, as Spark and Delta fill it). Not when the data has unknown columns too:
+    then a missing column is more likely misspelt, and both are named."""
+    return field.nullable and field.name not in primary_key
 
 
 def _kinds(arrow: pa.Table, kind: RowKind | str | None, where: str) -> list[RowKind]:

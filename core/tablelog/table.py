@@ -17,7 +17,7 @@ import pyarrow as pa
 from tablelog import definition, registry
 from tablelog.commit import committer, history
 from tablelog.commit.record import CommitResult, WriteReceipt
-from tablelog.errors import OptionError
+from tablelog.errors import OptionError, SchemaChangeError
 from tablelog.formats import RecordCodec
 from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_prefix
 from tablelog.options import (
@@ -31,6 +31,8 @@ from tablelog.options import (
 from tablelog.records import LogConfig
 from tablelog.store import (
     PaimonTable,
+    SchemaChange,
+    SetOption,
     SnapshotInfo,
     Warehouse,
     paimon_option_keys,
@@ -194,6 +196,7 @@ class Table:
     store: PaimonTable
     options: TableOptions
     system_options: dict[str, str] = attrs.field(repr=False)
+    _codec: RecordCodec | None = attrs.field(default=None, init=False, repr=False, eq=False)
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, log.system={self.options.log_system!r}, warehouse={self.warehouse.path!r})"
@@ -227,9 +230,58 @@ class Table:
         """What the writer tokens of this table start with (see :mod:`tablelog.identity`)."""
         return token_prefix(self.table_id)
 
-    @cached_property
+    @property
+    def schema_id(self) -> int:
+        """The id of the schema this object reads and writes with (see :meth:`refresh_schema`)."""
+        return self.store.schema_id
+
+    @property
     def codec(self) -> RecordCodec:
-        return RecordCodec(self.schema, self.primary_key, self.options.log_format, self.identifier)
+        """The log encoding of this object's schema (records say its id)."""
+        if self._codec is None:
+            self._codec = RecordCodec(
+                self.schema, self.primary_key, self.options.log_format, self.identifier, self.store.schema_id
+            )
+        return self._codec
+
+    def refresh_schema(self) -> bool:
+        """Take the table's latest schema if it was altered since this object was opened
+        (by this process or another); True if it was. Writers call this before writing."""
+        if not self.store.has_newer_schema():
+            return False
+        self.store = self.warehouse.open(self.identifier)
+        self._codec = None
+        return True
+
+    # -- schema evolution ------------------------------------------------------
+
+    def alter(self, *changes: SchemaChange) -> int:
+        """Change the table's schema: ``AddColumn``, ``RenameColumn``, ``DropColumn``,
+        ``WidenColumn``, ``SetOption`` (from :mod:`tablelog`), applied in order as one new
+        schema; returns its id. What is allowed is :mod:`tablelog.alter`'s; a refused
+        change raises :class:`~tablelog.errors.SchemaChangeError` and changes nothing.
+        Records and files written before keep their schema; every reader returns them in
+        its own (see docs/schema-evolution.md)."""
+        from tablelog.alter import check_changes
+
+        for change in changes:
+            if isinstance(change, SetOption):
+                if is_secret(change.key):
+                    raise SchemaChangeError(f"table {self.identifier!r}: option {change.key!r} is a secret; "
+                                            "secrets are never stored in a table; nothing was changed")
+                _, _, paimon_options = _parse({change.key: change.value})  # unknown keys, bad values
+                definition.check_paimon_options(paimon_options, self.schema, self.primary_key)
+        with self.store.commit_lock():
+            latest = self.warehouse.open(self.identifier)
+            check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes)
+            try:
+                schema_id = latest.alter(list(changes))
+            except Exception as err:  # pypaimon's own refusal (its RuntimeError wraps a ValueError)
+                raise SchemaChangeError(
+                    f"table {self.identifier!r}: Paimon refused the alter: {err}; nothing was changed"
+                ) from err
+        self.refresh_schema()
+        return schema_id
 
     # -- the log ---------------------------------------------------------------
 

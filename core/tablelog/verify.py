@@ -64,7 +64,10 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
     earliest = table.store.earliest_snapshot_id() or 1
     if not table.options.log_enabled:
         raise TablelogError(f"cannot verify table {table.identifier!r}: it has no log (log.system=none)")
-    table_rows = table.rows(latest.id).to_pylist()
+    # The table's rows and the replayed log in one schema, the latest: a log written under
+    # several schemas is mapped into it, however the polls fall.
+    schema_id = table.store.latest_schema_id()
+    table_rows = table.store.read_rows(latest.id, None, schema_id).to_pylist()
     replayed = 0
     key_of = _key_function(table)
     state: dict[Any, Mapping[str, Any]] = {}
@@ -72,7 +75,7 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
     # Snapshots before the earliest kept one have expired: their changes are replayed as
     # the rows they left, those of the earliest snapshot kept.
     start = 0 if earliest == 1 else earliest
-    for row in table.rows(earliest).to_pylist() if start else ():
+    for row in table.store.read_rows(earliest, None, schema_id).to_pylist() if start else ():
         if key_of is None:
             bag[row_items(row)] += 1
         else:
@@ -80,7 +83,8 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
     position = {"consistency": "transactional", "snapshot": start}
     try:
         # The log alone: changes it lost are a difference, not read from the table.
-        with table.reader(position, consistency="transactional", changes_from_table=False) as reader:
+        with table.reader(position, consistency="transactional", changes_from_table=False,
+                          schema_id=schema_id) as reader:
             while reader.position.snapshot < latest.id:
                 batch = reader.poll(timeout_s=0.0)
                 replayed += len(batch)

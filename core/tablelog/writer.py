@@ -78,6 +78,10 @@ class WriteTask:
         """
         if self._finished:
             raise RuntimeError("this write task is finished; start a new one")
+        if self._paimon_write is None:
+            # An attempt writes with the table's latest schema: one altered since the table
+            # was opened is read again (data without an added column writes nulls there).
+            self.table.refresh_schema()
         table = self.table
         arrow, kinds = inputs.prepare(
             data, table.schema, table.primary_key, kind, table=table.identifier

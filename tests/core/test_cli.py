@@ -39,7 +39,7 @@ def populated(runner: CliRunner) -> tablelog.Table:
     return table
 
 
-@pytest.mark.parametrize("command", ["plugins", "options", "create", "describe", "tail", "verify", "demo"])
+@pytest.mark.parametrize("command", ["plugins", "options", "create", "alter", "describe", "tail", "verify", "demo"])
 def test_every_command_has_help(runner: CliRunner, command: str) -> None:
     assert "Usage:" in invoke(runner, command, "--help")
 

@@ -23,9 +23,9 @@ def test_debezium_envelopes_have_before_after_and_op() -> None:
     data = pa.table({"id": [1, 2], "name": ["a", "b"]}, schema=SCHEMA)
     encoded = codec().encode(data, [RowKind.INSERT, RowKind.DELETE], 1000)
     assert orjson.loads(encoded.values[0]) == {
-        "before": None, "after": {"id": 1, "name": "a"}, "op": "c", "ts_ms": 1000, "_kind": "+I"}
+        "before": None, "after": {"id": 1, "name": "a"}, "op": "c", "ts_ms": 1000, "_kind": "+I", "_schema": 0}
     assert orjson.loads(encoded.values[1]) == {
-        "before": {"id": 2, "name": "b"}, "after": None, "op": "d", "ts_ms": 1000, "_kind": "-D"}
+        "before": {"id": 2, "name": "b"}, "after": None, "op": "d", "ts_ms": 1000, "_kind": "-D", "_schema": 0}
     assert encoded.keys == [b'{"id":1}', b'{"id":2}']
 
 

@@ -143,7 +143,7 @@ def _assert_nothing_written(table: tablelog.Table) -> None:
 
 @pytest.mark.parametrize(("data", "error"), [
     ([{"id": 1, "name": "a", "score": 1.0, "extra": 1}], r"unknown columns \['extra'\]"),
-    ([{"id": 1, "score": 1.0}], r"missing columns \['name'\]"),
+    ([{"name": "a", "score": 1.0}], r"missing columns \['id'\]"),
     (pa.table({"id": ["x"], "name": ["a"], "score": [1.0]}), "column 'id' has type string"),
     ([{"id": 1, "name": "a", "score": 1.0}, {"id": None, "name": "b", "score": 2.0}],
      "primary-key column 'id' is null in 1 row"),

@@ -46,7 +46,7 @@ def test_bad_table_options_fail_before_the_table_exists(
 @pytest.mark.parametrize(
     ("select", "message"),
     [
-        ("id, name", r"missing columns \['score'\]"),
+        ("name, score", r"missing columns \['id'\]"),
         ("id, name, score, 1 AS extra", r"unknown columns \['extra'\]"),
         ("id, name, CAST(score AS STRING) AS score", "column 'score' is string in the DataFrame but double"),
         ("id, name, score, 7 AS _kind", "column '_kind' must be a string of row kinds"),

@@ -9,6 +9,7 @@ from typing import TextIO
 import click
 
 from tablelog import __version__, registry
+from tablelog.cli.alter import alter
 from tablelog.cli.demo import demo
 from tablelog.cli.describe import describe
 from tablelog.cli.expire import expire_command
@@ -73,7 +74,7 @@ def cli(verbose: int) -> None:
     configure_logging(verbose)
 
 
-for command in (plugins, options_command, create, describe, expire_command, tail, verify_command, demo):
+for command in (plugins, options_command, create, alter, describe, expire_command, tail, verify_command, demo):
     cli.add_command(command)
 
 

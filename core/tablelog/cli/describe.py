@@ -63,6 +63,7 @@ def describe_document(t: Table, limit: int) -> dict[str, Any]:
             "time": when.isoformat(timespec="milliseconds"),
             "kind": snapshot.commit_kind,
             "rows": snapshot.total_record_count,
+            "schema_id": snapshot.schema_id,
             "writer": None, "commit_identifier": None, "log_end_positions": None, "writes": [],
         }
         if record is not None:
@@ -85,6 +86,7 @@ def describe_document(t: Table, limit: int) -> dict[str, Any]:
         "warehouse": t.warehouse.path,
         "primary_key": list(t.primary_key),
         "buckets": t.store.bucket,
+        "schema_id": t.schema_id,
         "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in t.schema],
         "options": dict(sorted(redact({**t.store.properties, **t.system_options}).items())),
         "log": log,
@@ -111,7 +113,7 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
         return
     console.print(f"[bold]{t.identifier}[/]  warehouse {t.warehouse.path}")
     console.print(f"primary key: {', '.join(t.primary_key) or '(none)'}   buckets: {t.store.bucket}")
-    schema = RichTable("column", "type", title="schema")
+    schema = RichTable("column", "type", title=f"schema {t.schema_id}")
     for field in t.schema:
         schema.add_row(field.name, str(field.type))
     console.print(schema)

@@ -2,41 +2,68 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
-from tablelog.reading.decode import Change
+from tablelog.formats import KIND_COLUMN
+from tablelog.reading.decode import Change, remap_changes
+
+if TYPE_CHECKING:
+    from tablelog.reading.context import ReadContext
 
 
 class Batch:
     """What one transactional poll collects, in order: lists of :class:`Change`, and
     Arrow tables (``poll_arrow`` decodes the values of dense committed ranges into
-    Arrow directly: no Python object per change)."""
+    Arrow directly: no Python object per change). Each part is in the reader's schema
+    of when it was made; :meth:`in_schema` brings them all into the reader's last."""
 
     def __init__(self, arrow: bool) -> None:
         self.arrow = arrow
         self.parts: list[list[Change] | pa.Table] = []
+        self.schema_ids: list[int] = []  # the schema of each part
         self.size = 0  # changes in every part but a trailing list of changes
 
     def __len__(self) -> int:
         tail = self.parts[-1] if self.parts else None
         return self.size + len(tail) if isinstance(tail, list) else self.size
 
-    def changes(self) -> list[Change]:
-        """The list to append changes to (after every part so far)."""
+    def changes(self, schema_id: int) -> list[Change]:
+        """The list to append changes of schema ``schema_id`` to (after every part so far).
+        The decoder maps a list in place when it moves the reader to a newer schema."""
         tail = self.parts[-1] if self.parts else None
         if isinstance(tail, list):
+            self.schema_ids[-1] = schema_id
             return tail
         fresh: list[Change] = []
         self.parts.append(fresh)
+        self.schema_ids.append(schema_id)
         return fresh
 
-    def add(self, table: pa.Table) -> None:
+    def add(self, table: pa.Table, schema_id: int) -> None:
         tail = self.parts[-1] if self.parts else None
         if isinstance(tail, list):
             self.size += len(tail)
         self.parts.append(table)
+        self.schema_ids.append(schema_id)
         self.size += table.num_rows
 
+    def in_schema(self, context: ReadContext) -> Batch:
+        """Every part in the reader's schema (parts made before it moved, mapped)."""
+        store, target = context.table.store, context.schema_id
+        for i, (part, schema_id) in enumerate(zip(self.parts, self.schema_ids, strict=True)):
+            if schema_id == target:
+                continue
+            mapping = store.mapping(schema_id, target)
+            if isinstance(part, list):
+                remap_changes(part, mapping)
+            else:
+                self.parts[i] = mapping.arrow(part.drop_columns([KIND_COLUMN])).add_column(
+                    0, KIND_COLUMN, part.column(KIND_COLUMN)
+                )
+            self.schema_ids[i] = target
+        return self
     def mark(self) -> tuple[int, int]:
         """Where the batch ends now, for :meth:`truncate`."""
         tail = self.parts[-1] if self.parts else None
@@ -47,6 +74,7 @@ class Batch:
         is read again from the table files)."""
         parts, tail_length = mark
         del self.parts[parts:]
+        del self.schema_ids[parts:]
         if tail_length >= 0:
             tail = self.parts[-1]
             assert isinstance(tail, list)

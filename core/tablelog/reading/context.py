@@ -1,5 +1,14 @@
 """What every part of one reader shares: its table and options, the log partitions it
-reads, its log connection and decoder, and fetching records a snapshot committed."""
+reads, its schema, its log connection and decoder, and fetching records a snapshot committed.
+
+**The reader's schema.** A reader returns every change in one schema, its own: the
+table's latest when it starts, and after that the newest it meets, in a snapshot
+(transactional) or in a record (each record says the schema it was written with).
+Rows of older schemas are mapped into it by Paimon field id
+(:class:`~tablelog.store.SchemaMapping`); a reader ``pinned`` to a schema (the Spark
+source, whose columns are fixed when the query starts) never changes it and maps
+newer rows into it as well.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +18,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from tablelog.errors import LogDataLostError, PositionOutOfRangeError, TopicError
+from tablelog.formats import RecordCodec
 from tablelog.reading.decode import Change, Decoder
 from tablelog.reading.gc_pause import batch_guard
 from tablelog.records import FetchResult, ValuesResult
@@ -16,6 +26,7 @@ from tablelog.records import FetchResult, ValuesResult
 if TYPE_CHECKING:
     from tablelog.options import TableOptions
     from tablelog.registry import LogClient
+    from tablelog.store import SchemaMapping
     from tablelog.table_view import TableView as Table
 
 
@@ -23,18 +34,61 @@ class ReadContext:
     """One reader's table, options, partitions, log connection and decoder."""
 
     def __init__(
-        self, table: Table, options: TableOptions, partitions: frozenset[int] | None, changes_from_table: bool = True,
+        self, table: Table, options: TableOptions, partitions: frozenset[int] | None,
+        changes_from_table: bool = True, schema_id: int | None = None,
     ) -> None:
+        """``schema_id``: pin the reader to this schema (default: the table's latest, then
+        the newest the reader meets)."""
         self.table = table
         #: Whether committed changes the log lost are read from the table files instead.
         self.changes_from_table = changes_from_table
         self.options = options
+        self.pinned = schema_id is not None
+        #: The id of the reader's schema; :attr:`codec` decodes into it.
+        self.schema_id = table.schema_id if schema_id is None else schema_id
+        self.codec = table.codec
+        self._mappings: dict[int, SchemaMapping] = {}  # by source schema id, into the reader's
+        if schema_id is None:
+            self.upgrade(table.store.latest_schema_id())
+        elif schema_id != table.schema_id:
+            self.codec = self._codec_of(schema_id)
+        self.decoder = Decoder(table, options, self)
         #: The log partitions read (None: all of them).
         self.partitions = partitions
-        self.decoder = Decoder(table, options)
         #: What the building of each batch is wrapped in (``log.reader.pause-gc``).
         self.building_batch = batch_guard(options.log_reader_pause_gc)
         self._log: LogClient | None = None
+
+    def _codec_of(self, schema_id: int) -> RecordCodec:
+        table = self.table
+        schema = table.store.schema_version(schema_id).schema
+        return RecordCodec(schema, table.primary_key, table.options.log_format, table.identifier, schema_id)
+
+    def upgrade(self, schema_id: int) -> bool:
+        """Move the reader to schema ``schema_id`` if it is newer than its own (and the
+        reader is not pinned); True if it moved."""
+        if schema_id <= self.schema_id or self.pinned:
+            return False
+        self.codec = self.table.codec if schema_id == self.table.schema_id else self._codec_of(schema_id)
+        self.schema_id = schema_id
+        self._mappings = {}
+        return True
+
+    def mapping(self, source_id: int) -> SchemaMapping:
+        """From rows of schema ``source_id`` to the reader's schema."""
+        found = self._mappings.get(source_id)
+        if found is None:
+            found = self._mappings[source_id] = self.table.store.mapping(source_id, self.schema_id)
+        return found
+
+    def rows(self, snapshot_id: int, buckets: list[int] | None) -> pa.Table:
+        """The table's rows at ``snapshot_id`` in the reader's schema (moved first to the
+        snapshot's, when that is newer)."""
+        store = self.table.store
+        snapshot = store.snapshot(snapshot_id)
+        if snapshot is not None:
+            self.upgrade(snapshot.schema_id)
+        return store.read_rows(snapshot_id, buckets, self.schema_id)
 
     @property
     def log(self) -> LogClient:
@@ -52,7 +106,7 @@ class ReadContext:
 
     def to_arrow(self, changes: list[Change]) -> pa.Table:
         """Changes as an Arrow table: a ``_kind`` column, then the table's columns."""
-        return self.table.codec.rows_to_arrow([c.kind for c in changes], [c.row for c in changes])
+        return self.codec.rows_to_arrow([c.kind for c in changes], [c.row for c in changes])
 
     def fetch_committed(
         self, partition: int, pos: int, hi: int, max_records: int, values: bool

@@ -5,20 +5,26 @@ the transactional reader's committed records (dense ranges and sparse ones), the
 eventual reader's records and the late writes of a hybrid read. A value that is not
 one of this table's rows is a *foreign record*: it fails the read
 (``log.foreign-records=fail``, naming the partition and position) or is skipped and
-counted (``skip``).
+counted (``skip``). A value written under another schema than the reader's is mapped
+into the reader's (a newer one first moves the reader to it: see
+:mod:`tablelog.reading.context`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from tablelog.errors import ForeignRecordError
+from tablelog.formats import OtherSchema
+from tablelog.formats import schema_id as checked_schema_id
 from tablelog.options import ForeignRecords
 from tablelog.records import RowKind
 
 if TYPE_CHECKING:
+    from tablelog.formats import RecordCodec
     from tablelog.options import TableOptions
+    from tablelog.store import SchemaMapping
     from tablelog.table_view import TableView as Table
 
 
@@ -36,12 +42,26 @@ class Change(NamedTuple):
     position: int | None = None  # where it is in the log (None for rows of the full scan)
 
 
+class ReaderSchema(Protocol):
+    """The part of a reader's context that holds its schema (:mod:`tablelog.reading.context`)."""
+
+    table: Table
+    codec: RecordCodec
+    schema_id: int
+
+    def upgrade(self, schema_id: int) -> bool: ...
+
+    def mapping(self, source_id: int) -> SchemaMapping: ...
+
+
 class Decoder:
     """Decodes one reader's values and applies its foreign-record policy."""
 
-    def __init__(self, table: Table, options: TableOptions) -> None:
-        """``options``: the reader's (its ``log.foreign-records``)."""
+    def __init__(self, table: Table, options: TableOptions, context: ReaderSchema) -> None:
+        """``options``: the reader's (its ``log.foreign-records``); ``context``: whose schema
+        the changes are returned in."""
         self._table = table
+        self._context = context
         self._skip_foreign = options.log_foreign_records is ForeignRecords.SKIP
         #: Foreign records skipped so far (``log.foreign-records=skip``).
         self.foreign_skipped = 0
@@ -54,7 +74,7 @@ class Decoder:
         does not decode (see :meth:`foreign`). Returns the positions of those, which
         were left out (usually none). One tight loop: it runs for every record a reader
         returns one by one."""
-        decode = self._table.codec.change_decoder
+        decode = self._context.codec.change_decoder
         new = tuple.__new__  # what Change(...) does, without its Python-level __new__
         append = out.append
         left_out: list[int] = []
@@ -64,7 +84,12 @@ class Decoder:
                 left_out.append(pos)
                 continue
             try:
-                kind, row = decode(value)
+                try:
+                    kind, row = decode(value)
+                except OtherSchema as other:  # written under another schema: mapped into the reader's
+                    kind = other.kind
+                    row = self._in_reader_schema(other.row, other.schema_id, out)
+                    decode = self._context.codec.change_decoder  # the reader may have moved to it
                 change = new(Change, (kind, row, snapshot_id, partition, pos))
             except (ValueError, KeyError, TypeError) as err:
                 fmt = self._table.options.log_format.value
@@ -74,6 +99,22 @@ class Decoder:
             append(change)
         return left_out
 
+    def _in_reader_schema(self, row: dict[str, Any], written: Any, out: list[Change]) -> dict[str, Any]:
+        """A row of schema ``written`` in the reader's schema (Python values). A newer
+        schema moves the reader to it first, and the changes of this poll already in
+        ``out`` with it."""
+        context = self._context
+        before = context.schema_id
+        schema_id = checked_schema_id(written)
+        if schema_id == before:
+            return context.codec.python_row(row)
+        try:
+            if context.upgrade(schema_id):
+                remap_changes(out, context.table.store.mapping(before, schema_id))
+            return context.codec.python_row(context.mapping(schema_id).row(row))
+        except LookupError as err:  # no such schema: not a row of this table
+            raise ValueError(str(err)) from None
+
     def foreign(self, partition: int, position: int, reason: str) -> None:
         """A record that is not this table's: count it under ``skip``, else fail the read."""
         if self._skip_foreign:
@@ -81,3 +122,10 @@ class Decoder:
             return
         raise ForeignRecordError(topic=self._table.topic, partition=partition, position=position, reason=reason)
 
+
+
+def remap_changes(changes: list[Change], mapping: SchemaMapping) -> None:
+    """Changes of the mapping's source schema, in place, into its target schema."""
+    full_row = mapping.full_row
+    for i, change in enumerate(changes):
+        changes[i] = change._replace(row=full_row(change.row))

@@ -27,6 +27,7 @@ from tablelog.reading.transactional import TransactionalRead
 
 if TYPE_CHECKING:
     from tablelog.registry import LogClient
+    from tablelog.store import SchemaMapping
     from tablelog.table_view import TableView as Table
 
 
@@ -44,11 +45,15 @@ class ChangelogReader:
         partitions: Iterable[int] | None = None,
         until_snapshot: int | None = None,
         changes_from_table: bool = True,
+        schema_id: int | None = None,
         **option_keys: Any,
     ) -> None:
         """``partitions``: read only these log partitions (and, in the full scan, only
         the rows of the buckets with those numbers). ``until_snapshot``: transactional
         readers stop after this snapshot (a bounded read, e.g. one Spark micro-batch).
+        ``schema_id``: return every change in this schema of the table, never another
+        (default: the latest, then the newest the reader meets).
+
         ``changes_from_table``: a transactional reader takes a snapshot's changes from the
         table files when the log no longer holds them (:mod:`tablelog.reading.table_changes`);
         False reports them lost instead (``verify``, which compares the log with the table).
@@ -72,7 +77,7 @@ class ChangelogReader:
                 "log.system to keep its changes"
             )
         only = None if partitions is None else frozenset(partitions)
-        self._context = ReadContext(table, self.options, only, changes_from_table)
+        self._context = ReadContext(table, self.options, only, changes_from_table, schema_id)
         self._position: ReaderPosition | None = None
         # A saved position (its JSON, or a dict) is checked against the log's ends when
         # the log is first used; a ReaderPosition object is trusted there (the Spark
@@ -117,6 +122,21 @@ class ChangelogReader:
         """Where the reader is now (changes returned so far are before it)."""
         position = self._ensure_position()
         return attrs.evolve(position, offsets=dict(position.offsets), horizon=dict(position.horizon))
+
+    @property
+    def schema_id(self) -> int:
+        """The id of the schema the reader returns changes in (it moves to a newer one when
+        it meets it: see :mod:`tablelog.reading.context`)."""
+        return self._context.schema_id
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns of the changes the reader returns now (after ``_kind``)."""
+        return self._context.codec.schema
+
+    def schema_mapping(self, source_id: int) -> SchemaMapping:
+        """From rows of the table's schema ``source_id`` to the reader's schema."""
+        return self._context.mapping(source_id)
 
     @property
     def log(self) -> LogClient:

@@ -38,6 +38,9 @@ def changes_from_table(
             "give readers a consumer-id (expiry keeps the snapshots a consumer still needs) or keep "
             "snapshots longer than the log (snapshot.time-retained)",
         )
+    if table.store.schema_id != context.schema_id:  # the table object's schema: into the reader's
+        mapped = table.store.mapping(table.store.schema_id, context.schema_id).arrow(delta.drop_columns([_ROW_KIND]))
+        delta = mapped.add_column(0, _ROW_KIND, delta.column(_ROW_KIND))
     drop_before_images = table.changelog_mode is ChangelogMode.UPSERT
     changes = []
     for row in delta.to_pylist():

@@ -74,10 +74,10 @@ class TransactionalRead:
         self._checked_partitions: set[int] = set()
 
     def poll(self, position: ReaderPosition, budget: int, timeout_s: float) -> list[Change]:
-        return self._poll(position, budget, timeout_s, Batch(arrow=False)).to_changes()
+        return self._poll(position, budget, timeout_s, Batch(arrow=False)).in_schema(self._context).to_changes()
 
     def poll_arrow(self, position: ReaderPosition, budget: int, timeout_s: float) -> pa.Table:
-        batch = self._poll(position, budget, timeout_s, Batch(arrow=True))
+        batch = self._poll(position, budget, timeout_s, Batch(arrow=True)).in_schema(self._context)
         to_arrow = self._context.to_arrow
         tables = [part if not isinstance(part, list) else to_arrow(part) for part in batch.parts]
         if not tables:
@@ -102,6 +102,9 @@ class TransactionalRead:
                 self._advance(position, snapshot.id)
                 continue
             self._check_same_log(record)
+            # A snapshot committed under a newer schema: its changes and all after them in it.
+            if self._context.upgrade(snapshot.schema_id):
+                out.in_schema(self._context)
             if not self._read_snapshot(position, snapshot.id, record, out, budget):
                 break
             self._advance(position, snapshot.id)
@@ -171,9 +174,9 @@ class TransactionalRead:
     ) -> None:
         changes = changes_from_table(self._context, snapshot_id, partition, ranges, lost)
         if out.arrow:
-            out.add(self._context.to_arrow(changes))
+            out.add(self._context.to_arrow(changes), self._context.schema_id)
         else:
-            out.changes().extend(changes)
+            out.changes(self._context.schema_id).extend(changes)
         position.offsets[partition] = max(r.last for r in ranges) + 1
 
     def _read_partition(
@@ -241,16 +244,18 @@ class TransactionalRead:
         context = self._context
         if out.arrow and _decodes_faster_at_once(values):
             try:
-                out.add(context.table.codec.values_to_arrow(values))
+                out.add(context.codec.values_to_arrow(values), context.schema_id)
                 return
             except ValueError:
                 pass  # decoded one by one below, which reports the value that is not ours
-        changes: list[Change] = []
-        context.decoder.decode_all(values, positions, partition, snapshot_id, changes)
         if out.arrow:
-            out.add(context.to_arrow(changes))
+            changes: list[Change] = []
+            context.decoder.decode_all(values, positions, partition, snapshot_id, changes)
+            out.add(context.to_arrow(changes), context.schema_id)
         else:
-            out.changes().extend(changes)
+            tail = out.changes(context.schema_id)
+            context.decoder.decode_all(values, positions, partition, snapshot_id, tail)
+            out.changes(context.schema_id)  # the decoder maps the list when the reader's schema moves
 
     def _read_sparse_chunk(
         self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int,
@@ -259,9 +264,11 @@ class TransactionalRead:
         """One fetch of records, the committed ones kept; returns where to go on."""
         result = self._context.fetch_committed(partition, pos, hi, max_records, values=False)
         assert isinstance(result, FetchResult)
-        if self._take_committed(result.records, partition, hi, ranges, snapshot_id, out.changes()):
-            return hi + 1
-        return result.next_position
+        taken = self._take_committed(
+            result.records, partition, hi, ranges, snapshot_id, out.changes(self._context.schema_id)
+        )
+        out.changes(self._context.schema_id)  # the decoder maps the list when the reader's schema moves
+        return hi + 1 if taken else result.next_position
 
     def _take_committed(
         self, records: list[LogRecord], partition: int, hi: int, ranges: list[ProducedRange], snapshot_id: int,

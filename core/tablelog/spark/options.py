@@ -20,9 +20,12 @@ from tablelog.redaction import redact
 from tablelog.spark.faults import TESTING_PREFIX, testing_options
 from tablelog.store import warehouse_path
 
+#: The sink option that adds a DataFrame's extra columns to the table (Delta's and Spark's name).
+MERGE_SCHEMA = "mergeschema"
+
 #: Keys that configure the data source (or Spark itself), never the table.
 ENGINE_KEYS = frozenset({
-    "warehouse", "table", "path", "checkpointlocation", "queryname", "writer.id", "consumer-id",
+    "warehouse", "table", "path", "checkpointlocation", "queryname", "writer.id", "consumer-id", MERGE_SCHEMA,
 })
 
 #: Reader-side overrides of table options.
@@ -50,6 +53,8 @@ class SourceOptions:
     #: A streaming read's Paimon consumer: recorded by the driver when Spark commits a
     #: batch (never by the executors' readers).
     consumer_id: str | None = None
+    #: ``mergeSchema = true``: a write adds the DataFrame's extra columns to the table first.
+    merge_schema: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -72,8 +77,12 @@ class SourceOptions:
             k: v for k, v in raw.items() if k not in ENGINE_KEYS and not k.startswith(TESTING_PREFIX)
         }
         writer_id = raw.get("writer.id") or None
+        merge = raw.get(MERGE_SCHEMA, "false").strip().lower()
+        if merge not in ("true", "false"):
+            raise OptionError(f"option mergeSchema={raw[MERGE_SCHEMA]!r}: expected 'true' or 'false'")
         # Resolved on the driver: executors may run in another working directory.
-        return cls(warehouse_path(warehouse), table, table_options, writer_id, testing, raw.get("consumer-id"))
+        return cls(warehouse_path(warehouse), table, table_options, writer_id, testing, raw.get("consumer-id"),
+                   merge == "true")
 
     @property
     def runtime_options(self) -> dict[str, str]:

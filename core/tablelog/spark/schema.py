@@ -17,6 +17,7 @@ import pyarrow as pa
 from tablelog.casting import Verdict, refusal_hint, verdict
 from tablelog.errors import SchemaMismatchError
 from tablelog.formats import KIND_COLUMN
+from tablelog.inputs import fillable
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -44,8 +45,17 @@ def data_columns(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f for f in schema if f.name != KIND_COLUMN])
 
 
-def check_write_schema(table: str, table_schema: pa.Schema, data_schema: pa.Schema) -> None:
-    """Raise :class:`SchemaMismatchError` naming every column that does not fit."""
+def extra_columns(table_schema: pa.Schema, data_schema: pa.Schema) -> list[pa.Field]:
+    """The DataFrame's columns the table does not have (``mergeSchema`` adds them)."""
+    return [f for f in data_columns(data_schema) if f.name not in table_schema.names]
+
+
+def check_write_schema(
+    table: str, table_schema: pa.Schema, data_schema: pa.Schema, primary_key: tuple[str, ...] = ()
+) -> None:
+    """Raise :class:`SchemaMismatchError` naming every column that does not fit. A nullable
+    non-key column the DataFrame lacks is written as null (unless it has unknown columns:
+    see :func:`tablelog.inputs.fillable`)."""
     problems = []
     if KIND_COLUMN in data_schema.names:
         kind_type = data_schema.field(KIND_COLUMN).type
@@ -54,10 +64,12 @@ def check_write_schema(table: str, table_schema: pa.Schema, data_schema: pa.Sche
     columns = data_columns(data_schema)
     missing = [n for n in table_schema.names if n not in columns.names]
     extra = [n for n in columns.names if n not in table_schema.names]
-    if missing:
+    if missing and (extra or not all(fillable(table_schema.field(n), primary_key) for n in missing)):
         problems.append(f"missing columns {missing}")
     if extra:
-        problems.append(f"unknown columns {extra}")
+        problems.append(
+            f"unknown columns {extra} (set .option('mergeSchema', 'true') to add them to the table)"
+        )
     for field in table_schema:
         if field.name not in columns.names:
             continue

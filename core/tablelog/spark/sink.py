@@ -1,7 +1,8 @@
 """The sink: ``df.write.format("tablelog")`` and ``df.writeStream.format("tablelog")``.
 
 Driver (writer factory, :func:`plan_write`): parse the options, create the table when
-it does not exist, check the DataFrame's schema against it. Anything wrong fails here,
+it does not exist, check the DataFrame's schema against it (with ``mergeSchema = true``,
+add the DataFrame's extra columns to the table first). Anything wrong fails here,
 before a task runs, so nothing reaches the log or the table.
 
 Executors (:func:`write_partition`): each task attempt opens a
@@ -37,7 +38,8 @@ from tablelog.log_pool import shared_pool
 from tablelog.spark import faults
 from tablelog.spark.faults import Stage
 from tablelog.spark.options import SourceOptions
-from tablelog.spark.schema import check_write_schema, data_columns, to_arrow
+from tablelog.spark.schema import check_write_schema, data_columns, extra_columns, to_arrow
+from tablelog.store import AddColumn
 from tablelog.table import Table, create_table, open_table
 
 if TYPE_CHECKING:
@@ -91,7 +93,12 @@ def plan_write(options: Mapping[str, str], schema: StructType, overwrite: bool, 
         )
     data_schema = to_arrow(schema)
     table = open_or_create(parsed, data_schema)
-    check_write_schema(table.identifier, table.schema, data_schema)
+    added = extra_columns(table.schema, data_schema)
+    if added and parsed.merge_schema:
+        # Everything else about the DataFrame is checked before the table changes.
+        check_write_schema(table.identifier, pa.schema([*table.schema, *added]), data_schema, table.primary_key)
+        table.alter(*(AddColumn(f.name, f.type) for f in added))
+    check_write_schema(table.identifier, table.schema, data_schema, table.primary_key)
     writer_id, commit_identifier = parsed.writer_id, None
     if not streaming:
         if writer_id is None:

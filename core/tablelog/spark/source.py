@@ -47,8 +47,9 @@ from tablelog.table import Table, open_table
 _BATCH_ROWS = 10_000
 
 
-def output_arrow_schema(table: Table) -> pa.Schema:
-    return pa.schema([pa.field(KIND_COLUMN, pa.string(), nullable=False), *table.schema])
+def output_arrow_schema(table: Table, schema_id: int) -> pa.Schema:
+    columns = table.store.schema_version(schema_id).schema
+    return pa.schema([pa.field(KIND_COLUMN, pa.string(), nullable=False), *columns])
 
 
 def _batches(data: pa.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -56,18 +57,19 @@ def _batches(data: pa.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     yield from shaped.to_batches(max_chunksize=_BATCH_ROWS)
 
 
-def read_full(table: Table, snapshot: int, bucket: int) -> Iterator[pa.RecordBatch]:
+def read_full(table: Table, snapshot: int, bucket: int, schema_id: int) -> Iterator[pa.RecordBatch]:
     """The rows of ``snapshot`` in ``bucket``, as ``+I``."""
-    rows = table.rows(snapshot, [bucket])
+    rows = table.store.read_rows(snapshot, [bucket], schema_id)
     kinds = pa.array([RowKind.INSERT.value] * rows.num_rows, pa.string())
-    yield from _batches(rows.add_column(0, KIND_COLUMN, kinds), output_arrow_schema(table))
+    yield from _batches(rows.add_column(0, KIND_COLUMN, kinds), output_arrow_schema(table, schema_id))
 
 
-def read_committed(table: Table, partition: int, start: int, end: int) -> Iterator[pa.RecordBatch]:
+def read_committed(table: Table, partition: int, start: int, end: int, schema_id: int) -> Iterator[pa.RecordBatch]:
     """The committed changes of snapshots ``start+1 .. end`` in log partition ``partition``."""
     position = ReaderPosition(Consistency.TRANSACTIONAL, snapshot=start)
-    schema = output_arrow_schema(table)
-    with table.reader(position=position, partitions=[partition], until_snapshot=end) as reader:
+    schema = output_arrow_schema(table, schema_id)
+    with table.reader(position=position, partitions=[partition], until_snapshot=end,
+                      schema_id=schema_id) as reader:
         stalled_since = time.monotonic()
         while reader.position.snapshot < end:
             changes = reader.poll_arrow(max_records=_BATCH_ROWS, timeout_s=0.5)
@@ -81,11 +83,11 @@ def read_committed(table: Table, partition: int, start: int, end: int) -> Iterat
                 )
 
 
-def read_log(table: Table, partition: int, start: int, end: int) -> Iterator[pa.RecordBatch]:
+def read_log(table: Table, partition: int, start: int, end: int, schema_id: int) -> Iterator[pa.RecordBatch]:
     """Every record of log partition ``partition`` in ``[start, end)`` (eventual: at least once)."""
     position = ReaderPosition(Consistency.EVENTUAL, offsets={partition: start})
-    schema = output_arrow_schema(table)
-    with table.reader(position=position, partitions=[partition]) as reader:
+    schema = output_arrow_schema(table, schema_id)
+    with table.reader(position=position, partitions=[partition], schema_id=schema_id) as reader:
         stalled_since = time.monotonic()
         while reader.position.offsets.get(partition, start) < end:
             changes = reader.poll(max_records=_BATCH_ROWS, timeout_s=0.5)
@@ -111,8 +113,8 @@ class FullScan(InputPartition):
     snapshot: int
     bucket: int
 
-    def read(self, table: Table) -> Iterator[pa.RecordBatch]:
-        return read_full(table, self.snapshot, self.bucket)
+    def read(self, table: Table, schema_id: int) -> Iterator[pa.RecordBatch]:
+        return read_full(table, self.snapshot, self.bucket, schema_id)
 
 
 @dataclass(frozen=True)
@@ -128,16 +130,16 @@ class _LogPartitionSpan(InputPartition):
 class CommittedChanges(_LogPartitionSpan):
     """The committed changes of snapshots ``start+1 .. end`` in log partition ``partition``."""
 
-    def read(self, table: Table) -> Iterator[pa.RecordBatch]:
-        return read_committed(table, self.partition, self.start, self.end)
+    def read(self, table: Table, schema_id: int) -> Iterator[pa.RecordBatch]:
+        return read_committed(table, self.partition, self.start, self.end, schema_id)
 
 
 @dataclass(frozen=True)
 class LogRecords(_LogPartitionSpan):
     """Every record of log partition ``partition`` in ``[start, end)``."""
 
-    def read(self, table: Table) -> Iterator[pa.RecordBatch]:
-        return read_log(table, self.partition, self.start, self.end)
+    def read(self, table: Table, schema_id: int) -> Iterator[pa.RecordBatch]:
+        return read_log(table, self.partition, self.start, self.end, schema_id)
 
 
 @dataclass(frozen=True)
@@ -147,22 +149,27 @@ class NoRows(InputPartition):
     def __init__(self) -> None:  # no value: InputPartition's constructor takes one
         pass
 
-    def read(self, table: Table) -> Iterator[pa.RecordBatch]:
+    def read(self, table: Table, schema_id: int) -> Iterator[pa.RecordBatch]:
         return iter(())
 
 
 SourcePartition = FullScan | CommittedChanges | LogRecords | NoRows
 
 
-def read_partition(options: SourceOptions, partition: SourcePartition) -> Iterator[pa.RecordBatch]:
+def read_partition(options: SourceOptions, partition: SourcePartition, schema_id: int) -> Iterator[pa.RecordBatch]:
+    """A partition's rows in schema ``schema_id``: the columns the query was planned with."""
     table = open_table(options.warehouse, options.table, options.runtime_options)
-    yield from partition.read(table)
+    yield from partition.read(table, schema_id)
 
 
 class _TableHolder:
-    """Opens the table on the driver once; never pickled to the executors."""
+    """Opens the table on the driver once; never pickled to the executors. A query returns
+    the columns of the table's schema when it starts (``schema_id``): Spark fixes a
+    source's columns then; changes written under other schemas are mapped into it, and a
+    query started after an alter returns the new columns."""
 
     options: SourceOptions
+    schema_id: int = 0
     _table: Table | None = None
 
     @property
@@ -180,13 +187,14 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
         self.options = options
         self._target: ReaderPosition | None = None
         table = self.table
+        self.schema_id = table.schema_id
         if not table.options.log_enabled:
             raise OptionError(
                 f"table {table.identifier!r} has log.system=none: streaming reads follow the log; "
                 "create the table with a log.system, or read it with spark.read"
             )
         consumer = {} if options.consumer_id is None else {"consumer-id": options.consumer_id}
-        with table.reader(**options.read_options, **consumer) as reader:  # checks the read options now
+        with table.reader(**options.read_options, **consumer, schema_id=self.schema_id) as reader:  # checks the read options now
             self.consistency = reader.consistency
 
     def _consumer_options(self) -> dict[str, str]:
@@ -196,7 +204,8 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's names)
         # With a consumer-id: where that consumer stopped (or scan.mode for a new one),
         # registered now so that expiry keeps what the query reads.
-        with self.table.reader(**self.options.read_options, **self._consumer_options()) as reader:
+        with self.table.reader(**self.options.read_options, **self._consumer_options(),
+                               schema_id=self.schema_id) as reader:
             return offsets.to_offset(reader.position)
 
     def _available(self) -> ReaderPosition:
@@ -250,7 +259,7 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
         return result
 
     def read(self, partition: SourcePartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
-        return read_partition(self.options, partition)
+        return read_partition(self.options, partition, self.schema_id)
 
     def commit(self, end: dict[str, Any]) -> None:
         # Spark has committed the batch up to ``end``: the consumer moves there.
@@ -268,6 +277,7 @@ class TablelogBatchReader(_TableHolder, DataSourceReader):
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
+        self.schema_id = self.table.schema_id
 
     def partitions(self) -> list[InputPartition]:
         latest = self.table.store.latest_snapshot()
@@ -276,4 +286,4 @@ class TablelogBatchReader(_TableHolder, DataSourceReader):
         return [FullScan(latest.id, b) for b in range(self.table.store.bucket)]
 
     def read(self, partition: SourcePartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
-        return read_partition(self.options, partition)
+        return read_partition(self.options, partition, self.schema_id)

@@ -4,13 +4,24 @@ Every pypaimon call of tablelog is in this package, so that it is the one place 
 new file system, catalog or Paimon version touches: :mod:`~tablelog.store.warehouse`
 (creating and opening tables), :mod:`~tablelog.store.table` (schema, snapshots,
 rows, bucket routing), :mod:`~tablelog.store.writes` (data files written, committed,
-aborted) and :mod:`~tablelog.store.schema` (what Paimon defines: option keys, system
-columns, stored types).
+aborted), :mod:`~tablelog.store.schema` (what Paimon defines: option keys, system
+columns, stored types), :mod:`~tablelog.store.alter` (schema changes) and
+:mod:`~tablelog.store.evolution` (rows of an older schema in a newer one).
 """
 
+from tablelog.store.alter import (
+    AddColumn,
+    DropColumn,
+    RenameColumn,
+    SchemaChange,
+    SetOption,
+    WidenColumn,
+)
+from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.schema import (
     KIND_FIELD,
     as_stored,
+    paimon_immutable_option_keys,
     paimon_option_default,
     paimon_option_keys,
     system_column_names,
@@ -27,6 +38,15 @@ from tablelog.store.writes import TableWrite
 
 __all__ = [
     "KIND_FIELD",
+    "AddColumn",
+    "DropColumn",
+    "RenameColumn",
+    "SchemaChange",
+    "SchemaMapping",
+    "SchemaVersion",
+    "SetOption",
+    "WidenColumn",
+    "paimon_immutable_option_keys",
     "SUPPORTED_WAREHOUSES",
     "PaimonTable",
     "SnapshotInfo",

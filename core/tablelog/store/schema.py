@@ -58,3 +58,11 @@ def as_stored(schema: pa.Schema) -> pa.Schema:
     from pypaimon.schema.data_types import PyarrowFieldParser
 
     return PyarrowFieldParser.from_paimon_schema(Schema.from_pyarrow_schema(schema).fields)
+
+
+@functools.cache
+def paimon_immutable_option_keys() -> frozenset[str]:
+    """The table options Paimon refuses to change once a table has snapshots."""
+    from pypaimon.common.options.core_options import CoreOptions
+
+    return frozenset(CoreOptions.IMMUTABLE_OPTIONS)

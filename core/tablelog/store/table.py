@@ -12,8 +12,10 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
+from tablelog.store.alter import SchemaChange, commit_changes
 from tablelog.store.consumers import Consumers
 from tablelog.store.deltas import ROW_KIND, read_delta
+from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.writes import TableWrite, abort_files, commit_files
@@ -28,6 +30,7 @@ class SnapshotInfo:
     commit_kind: str
     total_record_count: int
     properties: Mapping[str, str]
+    schema_id: int = 0
 
 
 def _info(snapshot: Any) -> SnapshotInfo:
@@ -39,7 +42,16 @@ def _info(snapshot: Any) -> SnapshotInfo:
         commit_kind=str(snapshot.commit_kind),
         total_record_count=snapshot.total_record_count or 0,
         properties=dict(snapshot.properties or {}),
+        schema_id=int(snapshot.schema_id or 0),
     )
+
+
+def _version(table_schema: Any) -> SchemaVersion:
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    fields = [f for f in table_schema.fields if f.name != KIND_FIELD]
+    schema = pa.schema([PyarrowFieldParser.from_paimon_field(f) for f in fields])
+    return SchemaVersion(int(table_schema.id), tuple(int(f.id) for f in fields), schema)
 
 
 @attrs.define
@@ -50,6 +62,7 @@ class PaimonTable:
     paimon: Any  # pypaimon FileStoreTable
     #: The boto3 client of an object-store warehouse (None: a local one, committing under a lock).
     s3_client: Any = None
+    _versions: dict[int, SchemaVersion] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
     @property
     def primary_key(self) -> tuple[str, ...]:
@@ -70,6 +83,45 @@ class PaimonTable:
 
         full = PyarrowFieldParser.from_paimon_schema(self.paimon.table_schema.fields)
         return pa.schema([f for f in full if f.name != KIND_FIELD])
+
+    @property
+    def schema_id(self) -> int:
+        """The id of the schema this object reads and writes with (Paimon's ``schema-<id>``)."""
+        return int(self.paimon.table_schema.id)
+
+    @property
+    def version(self) -> SchemaVersion:
+        """This object's schema with its field ids."""
+        return self.schema_version(self.schema_id)
+
+    def schema_version(self, schema_id: int) -> SchemaVersion:
+        """The table's schema ``schema_id`` (a schema is never rewritten: cached for good)."""
+        cached = self._versions.get(schema_id)
+        if cached is None:
+            stored = self.paimon.schema_manager.get_schema(schema_id)
+            if stored is None:
+                raise LookupError(f"table {self.identifier!r} has no schema {schema_id}")
+            cached = self._versions[schema_id] = _version(stored)
+        return cached
+
+    def mapping(self, source_id: int, target_id: int) -> SchemaMapping:
+        """From rows of schema ``source_id`` to rows of schema ``target_id``."""
+        return SchemaMapping(self.schema_version(source_id), self.schema_version(target_id))
+
+    def latest_schema_id(self) -> int:
+        """The id of the table's latest schema (a listing of its schema files)."""
+        return max(self.paimon.schema_manager._list_versioned_files(), default=self.schema_id)
+
+    def has_newer_schema(self) -> bool:
+        """Whether the table was altered since this object was opened. Schema ids are
+        consecutive, so this is one look-up of the next schema file, not a listing."""
+        manager = self.paimon.schema_manager
+        return bool(self.paimon.file_io.exists(manager._to_schema_path(self.schema_id + 1)))
+
+    def alter(self, changes: list[SchemaChange]) -> int:
+        """Commit ``changes`` as the table's next schema (checked by the caller); returns
+        its id. This object keeps its schema: open the table again to use the new one."""
+        return commit_changes(self.paimon, changes)
 
     @property
     def has_kind_field(self) -> bool:
@@ -247,15 +299,21 @@ class PaimonTable:
 
     # -- rows ----------------------------------------------------------------
 
-    def read_rows(self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None) -> pa.Table:
-        """Every row of the table at ``snapshot_id`` (default latest), without the kind column;
-        with ``buckets``, only the rows of those buckets."""
+    def read_rows(
+        self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None
+    ) -> pa.Table:
+        """Every row of the table at ``snapshot_id`` (default latest), without the kind column,
+        in schema ``schema_id`` (default this object's; rows of a snapshot taken under
+        another schema are mapped); with ``buckets``, only the rows of those buckets."""
+        target = self.schema_id if schema_id is None else schema_id
         if snapshot_id is None:
             latest = self.latest_snapshot()
             if latest is None:
-                return self.schema.empty_table()
+                return self.schema_version(target).schema.empty_table()
             snapshot_id = latest.id
+        # Paimon reads a snapshot in the schema it was committed with.
         table = self.paimon.copy({"scan.snapshot-id": str(snapshot_id)})
+        snapshot_schema = int(table.table_schema.id)
         builder = table.new_read_builder()
         splits = builder.new_scan().plan().splits()
         if buckets is not None:
@@ -263,7 +321,9 @@ class PaimonTable:
             splits = [s for s in splits if s.bucket in wanted]
         result = builder.new_read().to_arrow(splits)
         if result is None:
-            return self.schema.empty_table()
+            return self.schema_version(target).schema.empty_table()
         if KIND_FIELD in result.schema.names:
             result = result.drop_columns([KIND_FIELD])
-        return result.cast(self.schema)
+        if snapshot_schema != target:
+            return self.mapping(snapshot_schema, target).arrow(result)
+        return result.cast(self.schema_version(target).schema)
