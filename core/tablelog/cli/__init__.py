@@ -9,6 +9,7 @@ from typing import TextIO
 import click
 
 from tablelog import __version__, registry
+from tablelog.cli.compact import compact_command
 from tablelog.cli.demo import demo
 from tablelog.cli.describe import describe
 from tablelog.cli.plugins import options_command, plugins
@@ -72,7 +73,7 @@ def cli(verbose: int) -> None:
     configure_logging(verbose)
 
 
-for command in (plugins, options_command, create, describe, tail, verify_command, demo):
+for command in (plugins, options_command, create, describe, tail, verify_command, compact_command, demo):
     cli.add_command(command)
 
 

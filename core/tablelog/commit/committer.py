@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tablelog.commit.compaction import compact_after_commit
 from tablelog.commit.history import find_commit, last_end_positions
 from tablelog.commit.hook import rerun_commit_hook, run_commit_hook
 from tablelog.commit.record import CommitResult, LogCommitRecord, WriteReceipt
@@ -42,11 +43,18 @@ def commit(
     """Commit ``receipts`` as one snapshot, once per (writer_id, commit_identifier)
     (see :meth:`tablelog.table.Table.commit`)."""
     if table.store.on_object_store:
-        return _commit_racing(table, writer_id, commit_identifier, receipts, log_pool)
-    # The check and the commit hold the table's commit lock: two committers of
-    # the same identifier (a replay racing the original) cannot both commit.
-    with table.store.commit_lock():
-        return _commit_once(table, writer_id, commit_identifier, receipts, log_pool)
+        result = _commit_racing(table, writer_id, commit_identifier, receipts, log_pool)
+    else:
+        # The check and the commit hold the table's commit lock: two committers of
+        # the same identifier (a replay racing the original) cannot both commit.
+        with table.store.commit_lock():
+            result = _commit_once(table, writer_id, commit_identifier, receipts, log_pool)
+    if result.committed and result.snapshot_id is not None:
+        # Outside the lock: the rewrite takes time, and writers may commit meanwhile.
+        written = table.store.written_buckets([m for r in receipts for m in r.paimon_messages])
+        if written:
+            compact_after_commit(table, written)
+    return result
 
 
 #: How often a committer on an object store tries again after losing the race for a

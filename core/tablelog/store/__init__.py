@@ -8,6 +8,7 @@ aborted) and :mod:`~tablelog.store.schema` (what Paimon defines: option keys, sy
 columns, stored types).
 """
 
+from tablelog.store.compaction import BucketFiles
 from tablelog.store.schema import (
     KIND_FIELD,
     as_stored,
@@ -26,6 +27,7 @@ from tablelog.store.warehouse import (
 from tablelog.store.writes import TableWrite
 
 __all__ = [
+    "BucketFiles",
     "KIND_FIELD",
     "SUPPORTED_WAREHOUSES",
     "PaimonTable",

@@ -1,0 +1,181 @@
+"""Compaction: a bucket's files rewritten into one sorted run, in a ``COMPACT`` snapshot.
+
+After every commit the committer compacts the buckets it wrote whose sorted runs exceed
+``num-sorted-run.compaction-trigger`` (:func:`compact_after_commit`, which never fails the
+commit); ``tablelog compact`` compacts on demand (:func:`compact`). The rows do not
+change, so the snapshot carries no log-commit record and every log reader passes over it.
+
+Writers commit while a compaction rewrites: the rewrite reads snapshot S, then commits
+"delete S's files of the bucket, add the new ones". A writer's commit only adds files,
+so it never conflicts; its rows (newer sequence numbers) win over the rewritten ones.
+Two compactions of one bucket conflict: the second finds a file it deletes already gone
+and commits nothing. The commit itself is serialized with writers' commits as theirs
+are: under the table's commit lock (local warehouse), or by creating the snapshot file
+conditionally and trying the next id after losing the race (object store).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from tablelog.errors import CommitError, OptionError
+
+if TYPE_CHECKING:
+    from tablelog.store import BucketFiles, PaimonTable
+    from tablelog.table_view import TableView
+
+logger = logging.getLogger("tablelog.compaction")
+
+#: The snapshot property that names the buckets a compaction rewrote.
+P_COMPACTED = "tablelog.compacted-buckets"
+#: How often a compaction on an object store tries again after losing the race for a
+#: snapshot id to another committer.
+MAX_COMMIT_ATTEMPTS = 20
+
+
+@attrs.frozen
+class CompactionResult:
+    """What a compaction did: the snapshot it committed (None: none), and per bucket the
+    files before and after."""
+
+    table: str
+    snapshot_id: int | None
+    buckets: tuple[int, ...] = ()
+    files_before: int = 0
+    files_after: int = 0
+    #: Why nothing was committed, when nothing was.
+    skipped: str | None = None
+
+    def summary(self) -> str:
+        if self.snapshot_id is None:
+            return f"table {self.table}: nothing compacted ({self.skipped})"
+        return (
+            f"table {self.table}: compacted bucket(s) {', '.join(map(str, self.buckets))} in snapshot "
+            f"{self.snapshot_id}: {self.files_before} files -> {self.files_after}"
+        )
+
+
+def output_level(table: TableView) -> int:
+    """The level rewritten files go to: the highest, Paimon's ``num-levels - 1`` with its
+    default ``num-levels`` of the trigger + 1."""
+    return table.options.num_sorted_run_compaction_trigger
+
+
+def compact(
+    table: TableView, buckets: Iterable[int] | None = None, *, over_trigger_only: bool = False
+) -> CompactionResult:
+    """Compact ``buckets`` (default: all) that have more than one sorted run (with
+    ``over_trigger_only``: more than ``num-sorted-run.compaction-trigger``) in one snapshot.
+    A compaction that loses to another compaction of the same files commits nothing and
+    says so in :attr:`CompactionResult.skipped`; other failures raise :class:`CommitError`,
+    with nothing committed."""
+    store = table.store
+    wanted = None if buckets is None else set(buckets)
+    if wanted is not None:
+        unknown = sorted(b for b in wanted if not 0 <= b < store.bucket)
+        if unknown:
+            raise OptionError(
+                f"bucket {', '.join(map(str, unknown))}: table {table.identifier!r} has buckets "
+                f"0..{store.bucket - 1}"
+            )
+    latest = store.latest_snapshot()
+    if latest is None:
+        return CompactionResult(table.identifier, None, skipped="the table has no snapshot")
+    if not table.primary_key:
+        return CompactionResult(table.identifier, None, skipped="a table without a primary key is not compacted")
+    threshold = table.options.num_sorted_run_compaction_trigger if over_trigger_only else 1
+    chosen = [
+        files for files in store.bucket_files(latest.id)
+        if (wanted is None or files.bucket in wanted) and files.sorted_runs > threshold
+    ]
+    if not chosen:
+        return CompactionResult(
+            table.identifier, None, skipped=f"no bucket has more than {threshold} sorted run(s)"
+        )
+    newer = max(f.schema_id for files in chosen for f in files.files)
+    if newer > store.schema_id:
+        return CompactionResult(
+            table.identifier, None,
+            skipped=f"files were written with schema {newer}, newer than this table object's "
+            f"{store.schema_id}: open the table again",
+        )
+    level = output_level(table)
+    rewrites = [(files, store.rewrite_bucket(files, level)) for files in chosen]
+    user = f"tablelog-compaction-{uuid.uuid4()}"
+    properties = {P_COMPACTED: json.dumps(sorted(files.bucket for files in chosen))}
+    try:
+        snapshot_id = _commit(store, rewrites, user, latest.id, properties)
+    except BaseException as err:
+        if _committed_by(store, user, latest.id) is None:
+            store.delete_rewritten(rewrites)
+            if _is_conflict(err):
+                return CompactionResult(
+                    table.identifier, None,
+                    skipped="another compaction rewrote these files first (nothing committed)",
+                )
+            if isinstance(err, Exception):
+                raise CommitError(
+                    f"table {table.identifier!r}: compaction of bucket(s) "
+                    f"{properties[P_COMPACTED]} failed, nothing committed: {err}"
+                ) from err
+            raise
+        snapshot_id = _committed_by(store, user, latest.id)  # committed, though it raised
+    return CompactionResult(
+        table.identifier, snapshot_id, tuple(files.bucket for files, _ in rewrites),
+        sum(len(files.files) for files, _ in rewrites), sum(len(new) for _, new in rewrites),
+    )
+
+
+def compact_after_commit(table: TableView, buckets: Iterable[int]) -> CompactionResult | None:
+    """The committer's compaction of the ``buckets`` it just wrote, when they are over the
+    trigger. Never raises: the commit has happened; a compaction that fails leaves the
+    table as it was and is tried again after the next commit."""
+    try:
+        result = compact(table, buckets, over_trigger_only=True)
+    except Exception as err:  # noqa: BLE001 -- a failed compaction must not fail the commit
+        logger.warning("table %r: compaction after commit failed (the commit stands): %s", table.identifier, err)
+        return None
+    if result.snapshot_id is not None:
+        logger.info("%s", result.summary())
+    return result
+
+
+def _commit(
+    store: PaimonTable, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], user: str, base: int,
+    properties: dict[str, str],
+) -> int | None:
+    if not store.on_object_store:
+        with store.commit_lock():
+            store.commit_compaction(rewrites, commit_user=user, commit_identifier=base, properties=properties)
+        return _committed_by(store, user, base)
+    for attempt in range(MAX_COMMIT_ATTEMPTS):
+        latest = store.latest_snapshot()
+        next_id = (latest.id if latest is not None else 0) + 1
+        if store.try_commit_compaction(
+            rewrites, commit_user=user, commit_identifier=base, properties=properties, snapshot_id=next_id
+        ):
+            return next_id
+        time.sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))
+    raise CommitError(f"lost the race for a snapshot id {MAX_COMMIT_ATTEMPTS} times to other committers")
+
+
+def _committed_by(store: PaimonTable, user: str, after: int) -> int | None:
+    """The snapshot after ``after`` that ``user`` committed, if any: a commit that raised
+    may still have created its snapshot, and then its files are the table's."""
+    for snapshot in store.snapshots(newest_first=True, after=after):
+        if snapshot.commit_user == user:
+            return snapshot.id
+    return None
+
+
+def _is_conflict(err: BaseException) -> bool:
+    """pypaimon's "File deletion conflicts detected": a file to delete is already gone."""
+    return "conflict" in str(err).lower()

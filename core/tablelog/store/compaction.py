@@ -1,0 +1,174 @@
+"""Compacting a primary-key table's buckets: the merged rows of a bucket's files rewritten
+into one sorted run, committed as a Paimon ``COMPACT`` snapshot.
+
+pypaimon 2.1 has no compaction (pypaimon-rust's writer none either: "no background
+compaction"); it has the pieces, used here: the merge read of a bucket's sorted runs
+(the read path's own merge, with each row's sequence number and row kind kept), the
+key-value file writer, and the commit of a ``COMPACT`` snapshot with conflict detection
+(a compaction whose input files are no longer all in the table fails, as in Paimon).
+
+What is rewritten is the whole bucket, into the highest level (Paimon's full compaction,
+``UniversalCompaction`` picking every run): deletes and overwritten versions are dropped,
+each surviving row keeps its sequence number, so files committed meanwhile by writers
+(newer sequence numbers, level 0) still win over it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class BucketFiles:
+    """The data files of one bucket at one snapshot."""
+
+    snapshot_id: int
+    partition: tuple[Any, ...]
+    bucket: int
+    files: tuple[Any, ...]  # pypaimon DataFileMeta
+
+    @property
+    def sorted_runs(self) -> int:
+        """Paimon's count: every level-0 file is a sorted run, every other level one run."""
+        level0 = sum(1 for f in self.files if f.level == 0)
+        return level0 + len({f.level for f in self.files if f.level > 0})
+
+    @property
+    def rows(self) -> int:
+        return sum(int(f.row_count) for f in self.files)
+
+
+def bucket_files(paimon: Any, snapshot_id: int) -> list[BucketFiles]:
+    """Every (partition, bucket) of the table at ``snapshot_id`` with its data files,
+    level-0 files included (a batch read's plan may leave them out)."""
+    table = paimon.copy({"scan.snapshot-id": str(snapshot_id)})
+    plan = table.new_read_builder().new_scan().plan_for_write()
+    grouped: dict[tuple[tuple[Any, ...], int], list[Any]] = {}
+    for split in plan.splits():
+        key = (tuple(split.partition.values), int(split.bucket))
+        grouped.setdefault(key, []).extend(split.files)
+    return [
+        BucketFiles(snapshot_id, partition, bucket, tuple(files))
+        for (partition, bucket), files in sorted(grouped.items(), key=lambda item: item[0][1])
+    ]
+
+
+def rewrite_bucket(paimon: Any, files: BucketFiles, output_level: int) -> list[Any]:
+    """Write the merged rows of ``files`` (deletes dropped) as new files of one sorted run
+    at ``output_level``; the new files' metadata (not committed: :func:`commit_compaction`
+    or :func:`delete_files`). Empty when no row survives."""
+    from pypaimon.schema.data_types import PyarrowFieldParser
+    from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
+
+    schema_fields, rows = _merged_key_values(paimon, files)
+    if not rows:
+        return []
+    arrow_schema = PyarrowFieldParser.from_paimon_schema(schema_fields)
+    columns = list(zip(*rows, strict=True))
+    import pyarrow as pa
+
+    data = pa.Table.from_arrays(
+        [pa.array(list(column), type=field.type) for column, field in zip(columns, arrow_schema, strict=True)],
+        schema=arrow_schema,
+    )
+    writer = KeyValueDataWriter(paimon, files.partition, files.bucket, 0, options=paimon.options)
+    try:
+        # The merge returns keys in order and once each: the writer's file rolling keeps
+        # that, so the new files are one sorted run with the rows' own sequence numbers.
+        writer._roll_write(data)
+    except BaseException:
+        writer.abort()
+        raise
+    # file_source 1: written by a compaction (Paimon's FileSource.COMPACT).
+    return [dataclasses.replace(meta, level=output_level, file_source=1) for meta in writer.committed_files]
+
+
+def _merged_key_values(paimon: Any, files: BucketFiles) -> tuple[list[Any], list[tuple[Any, ...]]]:
+    """The key-value rows (key, sequence number, row kind, value) of the bucket after the
+    merge, in key order, deletes dropped; and their fields, in the table's current schema."""
+    from pypaimon.read.interval_partition import IntervalPartition
+    from pypaimon.read.reader.concat_record_reader import ConcatRecordReader
+    from pypaimon.read.reader.drop_delete_reader import DropDeleteRecordReader
+    from pypaimon.read.split import DataSplit
+    from pypaimon.read.split_read import MergeFileSplitRead
+    from pypaimon.table.row.generic_row import GenericRow
+
+    split = DataSplit(
+        files=list(files.files),
+        partition=GenericRow(list(files.partition), paimon.partition_keys_fields),
+        bucket=files.bucket,
+        snapshot_id=files.snapshot_id,
+    )
+    read = MergeFileSplitRead(
+        table=paimon, predicate=None, read_type=paimon.fields, split=split, row_tracking_enabled=False
+    )
+    read._genarate_deletion_file_readers()
+    sections = IntervalPartition(split.files).partition()
+    reader = DropDeleteRecordReader(
+        ConcatRecordReader([functools.partial(read.section_reader_supplier, section) for section in sections])
+    )
+    rows: list[tuple[Any, ...]] = []
+    try:
+        for batch in _batches(reader):
+            while (kv := batch.next()) is not None:
+                rows.append(kv._row_tuple)
+    finally:
+        reader.close()
+    return list(read.read_fields), rows
+
+
+def _batches(reader: Any) -> Iterator[Any]:
+    while (batch := reader.read_batch()) is not None:
+        yield batch
+
+
+def commit_compaction(
+    paimon: Any, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], *, commit_user: str,
+    commit_identifier: int, properties: Mapping[str, str], snapshot_commit: Any = None,
+) -> None:
+    """Commit one ``COMPACT`` snapshot: for each bucket its old files deleted and its
+    rewritten files added. Raises when an old file is no longer in the table (another
+    compaction took it first: Paimon's "file deletion conflict"); nothing is committed then.
+    With ``snapshot_commit`` (an object-store warehouse's conditional commit): one attempt."""
+    from pypaimon.write.commit_message import CommitMessage
+
+    messages = [
+        CommitMessage(partition=old.partition, bucket=old.bucket, new_files=list(new), deleted_files=list(old.files))
+        for old, new in rewrites
+    ]
+    commit = paimon.new_stream_write_builder()._with_commit_user(commit_user).new_commit()
+    store_commit = commit.file_store_commit
+    if snapshot_commit is not None:
+        store_commit.snapshot_commit = snapshot_commit
+        store_commit.commit_max_retries = 0
+    entries = store_commit._collect_manifest_entries(messages)
+    try:
+        store_commit._try_commit(
+            commit_kind="COMPACT",
+            commit_identifier=commit_identifier,
+            commit_entries_plan=lambda _latest: entries,
+            detect_conflicts=True,
+            allow_rollback=False,
+            snapshot_properties=dict(properties),
+        )
+    finally:
+        commit.close()
+
+
+def delete_files(paimon: Any, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]]) -> None:
+    """Delete rewritten files that no snapshot references (a compaction that did not commit)."""
+    from pypaimon.write.commit_message import CommitMessage
+
+    messages = [
+        CommitMessage(partition=old.partition, bucket=old.bucket, new_files=list(new)) for old, new in rewrites
+    ]
+    commit = paimon.new_stream_write_builder().new_commit()
+    try:
+        commit.abort(messages)
+    finally:
+        commit.close()
