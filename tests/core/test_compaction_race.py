@@ -58,7 +58,7 @@ def test_compactions_racing_a_writer_lose_and_resurrect_no_row(tmp_path: Path) -
     compact(table)
     kinds = [s.commit_kind for s in table.snapshots()]
     assert kinds.count("APPEND") == COMMITS
-    assert ours >= 1 and kinds.count("COMPACT") > ours  # the writer's own compactions too
+    assert kinds.count("COMPACT") >= ours >= 1  # and the writer's own, when they won a race
     expected = expected_rows(COMMITS)
     assert table.rows().sort_by("id").to_pylist() == expected
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:

@@ -25,6 +25,7 @@ from tablelog.commit.compaction import compact_after_commit
 from tablelog.commit.history import find_commit, last_end_positions
 from tablelog.commit.hook import rerun_commit_hook, run_commit_hook
 from tablelog.commit.record import CommitResult, LogCommitRecord, WriteReceipt
+from tablelog.commit.retention import truncate_log_after_commit
 from tablelog.errors import CommitError
 from tablelog.log_pool import release
 from tablelog.records import CommittedLog
@@ -54,6 +55,8 @@ def commit(
         written = table.store.written_buckets([m for r in receipts for m in r.paimon_messages])
         if written:
             compact_after_commit(table, written)
+        if table.options.log_enabled:
+            truncate_log_after_commit(table, log_pool)
     return result
 
 

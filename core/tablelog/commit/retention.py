@@ -1,0 +1,92 @@
+"""Log retention the core drives: what the retained snapshots still need of the log, and
+deleting what comes before it in a log that can (the built-in file log's segments).
+
+A reader may start at any retained snapshot: a transactional reader reads the ranges the
+snapshots after its position committed, an eventual (or hybrid) reader starts at the end
+positions a snapshot recorded. So the earliest position needed in a partition is the
+smallest of the retained log commits' range starts and end positions there
+(:func:`needed_positions`). Registered readers (consumer ids) need positions of their
+own: :func:`earliest_of` combines such needs, and :func:`truncate_log` takes the result.
+While a table keeps its first snapshot, the file log keeps everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from tablelog.commit.history import log_commits
+from tablelog.log_pool import release
+
+if TYPE_CHECKING:
+    from tablelog.log_pool import LogPool
+    from tablelog.registry import LogClient
+    from tablelog.store import PaimonTable
+    from tablelog.table_view import TableView
+
+logger = logging.getLogger("tablelog.retention")
+
+# table path -> (earliest snapshot id, newest snapshot walked, needed positions): after
+# each commit only the new snapshots are walked, until expiry moves the earliest.
+_walked: dict[str, tuple[int, int, dict[int, int]]] = {}
+_walked_lock = threading.Lock()
+
+
+def needed_positions(store: PaimonTable) -> dict[int, int]:
+    """Per partition, the earliest log position a retained snapshot needs (partitions no
+    retained snapshot has committed to are absent: nothing there may be deleted)."""
+    earliest = store.earliest_snapshot_id()
+    if earliest is None:
+        return {}
+    with _walked_lock:
+        cached = _walked.get(store.path)
+    after, needed = (cached[1], dict(cached[2])) if cached and cached[0] == earliest else (earliest - 1, {})
+    newest = after
+    for snapshot, record in log_commits(store, after=after):
+        newest = snapshot.id
+        for partition, end in record.end_positions.items():
+            needed[partition] = min(needed.get(partition, end), end)
+        for produced in record.ranges:
+            needed[produced.partition] = min(needed.get(produced.partition, produced.first), produced.first)
+    if store.earliest_snapshot_id() == earliest:  # not expired meanwhile: the walk covered all
+        with _walked_lock:
+            _walked[store.path] = (earliest, newest, dict(needed))
+    return needed
+
+
+def earliest_of(*needs: Mapping[int, int]) -> dict[int, int]:
+    """The per-partition minimum of several needs (retained snapshots, each consumer)."""
+    result: dict[int, int] = {}
+    for need in needs:
+        for partition, position in need.items():
+            result[partition] = min(result.get(partition, position), position)
+    return result
+
+
+def truncate_log(table: TableView, log: LogClient, needed: Mapping[int, int] | None = None) -> dict[int, int] | None:
+    """Delete what ``log`` holds before ``needed`` (default :func:`needed_positions`); the
+    earliest positions it then holds, or None for a log that keeps its own retention."""
+    if not log.deletes_before:
+        return None
+    wanted = dict(needed_positions(table.store) if needed is None else needed)
+    return log.delete_before(wanted)
+
+
+def truncate_log_after_commit(table: TableView, log_pool: LogPool | None) -> None:
+    """The committer's retention run. Never raises: the commit has happened, and what
+    is not deleted now is deleted after a later commit."""
+    from tablelog.registry import load_log_system
+
+    log = None
+    try:
+        if "delete_before" not in load_log_system(table.options.log_system).implemented:
+            return
+        log = log_pool.checkout(table) if log_pool is not None else table.open_log()
+        truncate_log(table, log)
+    except Exception as err:  # noqa: BLE001 -- retention must not fail the commit
+        logger.warning("table %r: log retention after commit failed (the commit stands): %s", table.identifier, err)
+        release(log, log_pool, reusable=False)
+        return
+    release(log, log_pool, reusable=True)
