@@ -14,7 +14,7 @@ import pytest
 
 import tablelog
 from tablelog.commit.retention import earliest_of, needed_positions, truncate_log
-from tablelog.errors import LogDataLostError, OptionError, PositionOutOfRangeError
+from tablelog.errors import CommitError, LogDataLostError, OptionError, PositionOutOfRangeError
 from tablelog.logs.filesystem.segments import list_bases, lock_file_name
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, SeekSpec
 from tablelog.registry import LogClient
@@ -241,3 +241,18 @@ def test_a_reader_asking_for_a_deleted_position_gets_log_data_lost(tmp_path: Pat
         LogDataLostError, match="the log no longer holds them"
     ):
         reader.read_all()
+
+
+def test_a_commit_of_records_retention_deleted_meanwhile_is_refused_and_commits_nothing(tmp_path: Path) -> None:
+    table = make_table(tmp_path)
+    commit_rows(table, 3)
+    task = table.write_task("slow-writer", 1)
+    task.write([{"id": 1000 + k, "v": "y" * 100} for k in range(40)])
+    receipt = task.finish()
+    commit_rows(table, 1, start=3)
+    with table.open_log() as log:
+        truncate_log(table, log, {0: log.end_positions([0])[0]})
+    snapshots = [s.id for s in table.snapshots()]
+    with pytest.raises(CommitError, match=r"retention deleted them while the write stayed uncommitted"):
+        table.commit("slow-writer", 1, [receipt])
+    assert [s.id for s in table.snapshots()] == snapshots

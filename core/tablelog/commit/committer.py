@@ -28,7 +28,7 @@ from tablelog.commit.record import CommitResult, LogCommitRecord, WriteReceipt
 from tablelog.commit.retention import truncate_log_after_commit
 from tablelog.errors import CommitError
 from tablelog.log_pool import release
-from tablelog.records import CommittedLog
+from tablelog.records import CommittedLog, ProducedRange, SeekSpec
 
 if TYPE_CHECKING:
     from tablelog.log_pool import LogPool
@@ -56,7 +56,10 @@ def commit(
         if written:
             compact_after_commit(table, written)
         if table.options.log_enabled:
-            truncate_log_after_commit(table, log_pool)
+            # Under the lock: a commit checks its records are still in the log
+            # (_check_not_deleted) and retention deletes, one after the other.
+            with table.store.commit_lock():
+                truncate_log_after_commit(table, log_pool)
     return result
 
 
@@ -111,6 +114,8 @@ def _commit_once(
     if table.options.log_enabled:
         log = log_pool.checkout(table) if log_pool is not None else table.open_log()
     try:
+        if log is not None:
+            _check_not_deleted(table, log, ranges)
         record = LogCommitRecord(
             writer=writer_id,
             commit_identifier=commit_identifier,
@@ -158,6 +163,24 @@ def _commit_snapshot(
             "produced no snapshot"
         )
     return snapshot
+
+
+def _check_not_deleted(table: TableView, log: LogClient, ranges: Sequence[ProducedRange]) -> None:
+    """Refuse to commit records that log retention deleted before the commit (a write
+    attempt that stayed uncommitted while the snapshots before it expired): readers would
+    find them lost. Only logs whose retention tablelog drives (``delete_before``)."""
+    if not log.deletes_before or not ranges:
+        return
+    earliest = {p: log.seek(p, SeekSpec.earliest()) for p in sorted({r.partition for r in ranges})}
+    gone = [r for r in ranges if r.first < earliest[r.partition]]
+    if gone:
+        first = gone[0]
+        raise CommitError(
+            f"table {table.identifier!r}: {sum(r.count for r in gone)} record(s) of this commit are no longer "
+            f"in the log (partition {first.partition} from position {first.first}; the log now starts at "
+            f"{earliest[first.partition]}): retention deleted them while the write stayed uncommitted. "
+            "Nothing was committed; write the data again"
+        )
 
 
 def _end_positions(table: TableView, log: LogClient | None) -> dict[int, int]:
