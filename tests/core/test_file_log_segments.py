@@ -256,3 +256,33 @@ def test_a_commit_of_records_retention_deleted_meanwhile_is_refused_and_commits_
     with pytest.raises(CommitError, match=r"retention deleted them while the write stayed uncommitted"):
         table.commit("slow-writer", 1, [receipt])
     assert [s.id for s in table.snapshots()] == snapshots
+
+
+def test_describe_shows_each_partitions_retention_and_warns_when_the_log_lost_what_a_snapshot_needs(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from tablelog.cli import cli
+
+    table = make_table(tmp_path)
+    commit_rows(table, 20)
+    runner = CliRunner()
+    args = ["describe", "-w", str(tmp_path), "db.t"]
+    result = runner.invoke(cli, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "log retention" in result.output and "warning" not in result.output
+    with table.open_log() as log:
+        end = log.end_positions([0])[0]
+        truncate_log(table, log, {0: end})
+        held = log.seek(0, SeekSpec.earliest())
+    result = runner.invoke(cli, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "warning: the log's retention is shorter than the table's snapshots: partition(s) " \
+        f"0 (holds from {held}, needed from 0)" in " ".join(result.output.split())
+    result = runner.invoke(cli, [*args, "--format", "json"])
+    import json
+
+    assert json.loads(result.output)["log"]["retention"] == [
+        {"partition": 0, "earliest": held, "needed": 0, "end": end, "short": True}
+    ]

@@ -17,6 +17,8 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import attrs
+
 from tablelog.commit.history import log_commits
 from tablelog.log_pool import release
 
@@ -90,3 +92,31 @@ def truncate_log_after_commit(table: TableView, log_pool: LogPool | None) -> Non
         release(log, log_pool, reusable=False)
         return
     release(log, log_pool, reusable=True)
+
+
+@attrs.frozen
+class PartitionRetention:
+    """One log partition's retention against what the retained snapshots need."""
+
+    partition: int
+    earliest: int  # the earliest position the log holds
+    needed: int | None  # the earliest the oldest retained snapshot needs (None: nothing there)
+    end: int
+
+    @property
+    def short(self) -> bool:
+        """The log no longer holds positions a retained snapshot needs: its retention
+        is shorter than the snapshots'."""
+        return self.needed is not None and self.earliest > self.needed
+
+
+def retention_report(table: TableView, log: LogClient) -> list[PartitionRetention]:
+    """Per log partition: what the log holds against what the retained snapshots need."""
+    from tablelog.records import SeekSpec
+
+    partitions = list(range(table.log_partitions))
+    needed = needed_positions(table.store)
+    ends = log.end_positions(partitions)
+    return [
+        PartitionRetention(p, log.seek(p, SeekSpec.earliest()), needed.get(p), ends.get(p, 0)) for p in partitions
+    ]
