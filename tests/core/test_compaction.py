@@ -165,7 +165,8 @@ def test_a_table_with_one_sorted_run_per_bucket_has_nothing_to_compact(tmp_path:
 def test_compacting_one_bucket_leaves_the_others(tmp_path: Path) -> None:
     table = make_table(tmp_path, trigger=50)
     write_commits(table, 4)
-    compact(table, [1])
+    result = table.compact([1])
+    assert result.buckets == (1,) and result.files_before == 4 and result.files_after == 1
     assert runs(table) == {0: 4, 1: 1}
 
 

@@ -12,7 +12,6 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
-from tablelog.commit.compaction import compact
 from tablelog.table import open_table
 
 
@@ -30,5 +29,5 @@ def compact_command(warehouse: str, table: str, raw_options: tuple[str, ...], bu
     commit meanwhile. Commits compact on their own past num-sorted-run.compaction-trigger.
     """
     t = open_table(warehouse, table, parse_options(raw_options))
-    result = compact(t, buckets or None)
+    result = t.compact(buckets or None)
     console.print(result.summary(), markup=False)
