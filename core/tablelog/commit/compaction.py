@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from tablelog.commit.compaction_pick import Run, full, pick
 from tablelog.errors import CommitError, OptionError
 
 if TYPE_CHECKING:
@@ -63,18 +64,37 @@ class CompactionResult:
         )
 
 
-def output_level(table: TableView) -> int:
-    """The level rewritten files go to: the highest, Paimon's ``num-levels - 1`` with its
-    default ``num-levels`` of the trigger + 1."""
+def max_level(table: TableView) -> int:
+    """The highest level: Paimon's ``num-levels - 1``, with its default ``num-levels`` of
+    the trigger + 1. Compacting every run of a bucket writes there."""
     return table.options.num_sorted_run_compaction_trigger
 
 
+@attrs.frozen
+class _Plan:
+    files: BucketFiles  # the files to rewrite
+    output_level: int
+    drop_deletes: bool
+
+
+def _plan(table: TableView, files: BucketFiles, automatic: bool) -> _Plan | None:
+    runs = files.runs()
+    shape = [Run(level, size) for level, size, _ in runs]
+    top = max_level(table)
+    chosen = pick(shape, table.options.num_sorted_run_compaction_trigger, top) if automatic else full(shape, top)
+    if chosen is None:
+        return None
+    rewritten = [f for _, _, run_files in runs[: chosen.count] for f in run_files]
+    return _Plan(files.subset(rewritten), chosen.output_level, drop_deletes=chosen.count == len(runs))
+
+
 def compact(
-    table: TableView, buckets: Iterable[int] | None = None, *, over_trigger_only: bool = False
+    table: TableView, buckets: Iterable[int] | None = None, *, automatic: bool = False
 ) -> CompactionResult:
-    """Compact ``buckets`` (default: all) that have more than one sorted run (with
-    ``over_trigger_only``: more than ``num-sorted-run.compaction-trigger``) in one snapshot.
-    A compaction that loses to another compaction of the same files commits nothing and
+    """Compact ``buckets`` (default: all): each bucket with more than one sorted run
+    rewritten whole into one; ``automatic`` (after a commit): the runs Paimon's universal
+    compaction picks, for buckets past ``num-sorted-run.compaction-trigger``. One snapshot.
+    A compaction that loses to another compaction of the same bucket commits nothing and
     says so in :attr:`CompactionResult.skipped`; other failures raise :class:`CommitError`,
     with nothing committed."""
     store = table.store
@@ -91,32 +111,32 @@ def compact(
         return CompactionResult(table.identifier, None, skipped="the table has no snapshot")
     if not table.primary_key:
         return CompactionResult(table.identifier, None, skipped="a table without a primary key is not compacted")
-    threshold = table.options.num_sorted_run_compaction_trigger if over_trigger_only else 1
-    chosen = [
-        files for files in store.bucket_files(latest.id)
-        if (wanted is None or files.bucket in wanted) and files.sorted_runs > threshold
+    plans = [
+        plan for files in store.bucket_files(latest.id)
+        if (wanted is None or files.bucket in wanted) and (plan := _plan(table, files, automatic)) is not None
     ]
-    if not chosen:
-        return CompactionResult(
-            table.identifier, None, skipped=f"no bucket has more than {threshold} sorted run(s)"
-        )
-    newer = max(f.schema_id for files in chosen for f in files.files)
+    if not plans:
+        why = "no bucket is past the compaction trigger" if automatic else "no bucket has more than one sorted run"
+        return CompactionResult(table.identifier, None, skipped=why)
+    newer = max(f.schema_id for plan in plans for f in plan.files.files)
     if newer > store.schema_id:
         return CompactionResult(
             table.identifier, None,
             skipped=f"files were written with schema {newer}, newer than this table object's "
             f"{store.schema_id}: open the table again",
         )
-    level = output_level(table)
-    rewrites = [(files, store.rewrite_bucket(files, level)) for files in chosen]
+    rewrites = [
+        (plan.files, store.rewrite_bucket(plan.files, plan.output_level, plan.drop_deletes)) for plan in plans
+    ]
     user = f"tablelog-compaction-{uuid.uuid4()}"
-    properties = {P_COMPACTED: json.dumps(sorted(files.bucket for files in chosen))}
+    compacted = sorted(plan.files.bucket for plan in plans)
+    properties = {P_COMPACTED: json.dumps(compacted)}
     try:
-        snapshot_id = _commit(store, rewrites, user, latest.id, properties)
+        snapshot_id = _commit(store, rewrites, user, latest.id, properties, compacted)
     except BaseException as err:
         if _committed_by(store, user, latest.id) is None:
             store.delete_rewritten(rewrites)
-            if _is_conflict(err):
+            if isinstance(err, _LostToCompaction) or _is_conflict(err):
                 return CompactionResult(
                     table.identifier, None,
                     skipped="another compaction rewrote these files first (nothing committed)",
@@ -129,7 +149,7 @@ def compact(
             raise
         snapshot_id = _committed_by(store, user, latest.id)  # committed, though it raised
     return CompactionResult(
-        table.identifier, snapshot_id, tuple(files.bucket for files, _ in rewrites),
+        table.identifier, snapshot_id, tuple(compacted),
         sum(len(files.files) for files, _ in rewrites), sum(len(new) for _, new in rewrites),
     )
 
@@ -139,7 +159,7 @@ def compact_after_commit(table: TableView, buckets: Iterable[int]) -> Compaction
     trigger. Never raises: the commit has happened; a compaction that fails leaves the
     table as it was and is tried again after the next commit."""
     try:
-        result = compact(table, buckets, over_trigger_only=True)
+        result = compact(table, buckets, automatic=True)
     except Exception as err:  # noqa: BLE001 -- a failed compaction must not fail the commit
         logger.warning("table %r: compaction after commit failed (the commit stands): %s", table.identifier, err)
         return None
@@ -148,16 +168,22 @@ def compact_after_commit(table: TableView, buckets: Iterable[int]) -> Compaction
     return result
 
 
+class _LostToCompaction(Exception):
+    """Another compaction of one of these buckets committed after the snapshot this one read."""
+
+
 def _commit(
     store: PaimonTable, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], user: str, base: int,
-    properties: dict[str, str],
+    properties: dict[str, str], buckets: Sequence[int],
 ) -> int | None:
     if not store.on_object_store:
         with store.commit_lock():
+            _check_no_compaction_since(store, base, buckets)
             store.commit_compaction(rewrites, commit_user=user, commit_identifier=base, properties=properties)
         return _committed_by(store, user, base)
     for attempt in range(MAX_COMMIT_ATTEMPTS):
         latest = store.latest_snapshot()
+        _check_no_compaction_since(store, base, buckets)  # up to latest: the snapshot tried next is latest + 1
         next_id = (latest.id if latest is not None else 0) + 1
         if store.try_commit_compaction(
             rewrites, commit_user=user, commit_identifier=base, properties=properties, snapshot_id=next_id
@@ -165,6 +191,17 @@ def _commit(
             return next_id
         time.sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))
     raise CommitError(f"lost the race for a snapshot id {MAX_COMMIT_ATTEMPTS} times to other committers")
+
+
+def _check_no_compaction_since(store: PaimonTable, base: int, buckets: Sequence[int]) -> None:
+    """Two compactions of one bucket from different snapshots may rewrite different runs,
+    and Paimon's levels must not get two runs of overlapping keys at one level: the later
+    compaction gives way, as if its files were gone."""
+    for snapshot in store.snapshots(after=base):
+        if snapshot.commit_kind == "COMPACT" and set(json.loads(snapshot.properties.get(P_COMPACTED, "[]"))) & set(
+            buckets
+        ):
+            raise _LostToCompaction()
 
 
 def _committed_by(store: PaimonTable, user: str, after: int) -> int | None:

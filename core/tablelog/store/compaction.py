@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -42,6 +42,19 @@ class BucketFiles:
     def rows(self) -> int:
         return sum(int(f.row_count) for f in self.files)
 
+    def runs(self) -> list[tuple[int, int, tuple[Any, ...]]]:
+        """The sorted runs, newest first, as ``(level, bytes, files)``: each level-0 file
+        (newest first), then each level above 0 (lowest first), as Paimon's ``Levels``."""
+        level0 = sorted((f for f in self.files if f.level == 0), key=lambda f: -int(f.max_sequence_number))
+        runs = [(0, int(f.file_size), (f,)) for f in level0]
+        for level in sorted({f.level for f in self.files if f.level > 0}):
+            files = tuple(f for f in self.files if f.level == level)
+            runs.append((level, sum(int(f.file_size) for f in files), files))
+        return runs
+
+    def subset(self, files: Iterable[Any]) -> BucketFiles:
+        return attrs.evolve(self, files=tuple(files))
+
 
 def bucket_files(paimon: Any, snapshot_id: int) -> list[BucketFiles]:
     """Every (partition, bucket) of the table at ``snapshot_id`` with its data files,
@@ -58,39 +71,56 @@ def bucket_files(paimon: Any, snapshot_id: int) -> list[BucketFiles]:
     ]
 
 
-def rewrite_bucket(paimon: Any, files: BucketFiles, output_level: int) -> list[Any]:
-    """Write the merged rows of ``files`` (deletes dropped) as new files of one sorted run
-    at ``output_level``; the new files' metadata (not committed: :func:`commit_compaction`
-    or :func:`delete_files`). Empty when no row survives."""
+def rewrite_bucket(paimon: Any, files: BucketFiles, output_level: int, drop_deletes: bool) -> list[Any]:
+    """Write the merged rows of ``files`` as new files of one sorted run at ``output_level``;
+    the new files' metadata (not committed: :func:`commit_compaction` or
+    :func:`delete_files`). ``drop_deletes``: only when ``files`` are all the bucket has
+    (older runs could hold a deleted key otherwise). Empty when no row survives."""
+    import pyarrow as pa
     from pypaimon.schema.data_types import PyarrowFieldParser
     from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
-    schema_fields, rows = _merged_key_values(paimon, files)
+    schema_fields, rows = _merged_key_values(paimon, files, drop_deletes)
     if not rows:
         return []
     arrow_schema = PyarrowFieldParser.from_paimon_schema(schema_fields)
     columns = list(zip(*rows, strict=True))
-    import pyarrow as pa
-
     data = pa.Table.from_arrays(
         [pa.array(list(column), type=field.type) for column, field in zip(columns, arrow_schema, strict=True)],
         schema=arrow_schema,
     )
     writer = KeyValueDataWriter(paimon, files.partition, files.bucket, 0, options=paimon.options)
+    # A file's delete_row_count must be right: pypaimon reads a file it says has none
+    # without merging (and without dropping retractions).
+    retractions = sum(1 for kind in data.column(_VALUE_KIND).to_pylist() if kind in _RETRACT_KINDS)
     try:
-        # The merge returns keys in order and once each: the writer's file rolling keeps
-        # that, so the new files are one sorted run with the rows' own sequence numbers.
-        writer._roll_write(data)
+        if retractions:
+            writer._write_data_to_file(data)  # one file, so the count is that file's
+        else:
+            # The merge returns keys in order and once each: the writer's file rolling
+            # keeps that, so the new files are one sorted run with the rows' own sequence numbers.
+            writer._roll_write(data)
     except BaseException:
         writer.abort()
         raise
     # file_source 1: written by a compaction (Paimon's FileSource.COMPACT).
-    return [dataclasses.replace(meta, level=output_level, file_source=1) for meta in writer.committed_files]
+    return [
+        dataclasses.replace(meta, level=output_level, file_source=1, delete_row_count=retractions)
+        for meta in writer.committed_files
+    ]
 
 
-def _merged_key_values(paimon: Any, files: BucketFiles) -> tuple[list[Any], list[tuple[Any, ...]]]:
-    """The key-value rows (key, sequence number, row kind, value) of the bucket after the
-    merge, in key order, deletes dropped; and their fields, in the table's current schema."""
+_VALUE_KIND = "_VALUE_KIND"
+#: The row kinds that retract (-U, -D), as Paimon stores them.
+_RETRACT_KINDS = (1, 3)
+
+
+def _merged_key_values(
+    paimon: Any, files: BucketFiles, drop_deletes: bool
+) -> tuple[list[Any], list[tuple[Any, ...]]]:
+    """The key-value rows (key, sequence number, row kind, value) of ``files`` after the
+    merge, in key order (with ``drop_deletes``, retractions dropped); and their fields,
+    in the table's current schema."""
     from pypaimon.read.interval_partition import IntervalPartition
     from pypaimon.read.reader.concat_record_reader import ConcatRecordReader
     from pypaimon.read.reader.drop_delete_reader import DropDeleteRecordReader
@@ -109,9 +139,9 @@ def _merged_key_values(paimon: Any, files: BucketFiles) -> tuple[list[Any], list
     )
     read._genarate_deletion_file_readers()
     sections = IntervalPartition(split.files).partition()
-    reader = DropDeleteRecordReader(
-        ConcatRecordReader([functools.partial(read.section_reader_supplier, section) for section in sections])
-    )
+    reader: Any = ConcatRecordReader([functools.partial(read.section_reader_supplier, section) for section in sections])
+    if drop_deletes:
+        reader = DropDeleteRecordReader(reader)
     rows: list[tuple[Any, ...]] = []
     try:
         for batch in _batches(reader):

@@ -201,10 +201,10 @@ class PaimonTable:
         """The id of the schema this table object reads and writes with."""
         return int(self.paimon.table_schema.id)
 
-    def rewrite_bucket(self, files: BucketFiles, output_level: int) -> list[Any]:
+    def rewrite_bucket(self, files: BucketFiles, output_level: int, drop_deletes: bool) -> list[Any]:
         """The merged rows of ``files`` written as one sorted run at ``output_level``
         (uncommitted: :meth:`commit_compaction`, or :meth:`delete_rewritten`)."""
-        return compaction.rewrite_bucket(self.paimon, files, output_level)
+        return compaction.rewrite_bucket(self.paimon, files, output_level, drop_deletes)
 
     def commit_compaction(
         self, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], *, commit_user: str,
