@@ -287,3 +287,36 @@ def test_a_table_read_after_compaction_merges_one_file_per_bucket(tmp_path: Path
     assert latest is not None
     assert sum(len(b.files) for b in table.store.bucket_files(latest.id)) == 2
     assert table.rows().sort_by("id").to_pylist() == expected
+
+
+def manifests_of_latest(warehouse: Path, identifier: str) -> int:
+    """How many manifest files a read of the latest snapshot opens (plain pypaimon)."""
+    import pypaimon
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    paimon = pypaimon.CatalogFactory.create({"warehouse": str(warehouse)}).get_table(identifier)
+    return len(ManifestListManager(paimon).read_all(paimon.snapshot_manager().get_latest_snapshot()))
+
+
+def test_a_compaction_merges_the_manifests_every_commit_added(tmp_path: Path) -> None:
+    table = make_table(tmp_path, trigger=1000)
+    expected = write_commits(table, 40)
+    assert manifests_of_latest(tmp_path, "db.t") >= 40
+    before = {s.id: table.rows(s.id).sort_by("id").to_pylist() for s in table.snapshots()}
+    compact(table)
+    assert manifests_of_latest(tmp_path, "db.t") <= 3
+    assert table.rows().sort_by("id").to_pylist() == expected
+    assert rows_read_by_plain_pypaimon(tmp_path, "db.t") == expected
+    assert {s: table.rows(s).sort_by("id").to_pylist() for s in before} == before
+    # Later commits and compactions build on the merged manifests.
+    expected = write_commits(table, 3, start=40)
+    compact(table)
+    assert table.rows().sort_by("id").to_pylist() == expected
+    assert rows_read_by_plain_pypaimon(tmp_path, "db.t") == expected
+
+
+def test_a_table_with_few_manifests_keeps_them(tmp_path: Path) -> None:
+    table = make_table(tmp_path, trigger=1000)
+    write_commits(table, 5)
+    compact(table)
+    assert manifests_of_latest(tmp_path, "db.t") == 6  # five commits' and the compaction's

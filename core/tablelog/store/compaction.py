@@ -22,6 +22,8 @@ from typing import Any
 
 import attrs
 
+from tablelog.store.manifests import merge_base_manifests
+
 
 @attrs.frozen
 class BucketFiles:
@@ -162,7 +164,7 @@ def commit_compaction(
     commit_identifier: int, properties: Mapping[str, str], snapshot_commit: Any = None,
 ) -> None:
     """Commit one ``COMPACT`` snapshot: for each bucket its old files deleted and its
-    rewritten files added. Raises when an old file is no longer in the table (another
+    rewritten files added (and the table's manifests merged, :mod:`.manifests`). Raises when an old file is no longer in the table (another
     compaction took it first: Paimon's "file deletion conflict"); nothing is committed then.
     With ``snapshot_commit`` (an object-store warehouse's conditional commit): one attempt."""
     from pypaimon.write.commit_message import CommitMessage
@@ -176,6 +178,7 @@ def commit_compaction(
     if snapshot_commit is not None:
         store_commit.snapshot_commit = snapshot_commit
         store_commit.commit_max_retries = 0
+    merge_base_manifests(store_commit)
     entries = store_commit._collect_manifest_entries(messages)
     try:
         store_commit._try_commit(
