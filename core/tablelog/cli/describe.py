@@ -61,6 +61,7 @@ def describe_document(t: Table, limit: int) -> dict[str, Any]:
     log: dict[str, Any] | None = None
     if t.options.log_enabled:
         log = {"system": t.options.log_system, "topic": t.topic, "partitions": t.log_partitions}
+    if log is not None and t.store.latest_snapshot() is not None:  # else nothing needs the log yet
         retention, error = log_retention(t)
         log["retention"] = [
             {"partition": r.partition, "earliest": r.earliest, "needed": r.needed, "end": r.end, "short": r.short}
@@ -139,7 +140,8 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
     console.print(opts)
     if t.options.log_enabled:
         console.print(f"log: {t.options.log_system} topic {t.topic!r}, {t.log_partitions} partition(s)")
-        print_retention(t)
+        if t.store.latest_snapshot() is not None:
+            print_retention(t)
     snaps = RichTable("snapshot", "time", "kind", "rows", "writer", "commit", "writes", "records",
                       "log end positions", title="snapshots (newest first)")
     commits = newest_commits(t, limit)
