@@ -1,8 +1,9 @@
 """A table committed to for a long time, with and without compaction:
 ``python -m bench.long_run [COMMITS] [ROWS]`` (600, 20).
 
-One ``Writer`` commits ``COMMITS`` times a batch of ``ROWS`` upserts of random keys (of
-5,000) to a primary-key table (bucket 2, ``log.system=filesystem``). Variants, on fresh
+A primary-key table (bucket 2, ``log.system=filesystem``) gets all its 5,000 keys in a
+first commit; then one ``Writer`` commits ``COMMITS`` times a batch of ``ROWS`` upserts of
+random keys, so the table's rows stay 5,000 and only its files change. Variants, on fresh
 tables in one temporary warehouse: ``compaction`` (Paimon's default trigger, 5 sorted
 runs) and ``none`` (a trigger no bucket reaches: the table as it was before compaction).
 
@@ -27,6 +28,7 @@ import pyarrow as pa
 import tablelog
 from tablelog.table import Table
 
+KEYS = 5000
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("x", pa.float64())])
 
 
@@ -49,8 +51,10 @@ def run(warehouse: str, name: str, trigger: int, commits: int, rows: int) -> dic
     latencies: list[float] = []
     reads: dict[str, float] = {}
     with table.writer() as writer:
+        writer.write([{"id": k, "v": "first-" + "x" * 40, "x": 0.0} for k in range(KEYS)])
+        writer.commit()
         for i in range(commits):
-            batch = [{"id": rng.randrange(5000), "v": f"c{i}-" + "x" * 40, "x": float(i)} for _ in range(rows)]
+            batch = [{"id": rng.randrange(KEYS), "v": f"c{i}-" + "x" * 40, "x": float(i)} for _ in range(rows)]
             started = time.perf_counter()
             writer.write(batch)
             writer.commit()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from tablelog.commit.history import log_commits
+from tablelog.identity import TABLE_ID_PROPERTY
 from tablelog.log_pool import release
 
 if TYPE_CHECKING:
@@ -30,9 +31,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("tablelog.retention")
 
-# table path -> (earliest snapshot id, newest snapshot walked, needed positions): after
-# each commit only the new snapshots are walked, until expiry moves the earliest.
-_walked: dict[str, tuple[int, int, dict[int, int]]] = {}
+# (table path, table id) -> (earliest snapshot id, newest snapshot walked, needed
+# positions): after each commit only the new snapshots are walked, until expiry moves the
+# earliest. The table id tells a table created again at the same path from the old one.
+_walked: dict[tuple[str, str], tuple[int, int, dict[int, int]]] = {}
 _walked_lock = threading.Lock()
 
 
@@ -42,8 +44,9 @@ def needed_positions(store: PaimonTable) -> dict[int, int]:
     earliest = store.earliest_snapshot_id()
     if earliest is None:
         return {}
+    key = (store.path, store.properties.get(TABLE_ID_PROPERTY, ""))
     with _walked_lock:
-        cached = _walked.get(store.path)
+        cached = _walked.get(key)
     after, needed = (cached[1], dict(cached[2])) if cached and cached[0] == earliest else (earliest - 1, {})
     newest = after
     for snapshot, record in log_commits(store, after=after):
@@ -54,7 +57,7 @@ def needed_positions(store: PaimonTable) -> dict[int, int]:
             needed[produced.partition] = min(needed.get(produced.partition, produced.first), produced.first)
     if store.earliest_snapshot_id() == earliest:  # not expired meanwhile: the walk covered all
         with _walked_lock:
-            _walked[store.path] = (earliest, newest, dict(needed))
+            _walked[key] = (earliest, newest, dict(needed))
     return needed
 
 

@@ -1,16 +1,19 @@
-"""Compacting a primary-key table's buckets: the merged rows of a bucket's files rewritten
-into one sorted run, committed as a Paimon ``COMPACT`` snapshot.
+"""Compacting a primary-key table's buckets: the merged rows of some of a bucket's sorted
+runs rewritten into one run, committed as a Paimon ``COMPACT`` snapshot
+(:mod:`tablelog.commit.compaction` decides which runs, and when).
 
 pypaimon 2.1 has no compaction (pypaimon-rust's writer none either: "no background
 compaction"); it has the pieces, used here: the merge read of a bucket's sorted runs
 (the read path's own merge, with each row's sequence number and row kind kept), the
 key-value file writer, and the commit of a ``COMPACT`` snapshot with conflict detection
 (a compaction whose input files are no longer all in the table fails, as in Paimon).
+Several of them are pypaimon's internals (``MergeFileSplitRead.section_reader_supplier``,
+``KeyValueDataWriter._roll_write``, ``FileStoreCommit._try_commit``): the tests of this
+module are what tells a pypaimon upgrade that moved them.
 
-What is rewritten is the whole bucket, into the highest level (Paimon's full compaction,
-``UniversalCompaction`` picking every run): deletes and overwritten versions are dropped,
-each surviving row keeps its sequence number, so files committed meanwhile by writers
-(newer sequence numbers, level 0) still win over it.
+Each rewritten row keeps its sequence number, so files committed meanwhile by writers
+(newer sequence numbers, level 0) still win over it; deletes are dropped only when every
+run of the bucket is rewritten.
 """
 
 from __future__ import annotations
