@@ -290,3 +290,19 @@ def test_describe_shows_each_partitions_retention_and_warns_when_the_log_lost_wh
     assert json.loads(result.output)["log"]["retention"] == [
         {"partition": 0, "earliest": held, "needed": 0, "end": end, "short": True}
     ]
+
+
+def test_a_retention_run_that_fails_after_a_commit_does_not_fail_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tablelog.commit import retention
+
+    table = make_table(tmp_path)
+
+    def broken(*args: object) -> None:
+        raise OSError("permission denied")
+
+    monkeypatch.setattr(retention, "truncate_log", broken)
+    commit_rows(table, 2)
+    assert len(list(table.snapshots())) == 2
+    assert "log retention after commit failed (the commit stands): permission denied" in caplog.text

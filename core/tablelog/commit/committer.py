@@ -55,11 +55,6 @@ def commit(
         written = table.store.written_buckets([m for r in receipts for m in r.paimon_messages])
         if written:
             compact_after_commit(table, written)
-        if table.options.log_enabled:
-            # Under the lock: a commit checks its records are still in the log
-            # (_check_not_deleted) and retention deletes, one after the other.
-            with table.store.commit_lock():
-                truncate_log_after_commit(table, log_pool)
     return result
 
 
@@ -130,6 +125,9 @@ def _commit_once(
         raise
     hook_error = None
     if log is not None:  # the snapshot is durable: from here on the commit has happened
+        # Still under the commit lock (local warehouse): a commit's check of its records
+        # (_check_not_deleted) and a deletion never interleave.
+        truncate_log_after_commit(table, log)
         committed = CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions)
         hook_error = run_commit_hook(table, log, log_pool, committed)
     return CommitResult(snapshot.id, committed=True, rows=rows, records=records, hook_error=hook_error)

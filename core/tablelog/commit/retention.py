@@ -21,10 +21,8 @@ import attrs
 
 from tablelog.commit.history import log_commits
 from tablelog.identity import TABLE_ID_PROPERTY
-from tablelog.log_pool import release
 
 if TYPE_CHECKING:
-    from tablelog.log_pool import LogPool
     from tablelog.registry import LogClient
     from tablelog.store import PaimonTable
     from tablelog.table_view import TableView
@@ -79,22 +77,15 @@ def truncate_log(table: TableView, log: LogClient, needed: Mapping[int, int] | N
     return log.delete_before(wanted)
 
 
-def truncate_log_after_commit(table: TableView, log_pool: LogPool | None) -> None:
-    """The committer's retention run. Never raises: the commit has happened, and what
-    is not deleted now is deleted after a later commit."""
-    from tablelog.registry import load_log_system
-
-    log = None
+def truncate_log_after_commit(table: TableView, log: LogClient) -> None:
+    """The committer's retention run, with the log client of the commit. Never raises:
+    the commit has happened, and what is not deleted now is deleted after a later commit."""
+    if not log.deletes_before:
+        return
     try:
-        if "delete_before" not in load_log_system(table.options.log_system).implemented:
-            return
-        log = log_pool.checkout(table) if log_pool is not None else table.open_log()
         truncate_log(table, log)
     except Exception as err:  # noqa: BLE001 -- retention must not fail the commit
         logger.warning("table %r: log retention after commit failed (the commit stands): %s", table.identifier, err)
-        release(log, log_pool, reusable=False)
-        return
-    release(log, log_pool, reusable=True)
 
 
 @attrs.frozen
