@@ -14,7 +14,13 @@ import pytest
 
 import tablelog
 from tablelog.commit.retention import earliest_of, needed_positions, truncate_log
-from tablelog.errors import CommitError, LogDataLostError, OptionError, PositionOutOfRangeError
+from tablelog.errors import (
+    CommitError,
+    LogDataLostError,
+    OptionError,
+    PositionOutOfRangeError,
+    ProduceError,
+)
 from tablelog.logs.filesystem.segments import list_bases, lock_file_name
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, SeekSpec
 from tablelog.registry import LogClient
@@ -306,3 +312,16 @@ def test_a_retention_run_that_fails_after_a_commit_does_not_fail_the_commit(
     commit_rows(table, 2)
     assert len(list(table.snapshots())) == 2
     assert "log retention after commit failed (the commit stands): permission denied" in caplog.text
+
+
+def test_records_whose_segment_retention_deleted_before_their_flush_fail_the_flush(
+    tmp_path: Path, clients: ClientOpener
+) -> None:
+    config = make_config(tmp_path, **{"segment-bytes": str(SEGMENT)})
+    slow, other = clients(config), clients(config)
+    slow.ensure_topic()
+    slow.produce(ProduceBatch("slow", 0, [b"k"], [b"v" * 100], 1, 0))  # appended, not flushed
+    produce(other, "other", 20)  # rolls on past the slow writer's segment
+    other.delete_before({0: other.end_positions([0])[0]})
+    with pytest.raises(ProduceError, match="log retention deleted the segment"):
+        slow.flush(1.0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from tablelog.plugin import ProduceBatch, ProducedRange, ProduceError
+from tablelog.plugin import PositionOutOfRangeError, ProduceBatch, ProducedRange, ProduceError
 
 from . import frames
 from .files import flock, pwrite_all
@@ -63,7 +63,18 @@ class PartitionAppends(PartitionFiles):
         self._check_open()
         for (partition, _base), segment in sorted(self._dirty.items(), key=lambda item: item[0]):
             try:
-                os.fsync(self._open(partition, segment))
+                fd = self._open(partition, segment)
+                os.fsync(fd)
+                if os.fstat(fd).st_nlink == 0:  # unlinked while open: its data is going nowhere
+                    raise PositionOutOfRangeError("deleted", topic=self.topic, partition=partition)
+            except PositionOutOfRangeError:
+                raise ProduceError(
+                    f"records appended to {segment.path} are gone before they were made durable: "
+                    "log retention deleted the segment (the write stayed unflushed while the snapshots "
+                    "before it expired); write them again",
+                    topic=self.topic,
+                    partition=partition,
+                ) from None
             except OSError as err:
                 raise ProduceError(
                     f"cannot make records durable (fsync): {err}",
