@@ -320,3 +320,39 @@ def test_a_table_with_few_manifests_keeps_them(tmp_path: Path) -> None:
     write_commits(table, 5)
     compact(table)
     assert manifests_of_latest(tmp_path, "db.t") == 6  # five commits' and the compaction's
+
+
+def paimon_arrow_schema(paimon: Any) -> pa.Schema:
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    return PyarrowFieldParser.from_paimon_schema(paimon.table_schema.fields)
+
+
+def test_a_table_object_older_than_the_schema_of_the_files_does_not_compact_them(tmp_path: Path) -> None:
+    import pypaimon
+    from pypaimon.schema.data_types import AtomicType
+    from pypaimon.schema.schema_change import SchemaChange
+
+    stale = make_table(tmp_path, trigger=1000)
+    write_commits(stale, 3)
+    # Another process adds a column (schema evolution: another part of #16) and writes with it.
+    catalog = pypaimon.CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.alter_table("db.t", [SchemaChange.add_column("note", AtomicType("STRING"))])
+    paimon = catalog.get_table("db.t")
+    builder = paimon.new_batch_write_builder()
+    write, commit = builder.new_write(), builder.new_commit()
+    write.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "v": ["new"], "_tablelog_kind": ["+I"],
+                                "note": ["added"]}, schema=paimon_arrow_schema(paimon)))
+    commit.commit(write.prepare_commit())
+    write.close()
+    commit.close()
+    fresh = tablelog.open_table(str(tmp_path), "db.t")
+    snapshots = [s.id for s in stale.snapshots()]
+    result = compact(stale)
+    assert result.snapshot_id is None and "newer than this table object's" in (result.skipped or "")
+    assert [s.id for s in stale.snapshots()] == snapshots
+    # Opened again, the compaction rewrites the old rows into the new schema: the new column null.
+    assert tablelog.open_table(str(tmp_path), "db.t").compact().snapshot_id is not None
+    rows = {r["id"]: r for r in fresh.rows().to_pylist()}
+    assert rows[1] == {"id": 1, "v": "new", "note": "added"}
+    assert rows[0]["note"] is None
