@@ -179,8 +179,9 @@ class TableOptions:
     )
     num_sorted_run_compaction_trigger: int = option(
         "num-sorted-run.compaction-trigger", 5,
-        "Paimon's trigger: after a commit, a bucket with more sorted runs than this (each level-0 "
-        "file is one) is compacted into one run (a `COMPACT` snapshot; `tablelog compact` on demand).",
+        "Paimon's trigger: after a commit, a bucket with this many sorted runs (each level-0 file is "
+        "one) is compacted as Paimon's universal compaction picks, with more always (a `COMPACT` "
+        "snapshot; `tablelog compact` on demand). See docs/compaction.md.",
         _int(1),
     )
     scan_mode: ScanMode = option(
