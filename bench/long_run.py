@@ -64,7 +64,7 @@ def run(warehouse: str, name: str, trigger: int, commits: int, rows: int) -> dic
     reads["last"] = read_time(table)
     latest = table.store.latest_snapshot()
     assert latest is not None
-    files = sum(len(b.files) for b in table.store.bucket_files(latest.id))
+    files = sum(len(b.files) for b in table.store.compactions().bucket_files(latest.id))
     from pypaimon.manifest.manifest_list_manager import (
         ManifestListManager,  # the bench may look inside
     )

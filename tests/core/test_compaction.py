@@ -16,7 +16,7 @@ import tablelog
 from tablelog.cli import cli
 from tablelog.commit.compaction import P_COMPACTED, compact
 from tablelog.errors import OptionError
-from tablelog.store import PaimonTable
+from tablelog.store.compaction import TableCompactions
 from tablelog.table import Table
 from tablelog.verify import verify
 
@@ -49,7 +49,7 @@ def write_commits(table: Table, commits: int, start: int = 0) -> list[dict[str, 
 def runs(table: Table) -> dict[int, int]:
     latest = table.store.latest_snapshot()
     assert latest is not None
-    return {b.bucket: b.sorted_runs for b in table.store.bucket_files(latest.id)}
+    return {b.bucket: b.sorted_runs for b in table.store.compactions().bucket_files(latest.id)}
 
 
 def kinds(table: Table) -> Counter[str]:
@@ -105,7 +105,7 @@ def test_after_a_commit_only_the_new_small_runs_are_rewritten_not_the_big_old_on
     table.compact()
     latest = table.store.latest_snapshot()
     assert latest is not None
-    (big,) = table.store.bucket_files(latest.id)[0].files
+    (big,) = table.store.compactions().bucket_files(latest.id)[0].files
     assert big.level == 3
     expected = {r["id"]: r for r in table.rows().to_pylist()}
     with table.writer() as writer:
@@ -119,7 +119,7 @@ def test_after_a_commit_only_the_new_small_runs_are_rewritten_not_the_big_old_on
     assert kinds(table)["COMPACT"] >= 2  # the first one, and those after the commits
     latest = table.store.latest_snapshot()
     assert latest is not None
-    files = table.store.bucket_files(latest.id)[0].files
+    files = table.store.compactions().bucket_files(latest.id)[0].files
     assert big.file_name in {f.file_name for f in files}  # the big run stays; the new ones were merged below it
     assert 2 in {f.level for f in files} and all(f.level < 3 for f in files if f.file_name != big.file_name)
     rows = sorted(expected.values(), key=lambda r: r["id"])
@@ -222,10 +222,10 @@ def test_a_compaction_that_fails_after_a_commit_does_not_fail_the_commit(
     table = make_table(tmp_path, trigger=1, bucket=1)
     write_commits(table, 1)
 
-    def broken(self: PaimonTable, files: Any, level: int, drop_deletes: bool) -> list[Any]:
+    def broken(self: TableCompactions, files: Any, level: int, drop_deletes: bool) -> list[Any]:
         raise OSError("disk full")
 
-    monkeypatch.setattr(PaimonTable, "rewrite_bucket", broken)
+    monkeypatch.setattr(TableCompactions, "rewrite_bucket", broken)
     expected = write_commits(table, 1, start=1)
     assert kinds(table) == {"APPEND": 2}
     assert table.rows().sort_by("id").to_pylist() == expected
@@ -238,17 +238,20 @@ def test_a_compaction_racing_another_of_the_same_files_commits_nothing_and_leave
     table = make_table(tmp_path, trigger=50, bucket=1)
     expected = write_commits(table, 4)
     bucket_dir = tmp_path / "db.db" / "t" / "bucket-0"
-    rewrite = PaimonTable.rewrite_bucket
+    rewrite = TableCompactions.rewrite_bucket
     other = tablelog.open_table(str(tmp_path), "db.t")
     won: list[Any] = []
 
-    def rewrite_while_another_compacts(self: PaimonTable, files: Any, level: int, drop_deletes: bool) -> list[Any]:
+    def rewrite_while_another_compacts(
+        self: TableCompactions, files: Any, level: int, drop_deletes: bool
+    ) -> list[Any]:
         new = rewrite(self, files, level, drop_deletes)
-        if self is table.store:
-            won.append(compact(other))  # commits first, deleting the files this one read
+        if not won:
+            won.append(None)  # the other compaction's own rewrite passes straight through
+            won[0] = compact(other)  # commits first, deleting the files this one read
         return new
 
-    monkeypatch.setattr(PaimonTable, "rewrite_bucket", rewrite_while_another_compacts)
+    monkeypatch.setattr(TableCompactions, "rewrite_bucket", rewrite_while_another_compacts)
     files_before = set(bucket_dir.iterdir())
     lost = compact(table)
     assert won[0].snapshot_id is not None
@@ -281,11 +284,11 @@ def test_a_table_read_after_compaction_merges_one_file_per_bucket(tmp_path: Path
     expected = write_commits(table, 40)
     latest = table.store.latest_snapshot()
     assert latest is not None
-    assert sum(len(b.files) for b in table.store.bucket_files(latest.id)) > 40
+    assert sum(len(b.files) for b in table.store.compactions().bucket_files(latest.id)) > 40
     compact(table)
     latest = table.store.latest_snapshot()
     assert latest is not None
-    assert sum(len(b.files) for b in table.store.bucket_files(latest.id)) == 2
+    assert sum(len(b.files) for b in table.store.compactions().bucket_files(latest.id)) == 2
     assert table.rows().sort_by("id").to_pylist() == expected
 
 

@@ -31,6 +31,7 @@ from tablelog.errors import CommitError, OptionError
 
 if TYPE_CHECKING:
     from tablelog.store import BucketFiles, PaimonTable
+    from tablelog.store.compaction import TableCompactions
     from tablelog.table_view import TableView
 
 logger = logging.getLogger("tablelog.compaction")
@@ -111,8 +112,9 @@ def compact(
         return CompactionResult(table.identifier, None, skipped="the table has no snapshot")
     if not table.primary_key:
         return CompactionResult(table.identifier, None, skipped="a table without a primary key is not compacted")
+    operations = store.compactions()
     plans = [
-        plan for files in store.bucket_files(latest.id)
+        plan for files in operations.bucket_files(latest.id)
         if (wanted is None or files.bucket in wanted) and (plan := _plan(table, files, automatic)) is not None
     ]
     if not plans:
@@ -126,16 +128,16 @@ def compact(
             f"{store.schema_id}: open the table again",
         )
     rewrites = [
-        (plan.files, store.rewrite_bucket(plan.files, plan.output_level, plan.drop_deletes)) for plan in plans
+        (plan.files, operations.rewrite_bucket(plan.files, plan.output_level, plan.drop_deletes)) for plan in plans
     ]
     user = f"tablelog-compaction-{uuid.uuid4()}"
     compacted = sorted(plan.files.bucket for plan in plans)
     properties = {P_COMPACTED: json.dumps(compacted)}
     try:
-        snapshot_id = _commit(store, rewrites, user, latest.id, properties, compacted)
+        snapshot_id = _commit(store, operations, rewrites, user, latest.id, properties, compacted)
     except BaseException as err:
         if _committed_by(store, user, latest.id) is None:
-            store.delete_rewritten(rewrites)
+            operations.delete_rewritten(rewrites)
             if isinstance(err, _LostToCompaction) or _is_conflict(err):
                 return CompactionResult(
                     table.identifier, None,
@@ -173,19 +175,19 @@ class _LostToCompaction(Exception):
 
 
 def _commit(
-    store: PaimonTable, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], user: str, base: int,
-    properties: dict[str, str], buckets: Sequence[int],
+    store: PaimonTable, operations: TableCompactions, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]],
+    user: str, base: int, properties: dict[str, str], buckets: Sequence[int],
 ) -> int | None:
     if not store.on_object_store:
         with store.commit_lock():
             _check_no_compaction_since(store, base, buckets)
-            store.commit_compaction(rewrites, commit_user=user, commit_identifier=base, properties=properties)
+            operations.commit(rewrites, commit_user=user, commit_identifier=base, properties=properties)
         return _committed_by(store, user, base)
     for attempt in range(MAX_COMMIT_ATTEMPTS):
         latest = store.latest_snapshot()
         _check_no_compaction_since(store, base, buckets)  # up to latest: the snapshot tried next is latest + 1
         next_id = (latest.id if latest is not None else 0) + 1
-        if store.try_commit_compaction(
+        if operations.try_commit(
             rewrites, commit_user=user, commit_identifier=base, properties=properties, snapshot_id=next_id
         ):
             return next_id

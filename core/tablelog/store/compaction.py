@@ -208,3 +208,55 @@ def delete_files(paimon: Any, rewrites: Sequence[tuple[BucketFiles, Sequence[Any
         commit.abort(messages)
     finally:
         commit.close()
+
+
+class TableCompactions:
+    """One table's compaction operations, for :mod:`tablelog.commit.compaction`
+    (:meth:`tablelog.store.PaimonTable.compactions`)."""
+
+    def __init__(self, paimon: Any, s3_client: Any = None) -> None:
+        self._paimon = paimon  # pypaimon FileStoreTable
+        self._s3_client = s3_client  # an object-store warehouse's boto3 client (None: local)
+
+    def bucket_files(self, snapshot_id: int) -> list[BucketFiles]:
+        """Every bucket's data files at ``snapshot_id``."""
+        return bucket_files(self._paimon, snapshot_id)
+
+    def rewrite_bucket(self, files: BucketFiles, output_level: int, drop_deletes: bool) -> list[Any]:
+        """:func:`rewrite_bucket` (uncommitted: :meth:`commit`, or :meth:`delete_rewritten`)."""
+        return rewrite_bucket(self._paimon, files, output_level, drop_deletes)
+
+    def commit(
+        self, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], *, commit_user: str,
+        commit_identifier: int, properties: Mapping[str, str],
+    ) -> None:
+        """Commit the rewritten buckets as one ``COMPACT`` snapshot (local warehouse: the
+        caller holds the table's commit lock). Raises if an old file is gone."""
+        commit_compaction(
+            self._paimon, rewrites, commit_user=commit_user, commit_identifier=commit_identifier,
+            properties=properties,
+        )
+
+    def try_commit(
+        self, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], *, commit_user: str,
+        commit_identifier: int, properties: Mapping[str, str], snapshot_id: int,
+    ) -> bool:
+        """Object-store warehouse: :meth:`commit` as snapshot ``snapshot_id`` if no other
+        committer created it first (False: another did; as ``PaimonTable.try_commit``)."""
+        from tablelog.store.s3 import ConditionalSnapshotCommit
+
+        conditional = ConditionalSnapshotCommit(self._paimon.snapshot_manager(), self._s3_client, snapshot_id)
+        try:
+            commit_compaction(
+                self._paimon, rewrites, commit_user=commit_user, commit_identifier=commit_identifier,
+                properties=properties, snapshot_commit=conditional,
+            )
+        except Exception:
+            if not conditional.attempted:
+                raise
+            return conditional.created
+        return conditional.created
+
+    def delete_rewritten(self, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]]) -> None:
+        """Delete rewritten files of a compaction that did not commit."""
+        delete_files(self._paimon, rewrites)

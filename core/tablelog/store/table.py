@@ -12,8 +12,7 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
-from tablelog.store import compaction
-from tablelog.store.compaction import BucketFiles
+from tablelog.store.compaction import TableCompactions
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.writes import TableWrite, abort_files, commit_files
 
@@ -192,54 +191,14 @@ class PaimonTable:
 
     # -- compaction (tablelog.commit.compaction decides when) ------------------
 
-    def bucket_files(self, snapshot_id: int) -> list[BucketFiles]:
-        """Every bucket's data files at ``snapshot_id``."""
-        return compaction.bucket_files(self.paimon, snapshot_id)
+    def compactions(self) -> TableCompactions:
+        """This table's compaction operations (:mod:`tablelog.store.compaction`)."""
+        return TableCompactions(self.paimon, self.s3_client)
 
     @property
     def schema_id(self) -> int:
         """The id of the schema this table object reads and writes with."""
         return int(self.paimon.table_schema.id)
-
-    def rewrite_bucket(self, files: BucketFiles, output_level: int, drop_deletes: bool) -> list[Any]:
-        """The merged rows of ``files`` written as one sorted run at ``output_level``
-        (uncommitted: :meth:`commit_compaction`, or :meth:`delete_rewritten`)."""
-        return compaction.rewrite_bucket(self.paimon, files, output_level, drop_deletes)
-
-    def commit_compaction(
-        self, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], *, commit_user: str,
-        commit_identifier: int, properties: Mapping[str, str],
-    ) -> None:
-        """Commit the rewritten buckets as one ``COMPACT`` snapshot (local warehouse: the
-        caller holds :meth:`commit_lock`). Raises if an old file is gone (another compaction)."""
-        compaction.commit_compaction(
-            self.paimon, rewrites, commit_user=commit_user, commit_identifier=commit_identifier,
-            properties=properties,
-        )
-
-    def try_commit_compaction(
-        self, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], *, commit_user: str,
-        commit_identifier: int, properties: Mapping[str, str], snapshot_id: int,
-    ) -> bool:
-        """Object-store warehouse: :meth:`commit_compaction` as snapshot ``snapshot_id`` if no
-        other committer created it first (False: another did; as :meth:`try_commit`)."""
-        from tablelog.store.s3 import ConditionalSnapshotCommit
-
-        conditional = ConditionalSnapshotCommit(self.paimon.snapshot_manager(), self.s3_client, snapshot_id)
-        try:
-            compaction.commit_compaction(
-                self.paimon, rewrites, commit_user=commit_user, commit_identifier=commit_identifier,
-                properties=properties, snapshot_commit=conditional,
-            )
-        except Exception:
-            if not conditional.attempted:
-                raise
-            return conditional.created
-        return conditional.created
-
-    def delete_rewritten(self, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]]) -> None:
-        """Delete rewritten files of a compaction that did not commit."""
-        compaction.delete_files(self.paimon, rewrites)
 
     # -- bucket routing ------------------------------------------------------
 
