@@ -30,8 +30,8 @@ from tablelog.commit.compaction_pick import Run, full, pick
 from tablelog.errors import CommitError, OptionError
 
 if TYPE_CHECKING:
-    from tablelog.store import BucketFiles, PaimonTable
-    from tablelog.store.compaction import TableCompactions
+    from tablelog.store import PaimonTable
+    from tablelog.store.compaction import BucketFiles, TableCompactions
     from tablelog.table_view import TableView
 
 logger = logging.getLogger("tablelog.compaction")

@@ -8,7 +8,6 @@ aborted) and :mod:`~tablelog.store.schema` (what Paimon defines: option keys, sy
 columns, stored types).
 """
 
-from tablelog.store.compaction import BucketFiles
 from tablelog.store.schema import (
     KIND_FIELD,
     as_stored,
@@ -27,7 +26,6 @@ from tablelog.store.warehouse import (
 from tablelog.store.writes import TableWrite
 
 __all__ = [
-    "BucketFiles",
     "KIND_FIELD",
     "SUPPORTED_WAREHOUSES",
     "PaimonTable",
