@@ -18,6 +18,7 @@ The lifecycle, as the core drives it::
     commit(conn, committed)                 # after the snapshot, idempotent
     end_positions / seek / fetch            # readers
     prefetch / fetch_values                 # readers, optional: faster reads
+    delete_before(conn, positions)          # optional: retention the core drives
     close_log(conn)
 
 Visibility is decided by the table snapshot, never by the log system: a plugin
@@ -278,6 +279,22 @@ def fetch_values(
     reading them is most of a client's per-record cost (Kafka headers). Same
     positions, order, waiting, errors and redelivery rules as ``fetch``. A log
     system without it is read with ``fetch``.
+    """
+
+
+@optional("the log keeps records until its own retention removes them")
+@hookspec(firstresult=True)
+def delete_before(connection: Connection, positions: dict[int, int]) -> dict[int, int]:
+    """Delete, in each partition of ``positions``, records before its position that the
+    log can delete in whole units (segment files): never a record at or after it, and
+    never the unit a writer appends to. Return, for those partitions, the earliest
+    position the log still holds (what ``seek`` to the earliest returns from then on).
+
+    The core calls it after commits with the earliest position any retained snapshot
+    (or registered reader) still needs. For a log with its own retention (a broker's
+    time or size limits) leave it out. A fetch of a deleted position then raises
+    :class:`~tablelog.errors.PositionOutOfRangeError`. Idempotent; safe while other
+    processes append and read.
     """
 
 

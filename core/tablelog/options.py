@@ -208,6 +208,13 @@ class TableOptions:
         "until the batch is built). See docs/performance.md.",
         _bool,
     )
+    num_sorted_run_compaction_trigger: int = option(
+        "num-sorted-run.compaction-trigger", 5,
+        "Paimon's trigger: after a commit, a bucket with this many sorted runs (each level-0 file is "
+        "one) is compacted as Paimon's universal compaction picks, with more always (a `COMPACT` "
+        "snapshot; `tablelog compact` on demand). See docs/compaction.md.",
+        _int(1),
+    )
     scan_mode: ScanMode = option(
         "scan.mode", ScanMode.LATEST_FULL,
         "`latest-full` (current rows, then the log), `latest`, `earliest`, `from-timestamp`.",

@@ -313,6 +313,19 @@ class LogClient:
             [r.value for r in fetched.records], [r.position for r in fetched.records], fetched.next_position
         )
 
+    @property
+    def deletes_before(self) -> bool:
+        """Whether the log system implements the optional ``delete_before`` hook."""
+        return "delete_before" in self.system.implemented
+
+    def delete_before(self, positions: dict[int, int]) -> dict[int, int] | None:
+        """``delete_before`` where the log system has it (the earliest positions it now
+        holds); None where its own retention decides."""
+        if not positions or not self.deletes_before:
+            return None
+        result: dict[int, int] = self._hook.delete_before(connection=self.connection, positions=positions)
+        return result
+
     def commit(self, committed: CommittedLog) -> None:
         self._hook.commit(connection=self.connection, committed=committed)
 

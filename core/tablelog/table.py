@@ -15,7 +15,8 @@ import attrs
 import pyarrow as pa
 
 from tablelog import definition, registry
-from tablelog.commit import committer, history
+from tablelog.commit import committer, compaction, history
+from tablelog.commit.compaction import CompactionResult
 from tablelog.commit.record import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, SchemaChangeError
 from tablelog.formats import RecordCodec
@@ -351,6 +352,12 @@ class Table:
     def last_commit_identifier(self, writer_id: str) -> int | None:
         """The newest commit identifier ``writer_id`` committed (None: none)."""
         return history.last_commit_identifier(self.store, writer_id)
+
+    def compact(self, buckets: Sequence[int] | None = None) -> CompactionResult:
+        """Rewrite each bucket (of ``buckets``, default all) that has more than one sorted
+        run into one, in one ``COMPACT`` snapshot; the rows do not change and log readers
+        pass over it. Commits do this on their own past ``num-sorted-run.compaction-trigger``."""
+        return compaction.compact(self, buckets)
 
     # -- reading ---------------------------------------------------------------
 

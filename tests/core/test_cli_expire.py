@@ -13,6 +13,10 @@ from click.testing import CliRunner
 import tablelog
 from tablelog.cli import cli
 
+#: Compaction off: these tests count snapshots (one per commit), and compaction adds its own.
+NO_COMPACTION = {"num-sorted-run.compaction-trigger": "1000"}
+
+
 
 @pytest.fixture
 def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
@@ -29,7 +33,7 @@ def invoke(runner: CliRunner, *args: str, code: int = 0) -> str:
 def table_with_snapshots(count: int) -> tablelog.Table:
     table = tablelog.create_table(
         os.environ["TABLELOG_WAREHOUSE"], "db.t", pa.schema([("id", pa.int64())]), primary_key=["id"],
-        options={"log.system": "filesystem", "snapshot.num-retained.min": "2"},
+        options={"log.system": "filesystem", "snapshot.num-retained.min": "2", **NO_COMPACTION},
     )
     with table.writer("w") as writer:
         for i in range(count):

@@ -17,11 +17,15 @@ from tablelog.table import Table, create_table, open_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
+#: Compaction off: these tests count snapshots (one per commit), and compaction adds its own.
+NO_COMPACTION = {"num-sorted-run.compaction-trigger": "1000"}
+
+
 
 def make_table(tmp_path: Path, primary_key: bool = True, **options: str) -> Table:
     return create_table(
         str(tmp_path / "wh"), "db.t", SCHEMA, primary_key=["id"] if primary_key else [], bucket=2,
-        options={"log.system": "filesystem", **options},
+        options={"log.system": "filesystem", **NO_COMPACTION, **options},
     )
 
 

@@ -10,6 +10,7 @@ import click
 
 from tablelog import __version__, registry
 from tablelog.cli.alter import alter
+from tablelog.cli.compact import compact_command
 from tablelog.cli.demo import demo
 from tablelog.cli.describe import describe
 from tablelog.cli.expire import expire_command
@@ -74,7 +75,8 @@ def cli(verbose: int) -> None:
     configure_logging(verbose)
 
 
-for command in (plugins, options_command, create, alter, describe, expire_command, tail, verify_command, demo):
+for command in (plugins, options_command, create, alter, describe, expire_command, tail, verify_command,
+                compact_command, demo):
     cli.add_command(command)
 
 

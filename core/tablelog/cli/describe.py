@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import click
+from rich.markup import escape
 from rich.table import Table as RichTable
 
 from tablelog.cli.common import (
@@ -22,6 +23,8 @@ from tablelog.cli.common import (
 )
 from tablelog.cli.output import FORMATS, dumps
 from tablelog.commit import LogCommitRecord, snapshot_commits
+from tablelog.commit.retention import PartitionRetention, retention_report
+from tablelog.errors import TablelogError
 from tablelog.options import redact
 from tablelog.store import SnapshotInfo
 from tablelog.table import Table, open_table
@@ -78,9 +81,17 @@ def describe_document(t: Table, limit: int) -> dict[str, Any]:
                 ],
             )
         snapshots.append(entry)
-    log = None
+    log: dict[str, Any] | None = None
     if t.options.log_enabled:
         log = {"system": t.options.log_system, "topic": t.topic, "partitions": t.log_partitions}
+    if log is not None and t.store.latest_snapshot() is not None:  # else nothing needs the log yet
+        retention, error = log_retention(t)
+        log["retention"] = [
+            {"partition": r.partition, "earliest": r.earliest, "needed": r.needed, "end": r.end, "short": r.short}
+            for r in retention
+        ]
+        if error:
+            log["retention_error"] = error
     return {
         "table": t.identifier,
         "warehouse": t.warehouse.path,
@@ -93,6 +104,37 @@ def describe_document(t: Table, limit: int) -> dict[str, Any]:
         "consumers": consumer_rows(t),
         "snapshots": snapshots,
     }
+
+
+def log_retention(t: Table) -> tuple[list[PartitionRetention], str | None]:
+    """Each log partition's earliest retained position against what the retained snapshots
+    need; (nothing, why) when the log cannot be asked."""
+    try:
+        with t.open_log() as log:
+            return retention_report(t, log), None
+    except TablelogError as err:
+        return [], str(err)
+
+
+def print_retention(t: Table) -> None:
+    retention, error = log_retention(t)
+    if error:
+        console.print(f"[yellow]log retention not checked: {escape(error)}[/]")
+        return
+    rows = RichTable("partition", "earliest held", "needed by the oldest snapshot", "end",
+                     title="log retention")
+    for r in retention:
+        needed = "-" if r.needed is None else str(r.needed)
+        rows.add_row(str(r.partition), str(r.earliest), needed, str(r.end), style="red" if r.short else None)
+    console.print(rows)
+    short = [r for r in retention if r.short]
+    if short:
+        lost = ", ".join(f"{r.partition} (holds from {r.earliest}, needed from {r.needed})" for r in short)
+        console.print(
+            f"[bold red]warning:[/] the log's retention is shorter than the table's snapshots: partition(s) "
+            f"{lost}. Readers starting at the oldest snapshots will find records lost; keep the log longer "
+            "(e.g. Kafka retention.ms) or retain fewer snapshots."
+        )
 
 
 @click.command()
@@ -123,6 +165,8 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
     console.print(opts)
     if t.options.log_enabled:
         console.print(f"log: {t.options.log_system} topic {t.topic!r}, {t.log_partitions} partition(s)")
+        if t.store.latest_snapshot() is not None:
+            print_retention(t)
     snaps = RichTable("snapshot", "time", "kind", "rows", "writer", "commit", "writes", "records",
                       "log end positions", title="snapshots (newest first)")
     commits = newest_commits(t, limit)

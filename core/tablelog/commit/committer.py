@@ -21,13 +21,15 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tablelog.commit.compaction import compact_after_commit
 from tablelog.commit.history import find_commit, find_commit_or_expired, last_end_positions
 from tablelog.commit.hook import rerun_commit_hook, run_commit_hook
 from tablelog.commit.record import CommitResult, LogCommitRecord, WriteReceipt
+from tablelog.commit.retention import truncate_log_after_commit
 from tablelog.errors import CommitError
 from tablelog.expiry import expire_after_commit
 from tablelog.log_pool import release
-from tablelog.records import CommittedLog
+from tablelog.records import CommittedLog, ProducedRange, SeekSpec
 
 if TYPE_CHECKING:
     from tablelog.log_pool import LogPool
@@ -52,6 +54,10 @@ def commit(
     if result.committed and result.snapshot_id is not None:
         # After the lock: expiry never holds up other committers, and never fails this commit.
         expire_after_commit(table, result.snapshot_id)
+        # Outside the lock: the rewrite takes time, and writers may commit meanwhile.
+        written = table.store.written_buckets([m for r in receipts for m in r.paimon_messages])
+        if written:
+            compact_after_commit(table, written)
     return result
 
 
@@ -109,6 +115,8 @@ def _commit_once(
     if table.options.log_enabled:
         log = log_pool.checkout(table) if log_pool is not None else table.open_log()
     try:
+        if log is not None:
+            _check_not_deleted(table, log, ranges)
         record = LogCommitRecord(
             writer=writer_id,
             commit_identifier=commit_identifier,
@@ -123,6 +131,9 @@ def _commit_once(
         raise
     hook_error = None
     if log is not None:  # the snapshot is durable: from here on the commit has happened
+        # Still under the commit lock (local warehouse): a commit's check of its records
+        # (_check_not_deleted) and a deletion never interleave.
+        truncate_log_after_commit(table, log)
         committed = CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions)
         hook_error = run_commit_hook(table, log, log_pool, committed)
     return CommitResult(snapshot.id, committed=True, rows=rows, records=records, hook_error=hook_error)
@@ -156,6 +167,24 @@ def _commit_snapshot(
             "produced no snapshot"
         )
     return snapshot
+
+
+def _check_not_deleted(table: TableView, log: LogClient, ranges: Sequence[ProducedRange]) -> None:
+    """Refuse to commit records that log retention deleted before the commit (a write
+    attempt that stayed uncommitted while the snapshots before it expired): readers would
+    find them lost. Only logs whose retention tablelog drives (``delete_before``)."""
+    if not log.deletes_before or not ranges:
+        return
+    earliest = {p: log.seek(p, SeekSpec.earliest()) for p in sorted({r.partition for r in ranges})}
+    gone = [r for r in ranges if r.first < earliest[r.partition]]
+    if gone:
+        first = gone[0]
+        raise CommitError(
+            f"table {table.identifier!r}: {sum(r.count for r in gone)} record(s) of this commit are no longer "
+            f"in the log (partition {first.partition} from position {first.first}; the log now starts at "
+            f"{earliest[first.partition]}): retention deleted them while the write stayed uncommitted. "
+            "Nothing was committed; write the data again"
+        )
 
 
 def _end_positions(table: TableView, log: LogClient | None) -> dict[int, int]:

@@ -13,6 +13,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.store.alter import SchemaChange, commit_changes
+from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
 from tablelog.store.deltas import ROW_KIND, read_delta
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
@@ -263,6 +264,11 @@ class PaimonTable:
             return conditional.created
         return conditional.created
 
+    @staticmethod
+    def written_buckets(messages: Sequence[Any]) -> list[int]:
+        """The buckets the prepared data files ``messages`` add files to."""
+        return sorted({int(m.bucket) for m in messages if m.new_files})
+
     def abort(self, messages: Sequence[Any]) -> None:
         """Delete the prepared data files ``messages``, which no snapshot will reference."""
         abort_files(self.paimon, messages)
@@ -274,6 +280,12 @@ class PaimonTable:
         if result is None:
             return None
         return result.cast(pa.schema([pa.field(ROW_KIND, pa.string()), *self.schema]))
+
+    # -- compaction (tablelog.commit.compaction decides when) ------------------
+
+    def compactions(self) -> TableCompactions:
+        """This table's compaction operations (:mod:`tablelog.store.compaction`)."""
+        return TableCompactions(self.paimon, self.s3_client)
 
     # -- bucket routing ------------------------------------------------------
 

@@ -4,8 +4,11 @@ It needs no server, so it is the default for trying tablelog out and for tests,
 and it is safe with several writer processes appending to one partition at once.
 
 * Storage: ``<filesystem.path>/<topic>/`` or, without that option,
-  ``<warehouse>/.tablelog/log/<topic>/``; one file per partition
-  (see :mod:`.log` for the layout and locking, :mod:`.frames` for the format).
+  ``<warehouse>/.tablelog/log/<topic>/``; each partition in segment files of about
+  ``filesystem.segment-bytes`` (see :mod:`.log` for the layout and locking,
+  :mod:`.segments` for segments, :mod:`.frames` for the format).
+* Retention: ``delete_before`` deletes whole segments before the positions the core
+  says are still needed; until then everything is kept.
 * Positions: the byte offset of a record's frame in its partition file; the end
   position is the length of the valid data. Positions are not dense.
 * Durability: ``produce`` appends synchronously under an exclusive ``flock``;
@@ -33,6 +36,7 @@ __all__ = [
     "FileLog",
     "close_log",
     "commit",
+    "delete_before",
     "end_positions",
     "ensure_topic",
     "fetch",
@@ -54,6 +58,11 @@ def option_specs() -> list[OptionSpec]:
         ),
         OptionSpec(
             "filesystem.topic", "Topic (directory) name. Default: derived from the table name."
+        ),
+        OptionSpec(
+            "filesystem.segment-bytes",
+            "Size in bytes at which a partition's file is closed and a new segment file started; "
+            "retention deletes whole segments no retained snapshot needs.", default="67108864",
         ),
     ]
 
@@ -102,11 +111,16 @@ def fetch(
 
 
 @hookimpl
+def delete_before(connection: FileLog, positions: dict[int, int]) -> dict[int, int]:
+    return {partition: connection.delete_before(partition, position) for partition, position in positions.items()}
+
+
+@hookimpl
 def commit(connection: FileLog, committed: CommittedLog) -> None:
     """A no-op, which is trivially idempotent.
 
     Visibility is decided by the table snapshot, and the file log has nothing to
-    keep in step with it: no consumer groups, no retention to hint (records are
-    kept until the topic directory is removed), no broker-side transaction. A
-    marker file would cost an fsync per commit and nobody would read it.
+    keep in step with it: no consumer groups, no broker-side transaction (retention
+    is ``delete_before``, which the core calls with what the snapshots still need).
+    A marker file would cost an fsync per commit and nobody would read it.
     """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from tablelog.plugin import ProduceBatch, ProducedRange, ProduceError
+from tablelog.plugin import PositionOutOfRangeError, ProduceBatch, ProducedRange, ProduceError
 
 from . import frames
 from .files import flock, pwrite_all
@@ -18,30 +18,32 @@ class PartitionAppends(PartitionFiles):
 
     def produce(self, batch: ProduceBatch) -> None:
         partition = batch.partition
-        fd = self._fd(partition)  # TopicError for a partition the topic does not have
-        if not self._writable.get(partition, False):
-            raise ProduceError(
-                "the partition file is read-only", topic=self.topic, partition=partition
-            )
+        lock = self._lock(partition)  # TopicError for a partition the topic does not have
         data, offsets = frames.encode_batch(batch)
         if not offsets:
             return
-        with flock(fd, exclusive=True):
-            start, size = self._find_end(partition, fd)
+        with flock(lock, exclusive=True):
+            start, size, segment = self._find_end(partition)
+            if not segment.writable:
+                raise ProduceError("the partition file is read-only", topic=self.topic, partition=partition)
+            fd = self._open(partition, segment)
             try:
                 if size > start:
-                    os.ftruncate(fd, start)  # cut the torn tail a dead writer left behind
-                pwrite_all(fd, data, start)
+                    os.ftruncate(fd, start - segment.base)  # cut the torn tail a dead writer left behind
+                if start - segment.base >= self.segment_bytes:
+                    segment = self._roll(partition, start)
+                    fd = self._open(partition, segment)
+                pwrite_all(fd, data, start - segment.base)
             except OSError as err:
                 with contextlib.suppress(OSError):
-                    os.ftruncate(fd, start)  # leave no half batch for readers to wait on
+                    os.ftruncate(fd, start - segment.base)  # leave no half batch for readers to wait on
                 raise ProduceError(
                     f"cannot append {len(offsets)} records: {err}",
                     topic=self.topic,
                     partition=partition,
                 ) from None
             self._ends[partition] = start + len(data)
-        self._dirty.add(partition)
+        self._dirty[partition, segment.base] = segment
         key = (batch.token, partition)
         pending = self._pending.get(key)
         end = start + len(data)
@@ -59,9 +61,20 @@ class PartitionAppends(PartitionFiles):
         synchronously by produce, so there is nothing to wait for but the disk).
         ``timeout_s`` cannot interrupt an fsync and is not used."""
         self._check_open()
-        for partition in sorted(self._dirty):
+        for (partition, _base), segment in sorted(self._dirty.items(), key=lambda item: item[0]):
             try:
-                os.fsync(self._fds[partition])
+                fd = self._open(partition, segment)
+                os.fsync(fd)
+                if os.fstat(fd).st_nlink == 0:  # unlinked while open: its data is going nowhere
+                    raise PositionOutOfRangeError("deleted", topic=self.topic, partition=partition)
+            except PositionOutOfRangeError:
+                raise ProduceError(
+                    f"records appended to {segment.path} are gone before they were made durable: "
+                    "log retention deleted the segment (the write stayed unflushed while the snapshots "
+                    "before it expired); write them again",
+                    topic=self.topic,
+                    partition=partition,
+                ) from None
             except OSError as err:
                 raise ProduceError(
                     f"cannot make records durable (fsync): {err}",

@@ -7,7 +7,10 @@ from pathlib import Path
 
 from tablelog.plugin import LogConfig, OptionError
 
-KNOWN_OPTIONS = ("path", "topic")
+KNOWN_OPTIONS = ("path", "topic", "segment-bytes")
+
+#: The default of ``filesystem.segment-bytes``: the size at which a writer starts a new segment.
+DEFAULT_SEGMENT_BYTES = 64 << 20
 
 #: Appended to an error about the log's directory: where it is and what it must be.
 WHERE_HINT = (
@@ -57,6 +60,21 @@ def topic_directory(config: LogConfig) -> Path:
             "option 'filesystem.path' is required when the table has no local warehouse directory"
         )
     return root / topic
+
+
+def segment_bytes(config: LogConfig) -> int:
+    """``filesystem.segment-bytes``: the size at which a writer starts a new segment file."""
+    text = str(dict(config.options).get("segment-bytes", DEFAULT_SEGMENT_BYTES)).strip()
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise OptionError(
+            f"invalid value {text!r} for option 'filesystem.segment-bytes': expected a whole number "
+            "of bytes >= 1 (the size at which the log starts a new segment file)"
+        )
+    return value
 
 
 def _local_path(location: str, key: str) -> Path:

@@ -17,6 +17,7 @@ from tablelog.plugin import (
 from . import frames
 from .files import flock, reader
 from .partitions import WALK_CHUNK, PartitionFiles
+from .segments import Segment
 
 #: Bounds of one fetch read; the size in between follows max_records x average frame.
 MIN_READ, MAX_READ = 64 << 10, 4 << 20
@@ -29,32 +30,40 @@ class PartitionReads(PartitionFiles):
     """``seek`` and ``fetch`` of a connection."""
 
     def seek(self, partition: int, spec: SeekSpec) -> int:
-        fd = self._fd(partition)
         if spec.kind is SeekKind.EARLIEST:
-            return 0  # the file log keeps everything: no retention moves the start
+            # Where the oldest segment retention left starts (0 until it deletes one).
+            self._check_partition(partition)
+            return self._list_segments(partition)[0].base
         end = self.end_position(partition)
         if spec.kind is SeekKind.LATEST:
             return end
         if spec.kind is SeekKind.TIMESTAMP:
             # Writers stamp their own batches, so timestamps are not monotonic in
             # the file: a linear walk over the headers finds the first one at or after.
-            try:
-                for head in frames.iter_frame_heads(reader(fd), 0, end, WALK_CHUNK):
-                    if head.timestamp_ms >= spec.value:
-                        return head.position
-            except frames.FrameError as err:
-                raise self._corrupt(partition, err.offset, err.reason) from None
+            for segment in list(self._list_segments(partition)):
+                try:
+                    fd = self._open(partition, segment)
+                except PositionOutOfRangeError:
+                    continue  # deleted meanwhile: its records are older than the next one's
+                stop = min(end - segment.base, os.fstat(fd).st_size)
+                try:
+                    for head in frames.iter_frame_heads(reader(fd), 0, stop, WALK_CHUNK):
+                        if head.timestamp_ms >= spec.value:
+                            return segment.base + head.position
+                except frames.FrameError as err:
+                    raise self._corrupt(partition, segment.base + err.offset, err.reason) from None
             return end
         position = spec.value
         if position == end:
             return position
         if 0 <= position < end:
-            length = frames.frame_length_at(reader(fd), position)
+            segment = self._segment_at(partition, position)
+            length = frames.frame_length_at(reader(self._open(partition, segment)), position - segment.base)
             if length is not None and position + length <= end:
                 return position
         raise PositionOutOfRangeError(
             f"position {position} is not a record position of this log (valid: record "
-            f"positions in [0, {end}], {end} being the end)",
+            f"positions in [{self.seek(partition, SeekSpec.earliest())}, {end}], {end} being the end)",
             topic=self.topic,
             partition=partition,
         )
@@ -62,15 +71,16 @@ class PartitionReads(PartitionFiles):
     def fetch(
         self, partition: int, position: int, max_records: int, timeout_s: float
     ) -> FetchResult:
-        fd = self._fd(partition)
         if position < 0:
+            self._check_partition(partition)
             raise PositionOutOfRangeError(
                 f"position {position} is negative", topic=self.topic, partition=partition
             )
+        segment = self._segment_at(partition, position)
         deadline = time.monotonic() + max(timeout_s, 0.0)
         seen = -1
         while max_records > 0:
-            size = os.fstat(fd).st_size
+            size = segment.base + os.fstat(self._open(partition, segment)).st_size
             if position > size:
                 raise PositionOutOfRangeError(
                     f"position {position} is past the end of the log ({size}): the log was "
@@ -82,10 +92,14 @@ class PartitionReads(PartitionFiles):
                 seen = size
                 if size > position:
                     records, next_position = self._read_records(
-                        partition, fd, position, size, max_records, may_retry=True
+                        partition, segment, position, size, max_records, may_retry=True
                     )
                     if records:
                         return FetchResult(records, next_position)
+            if size == position and (following := self._next_segment(partition, segment)) is not None:
+                segment, seen = following, -1  # the writer rolled on: read on in the next segment
+                self._segment_at(partition, position)  # and let go of the one behind
+                continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -95,21 +109,22 @@ class PartitionReads(PartitionFiles):
     def _read_records(
         self,
         partition: int,
-        fd: int,
+        segment: Segment,
         position: int,
         size: int,
         max_records: int,
         *,
         may_retry: bool,
     ) -> tuple[list[LogRecord], int]:
-        """Parse whole frames in ``[position, size)``: one big pread per round."""
+        """Parse whole frames in ``[position, size)`` of ``segment``: one big pread per round."""
+        fd = self._open(partition, segment)
         records: list[LogRecord] = []
         at = position
         need = 0
         while len(records) < max_records and at < size:
             wanted = (max_records - len(records)) * self._frame_estimate
             length = min(max(MIN_READ, min(wanted, MAX_READ), need), size - at)
-            buf = os.pread(fd, length, at)
+            buf = os.pread(fd, length, at - segment.base)
             got, used, need, error = frames.parse_records(buf, at, size, max_records - len(records))
             records += got
             at += used
@@ -119,9 +134,10 @@ class PartitionReads(PartitionFiles):
                 if may_retry:
                     # It may be a torn tail being repaired under our feet: look
                     # again with writers excluded before calling it corrupt.
-                    with flock(fd, exclusive=False):
+                    with flock(self._lock(partition), exclusive=False):
                         return self._read_records(
-                            partition, fd, at, os.fstat(fd).st_size, max_records, may_retry=False
+                            partition, segment, at, segment.base + os.fstat(fd).st_size, max_records,
+                            may_retry=False,
                         )
                 raise self._corrupt(partition, at, error.reason)
             if need == 0:

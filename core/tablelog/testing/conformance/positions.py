@@ -120,3 +120,25 @@ class PositionTests(ConformanceBase):
         assert found > produced.last, f"seek past every timestamp returned {found}, not the end"
         assert found == client.end_positions([0])[0]
         assert client.fetch(0, found, 100, self.quiet_period_s).records == []
+
+    # ------------------------------------------------------------------ delete_before (optional)
+
+    def test_delete_before_keeps_every_record_at_or_after_the_position(self, client: LogClient) -> None:
+        if not client.deletes_before:
+            pytest.skip("the log system leaves retention to itself (no delete_before hook)")
+        token = new_token()
+        batch = self.produce(client, token, 0, 40)
+        (produced,) = self.flush(client)
+        records = self.read_all(client, 0, produced.first, 40)
+        middle = records[20].position
+        held = client.delete_before({0: middle})
+        assert held is not None
+        earliest = held[0]
+        assert earliest <= middle, "delete_before must keep the record at the position"
+        assert client.seek(0, SeekSpec.earliest()) == earliest
+        kept = self.read_all(client, 0, middle, 20)
+        assert self.payload(kept) == self.expected(batch)[20:]
+        if earliest > produced.first:
+            with pytest.raises(PositionOutOfRangeError):
+                client.fetch(0, produced.first, 10, self.fetch_step_s)
+        assert client.delete_before({0: middle}) == {0: earliest}, "delete_before must be idempotent"
