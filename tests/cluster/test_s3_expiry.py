@@ -44,7 +44,8 @@ def test_expiry_on_s3_removes_what_the_options_let_go_and_keeps_what_a_consumer_
     options = {"s3.endpoint": s3_server.endpoint, "s3.access-key": s3_server.access_key,
                "s3.secret-key": s3_server.secret_key, "log.system": "filesystem",
                "filesystem.path": str(tmp_path / "log"), "snapshot.num-retained.min": "2",
-               "snapshot.time-retained": "5 d"}
+               "snapshot.time-retained": "5 d",
+               "num-sorted-run.compaction-trigger": "1000"}  # compaction off: snapshots are counted
     table = tablelog.create_table(warehouse, "db.t", SCHEMA, primary_key=["id"], bucket=2, options=options)
     with table.writer("w") as writer:
         for r in range(6):
