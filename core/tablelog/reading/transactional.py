@@ -189,24 +189,29 @@ class TransactionalRead:
         building_batch = self._context.building_batch
         hi = max(r.last for r in ranges)
         pos = position.offsets.get(partition, ranges[0].first)
-        if pos <= hi and read_chunk == self._read_dense_chunk and partition not in self._checked_partitions:
-            self._check_not_reused(partition, ranges, pos, hi)
         while pos <= hi:
             if len(out) >= budget:
                 position.offsets[partition] = pos
                 return False
             with building_batch():
-                pos = read_chunk(snapshot_id, partition, ranges, pos, hi, out.fetch_size(budget, pos, hi), out)
+                if read_chunk == self._read_dense_chunk and partition not in self._checked_partitions:
+                    pos = self._read_first_record_checked(snapshot_id, partition, ranges, pos, hi, out)
+                else:
+                    pos = read_chunk(snapshot_id, partition, ranges, pos, hi, out.fetch_size(budget, pos, hi), out)
             position.offsets[partition] = pos
         return True
 
-    def _check_not_reused(self, partition: int, ranges: list[ProducedRange], pos: int, hi: int) -> None:
+    def _read_first_record_checked(
+        self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int, out: Batch,
+    ) -> int:
         """A dense read trusts positions: every record in a dense range is taken as the
         range's. A log replaced since (a topic recreated, a broker restarted on memory
         storage) reuses positions for other writes' records, so the first dense read of
-        each partition checks the writer token of its first record, and so does the next
-        one after records were found lost there: a reader resumed after such a loss finds
-        it here and reads the table instead, until it reaches records of the new log."""
+        each partition reads its first record whole and checks its writer token, and so
+        does the next one after records were found lost there: a reader resumed after such
+        a loss finds it here and reads the table instead, until it reaches records of the
+        new log. The record is then taken like any other, so that the dense reads go on
+        from the next position (a log client reading on needs no seek back)."""
         result = self._context.fetch_committed(partition, pos, hi, 1, values=False)
         assert isinstance(result, FetchResult)
         first = result.records[0]
@@ -218,6 +223,10 @@ class TransactionalRead:
                 f"{first.token}, not {owner.token}): it was replaced since, and its positions reused",
             )
         self._checked_partitions.add(partition)
+        if owner is not None:
+            self._take_values([first.value], [first.position], partition, snapshot_id, out)
+            self._counts[(owner.token, partition)] += 1
+        return result.next_position
 
     def _read_dense_chunk(
         self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int,
