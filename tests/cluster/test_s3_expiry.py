@@ -11,6 +11,7 @@ import pyarrow as pa
 
 import tablelog
 from tablelog.expiry import expire_snapshots
+from tablelog.testing import NO_COMPACTION
 from tablelog.testing.s3_server import S3Endpoint
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -45,7 +46,7 @@ def test_expiry_on_s3_removes_what_the_options_let_go_and_keeps_what_a_consumer_
                "s3.secret-key": s3_server.secret_key, "log.system": "filesystem",
                "filesystem.path": str(tmp_path / "log"), "snapshot.num-retained.min": "2",
                "snapshot.time-retained": "5 d",
-               "num-sorted-run.compaction-trigger": "1000"}  # compaction off: snapshots are counted
+               **NO_COMPACTION}  # snapshots are counted
     table = tablelog.create_table(warehouse, "db.t", SCHEMA, primary_key=["id"], bucket=2, options=options)
     with table.writer("w") as writer:
         for r in range(6):

@@ -12,10 +12,7 @@ from click.testing import CliRunner
 
 import tablelog
 from tablelog.cli import cli
-
-#: Compaction off: these tests count snapshots (one per commit), and compaction adds its own.
-NO_COMPACTION = {"num-sorted-run.compaction-trigger": "1000"}
-
+from tablelog.testing import NO_COMPACTION
 
 
 @pytest.fixture

@@ -16,12 +16,9 @@ from tablelog.cli import cli
 from tablelog.errors import OptionError
 from tablelog.expiry import expire_snapshots
 from tablelog.table import Table, create_table, open_table
+from tablelog.testing import NO_COMPACTION
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
-
-#: Compaction off: these tests count snapshots (one per commit), and compaction adds its own.
-NO_COMPACTION = {"num-sorted-run.compaction-trigger": "1000"}
-
 
 
 def make_table(tmp_path: Path, **options: str) -> Table:
@@ -135,7 +132,6 @@ def test_describe_lists_consumers_and_how_far_behind_each_is(tmp_path: Path) -> 
 
 
 def test_a_spark_stream_with_a_consumer_id_records_it_when_spark_commits_a_batch(tmp_path: Path) -> None:
-    pytest.importorskip("pyspark")
     from tablelog.spark.options import SourceOptions
     from tablelog.spark.source import TablelogStreamReader
 

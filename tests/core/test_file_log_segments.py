@@ -24,7 +24,7 @@ from tablelog.logs.filesystem.segments import list_bases, lock_file_name
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, SeekSpec
 from tablelog.registry import LogClient
 from tablelog.table import Table
-from tablelog.testing import ClientOpener, LogSystemConformance, opened_clients
+from tablelog.testing import NO_COMPACTION, ClientOpener, LogSystemConformance, opened_clients
 from tablelog.verify import verify
 
 SEGMENT = 600  # bytes: a few records per segment
@@ -175,8 +175,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 def make_table(tmp_path: Path) -> Table:
     return tablelog.create_table(
         str(tmp_path), "db.t", SCHEMA, primary_key=["id"], bucket=1,
-        options={"log.system": "filesystem", "filesystem.segment-bytes": "2000",
-                 "num-sorted-run.compaction-trigger": "1000"},
+        options={"log.system": "filesystem", "filesystem.segment-bytes": "2000", **NO_COMPACTION},
     )
 
 

