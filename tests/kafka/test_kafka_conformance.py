@@ -9,9 +9,12 @@ import pytest
 
 from tablelog.records import LogConfig
 from tablelog.testing import LogSystemConformance, free_port
+from tablelog_kafka.config import KAFKA_DEFAULT_MAX_MESSAGE_BYTES
 
 
 class TestKafkaConformance(LogSystemConformance):
+    max_record_bytes = KAFKA_DEFAULT_MAX_MESSAGE_BYTES
+
     @pytest.fixture
     def log_config_factory(
         self, kafka_log_config_factory: Callable[..., LogConfig]

@@ -8,11 +8,14 @@ import pytest
 
 from tablelog.records import LogConfig
 from tablelog.testing import LogSystemConformance, free_port
+from tablelog_pulsar.writer import PULSAR_DEFAULT_MAX_MESSAGE_BYTES
 
 pytestmark = pytest.mark.pulsar
 
 
 class TestPulsarConformance(LogSystemConformance):
+    max_record_bytes = PULSAR_DEFAULT_MAX_MESSAGE_BYTES
+
     @pytest.fixture
     def log_config_factory(
         self, pulsar_log_config_factory: Callable[..., LogConfig]

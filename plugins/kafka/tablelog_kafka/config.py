@@ -41,6 +41,9 @@ CONNECT_TIMEOUT_DEFAULT_MS = 5_000
 #: Keys that configure tablelog, not the client: stripped before the client config.
 TABLELOG_KEYS = frozenset({TOPIC, REPLICATION_FACTOR, ADMIN_TIMEOUT_MS})
 
+#: Apache Kafka's default largest record batch (broker ``message.max.bytes``).
+KAFKA_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588
+
 #: Defaults for the producer; a user option with the same key wins, except
 #: the ones in :data:`PRODUCER_FIXED` that the log's guarantees depend on.
 PRODUCER_DEFAULTS: dict[str, Any] = {
@@ -49,6 +52,10 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     # A write attempt may hand over more than librdkafka's default 100k records
     # before it flushes; produce() still blocks (polls) when this is full.
     "queue.buffering.max.messages": 1_000_000,
+    # Kafka's own default limit (the broker's message.max.bytes, a topic's
+    # max.message.bytes). librdkafka's lower default refused a record of the writer's
+    # largest size (log.max-record-bytes) once its key and headers were added.
+    "message.max.bytes": KAFKA_DEFAULT_MAX_MESSAGE_BYTES,
 }
 PRODUCER_FIXED: dict[str, Any] = {
     # Durable means acknowledged by all in-sync replicas; idempotence keeps

@@ -16,7 +16,15 @@ from confluent_kafka import KafkaError, KafkaException
 
 from tablelog.plugin import LogSystemError, LogUnavailableError
 
-from .config import ADMIN_TIMEOUT_MS, BOOTSTRAP, CONNECT_TIMEOUT, PREFIX, KafkaSettings, Secrets
+from .config import (
+    ADMIN_TIMEOUT_MS,
+    BOOTSTRAP,
+    CONNECT_TIMEOUT,
+    KAFKA_DEFAULT_MAX_MESSAGE_BYTES,
+    PREFIX,
+    KafkaSettings,
+    Secrets,
+)
 
 if TYPE_CHECKING:
     from .client_events import ClientEvents
@@ -45,8 +53,6 @@ _AUTHORIZATION = frozenset({
 })
 _UNKNOWN_TOPIC = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION})
 _TOO_LARGE = frozenset({KafkaError.MSG_SIZE_TOO_LARGE})  # librdkafka uses the broker's code locally too
-#: librdkafka's default producer limit (message.max.bytes).
-_LIBRDKAFKA_MAX_BYTES = 1_000_000
 
 
 def is_unavailable(error: KafkaError) -> bool:
@@ -109,7 +115,7 @@ def advice(error: KafkaError, settings: KafkaSettings, topic: str | None = None)
             "creating the table or the first write creates it"
         )
     if code in _TOO_LARGE:
-        limit = client.get("message.max.bytes", str(_LIBRDKAFKA_MAX_BYTES))
+        limit = client.get("message.max.bytes", str(KAFKA_DEFAULT_MAX_MESSAGE_BYTES))
         return (
             f"a record is larger than Kafka accepts: raise the producer's {PREFIX}message.max.bytes "
             f"(now {limit}), the topic's max.message.bytes (the broker's message.max.bytes is its "

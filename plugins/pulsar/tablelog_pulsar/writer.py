@@ -28,6 +28,18 @@ from tablelog_pulsar.config import PulsarConfig
 from tablelog_pulsar.failures import PulsarException, describe, translate
 
 _OK = pulsar.Result.Ok
+#: The broker's default ``maxMessageSize``.
+PULSAR_DEFAULT_MAX_MESSAGE_BYTES = 5 * 1024 * 1024
+
+
+def _send_failure(result: Any) -> str:
+    if result == pulsar.Result.MessageTooBig:
+        return (
+            f"send failed: {result}: a record is larger than the broker accepts (its maxMessageSize, "
+            f"{PULSAR_DEFAULT_MAX_MESSAGE_BYTES} bytes by default): raise maxMessageSize on the broker, "
+            "or lower the table's log.max-record-bytes (the writer's own limit) below it"
+        )
+    return f"send failed: {result}"
 
 
 @attrs.define
@@ -95,7 +107,7 @@ class Writer:
         def on_ack(result: Any, message_id: Any) -> None:
             # Runs on the client's thread; an exception escaping here would end the process.
             try:
-                failure = None if result == _OK else f"send failed: {result}"
+                failure = None if result == _OK else _send_failure(result)
                 position = positions.encode_message_id(message_id) if failure is None else 0
             except Exception as err:  # noqa: BLE001 - must not escape into the client thread
                 failure, position = f"bad acknowledgement: {err!r}", 0
