@@ -130,10 +130,16 @@ def prepare(
         arrow = arrow.drop_columns([KIND_COLUMN])
     missing = [n for n in schema.names if n not in arrow.schema.names]
     extra = [n for n in arrow.schema.names if n not in schema.names]
-    if extra or not all(fillable(schema.field(n), primary_key) for n in missing):
+    required = [n for n in missing if not fillable(schema.field(n), primary_key)]
+    if extra or required:
         parts = []
-        if missing:
+        if extra and missing:  # a missing column may be a misspelt unknown one: name them all
             parts.append(f"missing columns {missing}")
+        elif required:  # the nullable columns it lacks are written as nulls: not the problem
+            parts.append(
+                f"missing columns {required} (every row needs the primary-key and NOT NULL "
+                "columns; nullable columns may be left out)"
+            )
         if extra:
             parts.append(f"unknown columns {extra}")
         raise SchemaMismatchError(

@@ -24,6 +24,8 @@ from tablelog.options import Consistency
 if TYPE_CHECKING:
     from tablelog.table_view import TableView as Table
 
+_CONSISTENCIES = tuple(c.value for c in Consistency)
+
 
 @attrs.define
 class ReaderPosition:
@@ -69,6 +71,15 @@ class ReaderPosition:
             return attrs.evolve(value, offsets=dict(value.offsets), horizon=dict(value.horizon))
         try:
             doc = json.loads(value) if isinstance(value, str) else dict(value)
+            if not isinstance(doc, dict):
+                raise TypeError(f"it is a JSON {type(doc).__name__}, not an object")
+            missing = [key for key in ("consistency", "snapshot") if key not in doc]
+            if missing:
+                raise TypeError(f"it has no {' and no '.join(repr(k) for k in missing)}")
+            if doc["consistency"] not in _CONSISTENCIES:
+                raise TypeError(
+                    f"consistency {doc['consistency']!r} is none of {', '.join(map(repr, _CONSISTENCIES))}"
+                )
             return cls(
                 consistency=Consistency(doc["consistency"]),
                 snapshot=int(doc["snapshot"]),
@@ -80,7 +91,13 @@ class ReaderPosition:
                 topic=None if doc.get("topic") is None else str(doc["topic"]),
             )
         except (ValueError, KeyError, TypeError) as err:
-            raise OptionError(f"invalid reader position {value!r}: {err}") from None
+            # A bare KeyError prints as just the key's repr: say what it means.
+            reason = f"it has no {err.args[0]!r}" if isinstance(err, KeyError) else str(err)
+            raise OptionError(
+                f"invalid reader position {value!r}: {reason}. A position is the JSON object a "
+                "reader's `position.to_json()` returned (as saved, with its table, topic, "
+                "consistency and snapshot); to start elsewhere, leave it out and set scan.mode"
+            ) from None
 
 
 def log_name(table: Table) -> str:

@@ -56,6 +56,19 @@ def test_missing_and_unknown_columns_are_named(table: tablelog.Table) -> None:
     assert_nothing_committed(table)
 
 
+def test_a_missing_key_column_is_named_without_the_nullable_columns_a_row_may_leave_out(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()),
+                        pa.field("region", pa.string(), nullable=False)])
+    table = tablelog.create_table(str(tmp_path), "db.wide", schema, primary_key=["id"], bucket=1,
+                                  options={"log.system": "filesystem"})
+    with pytest.raises(SchemaMismatchError) as refused:
+        table.writer().write([{"name": "no key"}])
+    assert "missing columns ['id', 'region'] (every row needs the primary-key and NOT NULL columns; " \
+        "nullable columns may be left out)" in str(refused.value)
+    assert "'score'" not in str(refused.value).split("table columns")[0]
+    assert_nothing_committed(table)
+
+
 def test_uncastable_column_type_is_named(table: tablelog.Table) -> None:
     with pytest.raises(SchemaMismatchError, match="column 'id' has type string"):
         table.writer().write(pa.table({"id": ["one"], "name": ["x"]}))

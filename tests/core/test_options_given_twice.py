@@ -37,6 +37,44 @@ def test_a_cli_option_given_twice_with_different_values_is_refused(
     assert not (tmp_path / "wh" / "db.db" / "t").exists()
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["-b", "2", "-b", "3"], "option '-b/--bucket' is given twice with different values: -b 2 and -b 3"),
+    (["-b2", "--bucket=3"], "-b2 and --bucket=3"),
+    (["-k", "id", "--primary-key", "x"], "option '-k/--primary-key' is given twice with different values: -k id and --primary-key x"),
+    (["--schema", "id bigint"], "option '--schema' is given twice with different values: --schema 'id bigint, x string' and --schema 'id bigint'"),
+    (["-w", "{tmp}/elsewhere"], "option '-w/--warehouse' is given twice with different values"),
+])
+def test_a_single_valued_cli_option_given_twice_with_different_values_is_refused(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    code, output = create(tmp_path, *(a.replace("{tmp}", str(tmp_path)) for a in args))
+    assert code == 1, output
+    assert message in " ".join(output.split())
+    assert not (tmp_path / "wh" / "db.db" / "t").exists()
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_tail_option_given_twice_with_different_values_is_refused(tmp_path: Path) -> None:
+    create(tmp_path)
+    result = CliRunner().invoke(
+        cli, ["tail", "-w", str(tmp_path / "wh"), "db.t", "--format", "json", "--format", "text"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "option '--format' is given twice with different values: --format json and --format text" in (
+        " ".join(result.output.split())
+    )
+
+
+@pytest.mark.parametrize("args", [
+    ["-b", "2", "-b", "2"],
+    ["-b", "2", "--bucket=02"],
+    ["-k", "id", "--primary-key", "id", "-o", "log.system=none", "-o", "log.system=none"],
+])
+def test_a_single_valued_cli_option_repeated_with_an_equal_value_passes(tmp_path: Path, args: list[str]) -> None:
+    code, output = create(tmp_path, *args)
+    assert code == 0, output
+
+
 @pytest.mark.parametrize("args", [
     ["-b", "2", "-o", "bucket=2"],
     ["-k", "id", "-o", "primary-key=id"],

@@ -177,6 +177,27 @@ def test_a_legacy_position_ahead_of_the_table_is_still_refused(warehouse: Path) 
         table.reader(position='{"v":1,"consistency":"transactional","snapshot":3,"offsets":{}}')
 
 
+@pytest.mark.parametrize(
+    ("position", "reason"),
+    [
+        ('{"snapshot": 9999}', "it has no 'consistency'"),
+        ({"consistency": "transactional"}, "it has no 'snapshot'"),
+        ('{"consistency": "sometimes", "snapshot": 1}', "consistency 'sometimes' is none of 'transactional', 'eventual'"),
+        ("[1, 2]", "it is a JSON list, not an object"),
+        ("{not json", "Expecting property name"),
+    ],
+)
+def test_a_malformed_position_is_refused_saying_what_it_lacks_and_what_a_position_is(
+    warehouse: Path, position: Any, reason: str
+) -> None:
+    table = _table(warehouse)
+    with pytest.raises(OptionError) as refused:
+        table.reader(position=position)
+    message = str(refused.value)
+    assert f"invalid reader position {position!r}: {reason}" in message
+    assert "position.to_json()" in message and "scan.mode" in message
+
+
 # -- the table id ------------------------------------------------------------------------
 
 

@@ -99,6 +99,23 @@ def test_a_file_url_that_is_not_a_local_path_is_refused(url: str, problem: str, 
     assert_nothing_created(in_empty_directory)
 
 
+@pytest.mark.parametrize(("url", "problem"), [
+    ("file:wh", "a file:// URL needs an absolute path"),
+    ("FILE:data/wh", "a file:// URL needs an absolute path"),
+    ("s3:bucket/wh", "an s3:// URL names a bucket"),
+    ("hdfs:wh", "the URL scheme 'hdfs' is not supported"),
+    ("gs:bucket", "the URL scheme 'gs' is not supported"),
+])
+def test_a_storage_url_without_slashes_is_refused_not_made_a_local_folder(
+    url: str, problem: str, in_empty_directory: Path
+) -> None:
+    with pytest.raises(OptionError, match=problem):
+        tablelog.create_table(url, "db.t", SCHEMA, primary_key=["id"])
+    result = CliRunner().invoke(cli, ["create", "-w", url, "db.t", "--schema", "id bigint"])
+    assert result.exit_code == 1 and problem in " ".join(result.output.split())
+    assert_nothing_created(in_empty_directory)
+
+
 def test_relative_and_home_paths_stay_local_paths(in_empty_directory: Path) -> None:
     assert warehouse_path("wh") == str(in_empty_directory / "wh")
     assert warehouse_path("data:2024/wh") == str(in_empty_directory / "data:2024" / "wh")

@@ -10,11 +10,13 @@ import click
 
 from tablelog import __version__, registry
 from tablelog.cli.alter import alter
+from tablelog.cli.common import friendly_errors
 from tablelog.cli.compact import compact_command
 from tablelog.cli.demo import demo
 from tablelog.cli.describe import describe
 from tablelog.cli.expire import expire_command
 from tablelog.cli.plugins import options_command, plugins
+from tablelog.cli.repeats import check_repeated_options
 from tablelog.cli.tables import create
 from tablelog.cli.tail import tail
 from tablelog.cli.verify import verify_command
@@ -62,7 +64,17 @@ def configure_logging(verbosity: int) -> None:
         root.setLevel(min(root.getEffectiveLevel(), level))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _TablelogGroup(click.Group):
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            friendly_errors(check_repeated_options)(command, ctx, rest)
+        return name, command, rest
+
+
+@click.group(cls=_TablelogGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="tablelog")
 @click.option("--verbose", "-v", count=True,
               help="Show log lines on stderr: -v the log systems' clients' (connection attempts...), -vv debug.")

@@ -54,8 +54,14 @@ SUPPORTED_WAREHOUSES = (
 )
 
 # A URL scheme followed by a slash: "s3://b/wh", "file:///x", "hdfs:/x". A local
-# relative path such as "data:2024/wh" has no slash after its colon and stays a path.
-_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):/")
+# relative path such as "data:2024/wh" has no slash after its colon and stays a path,
+# but not one that starts with the scheme of a file system: "s3:bucket/wh" and
+# "file:wh" are URLs written wrong, not folders to create.
+_STORAGE_SCHEMES = (
+    "file", "s3", "s3a", "s3n", "hdfs", "webhdfs", "viewfs", "gs", "gcs", "abfs", "abfss", "wasb",
+    "wasbs", "adl", "oss", "cos", "cosn", "obs", "http", "https", "ftp", "sftp",
+)
+_URL_SCHEME = re.compile(rf"([A-Za-z][A-Za-z0-9+.-]*):/|({'|'.join(_STORAGE_SCHEMES)}):", re.IGNORECASE)
 
 
 def is_object_store(location: str) -> bool:
@@ -75,14 +81,15 @@ def warehouse_path(location: str) -> str:
     text = str(location).strip()
     if not text:
         raise OptionError(f"the warehouse is empty; give {SUPPORTED_WAREHOUSES}")
-    scheme = _URL_SCHEME.match(text)
-    if scheme is None:
+    match = _URL_SCHEME.match(text)
+    if match is None:
         return os.path.abspath(os.path.expanduser(text))
-    if scheme[1].lower() in ("s3", "s3a"):
+    scheme = match[1] or match[2]
+    if scheme.lower() in ("s3", "s3a"):
         return _s3_url(text)
-    if scheme[1].lower() != "file":
+    if scheme.lower() != "file":
         raise OptionError(
-            f"warehouse {text!r}: the URL scheme {scheme[1]!r} is not supported; "
+            f"warehouse {text!r}: the URL scheme {scheme!r} is not supported; "
             f"a warehouse is {SUPPORTED_WAREHOUSES}"
         )
     url = urllib.parse.urlsplit(text)
