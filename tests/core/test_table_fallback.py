@@ -23,6 +23,7 @@ from tablelog import registry
 from tablelog.errors import LogDataLostError
 from tablelog.expiry import expire_snapshots
 from tablelog.reading import Change
+from tablelog.records import SeekSpec
 from tablelog.table import Table, create_table, open_table
 from tablelog.testing import NO_COMPACTION
 from tablelog.testing.memory_log import MemoryLog
@@ -196,3 +197,110 @@ def test_a_dense_range_whose_positions_now_hold_another_writes_records_is_read_f
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
         changes = reader.read_all(idle_timeout_s=0.3)
     assert counted(changes) == expected  # no record of snapshots 3, 4 taken for one of 1, 2
+
+
+# ------------------------------------------------------------ eventual readers
+
+
+def eventual_position_now(table: Table) -> str:
+    """Where an eventual reader started now (at the log's end) stands."""
+    with table.reader(consistency="eventual", scan_mode="latest") as reader:
+        return reader.position.to_json()
+
+
+def test_an_eventual_reader_whose_log_positions_are_gone_gets_the_changes_committed_there_from_the_table(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    table = make_table(tmp_path)
+    commit_rounds(table, range(2))
+    position = eventual_position_now(table)
+    expected = commit_rounds(table, range(2, 6))  # snapshots 3..6
+    delete_log_before(memory_log, table, 5)  # the log keeps only snapshot 6's records
+    expected += commit_rounds(table, range(6, 8))  # snapshots 7, 8: in the log
+    with table.reader(position) as reader:
+        changes = reader.read_all(idle_timeout_s=0.3)
+        assert reader.position.offsets == {p: len(memory_log.topics[table.topic][p]) for p in (0, 1)}
+    assert counted(changes) == expected  # the lost range ends where a snapshot ends: each change once
+    assert sum(expected.values()) == 6 * 10 + 3 * 4
+
+
+def test_an_eventual_reader_gets_a_snapshot_the_lost_range_cuts_through_whole_from_the_table_and_its_rest_again(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    # At least once, the eventual contract: snapshot 4's records before the log's new
+    # start come from the table with the rest of snapshot 4, and its rest from the log too.
+    table = make_table(tmp_path, primary_key=False)
+    position = eventual_position_now(table)
+    expected = commit_rounds(table, range(6), per_round=20)
+    fourth = [s for s in table.snapshots() if s.id == 4][0]
+    from tablelog.commit.record import LogCommitRecord
+
+    record = LogCommitRecord.from_properties(fourth.properties)
+    assert record is not None
+    cut = {r.partition: r.first + 2 for r in record.ranges if r.count > 2}  # 2 records of each range lost
+    for partition, before in cut.items():
+        memory_log.delete_records(table.topic, partition, before)
+    with table.reader(position) as reader:
+        changes = reader.read_all(idle_timeout_s=0.3)
+    twice = counted(changes) - expected
+    assert counted(changes) - twice == expected  # every committed change ...
+    fourth_rows = {("+I", 300 + i, "r3") for i in range(20)}
+    assert set(twice) <= fourth_rows  # ... and again only what snapshot 4 left in the log
+    assert sum(twice.values()) == 20 - 2 * len(cut)
+
+
+def test_records_no_snapshot_committed_in_an_eventual_readers_lost_range_are_gone(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    table = make_table(tmp_path, primary_key=False)
+    position = eventual_position_now(table)
+    expected = commit_rounds(table, range(2), per_round=20)
+    failed = table.write_task("w", 99, task="failed")
+    failed.write([{"id": 9000 + i, "v": "failed"} for i in range(15)])
+    failed.finish()  # in the log, committed by no snapshot
+    expected += commit_rounds(table, range(2, 4), per_round=20)
+    with table.reader(position) as reader:  # the log still holds it: an eventual reader returns it
+        assert sum(c.row["v"] == "failed" for c in reader.read_all(idle_timeout_s=0.3)) == 15
+    delete_log_before(memory_log, table, 3)
+    with table.reader(position) as reader:
+        changes = reader.read_all(idle_timeout_s=0.3)
+    assert counted(changes) == expected  # every committed change once; the failed attempt's are gone
+
+
+def test_an_eventual_reader_whose_lost_range_snapshots_expired_gets_an_error_naming_what_is_gone_and_what_to_do(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    table = make_table(tmp_path)
+    commit_rounds(table, range(2))
+    position = eventual_position_now(table)
+    commit_rounds(table, range(2, 6))
+    delete_log_before(memory_log, table, 5)
+    expire_snapshots(open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}))
+    assert [s.id for s in table.snapshots()] == [6]
+    with table.reader(position) as reader, pytest.raises(LogDataLostError) as lost:
+        reader.read_all(idle_timeout_s=0.3)
+    message = str(lost.value)
+    assert "was deleted (the log starts at" in message
+    assert "snapshots before 6 have expired from the table" in message
+    assert "scan.mode=latest-full" in message and "snapshot.time-retained" in message
+
+
+def test_an_eventual_reader_of_the_file_log_reads_what_retention_deleted_from_the_table(tmp_path: Path) -> None:
+    from tablelog.commit.retention import truncate_log
+
+    table = create_table(
+        str(tmp_path / "wh"), "db.t", SCHEMA, primary_key=[], bucket=1,
+        options={"log.system": "filesystem", "filesystem.segment-bytes": "2000", **NO_COMPACTION},
+    )
+    position = eventual_position_now(table)
+    expected = commit_rounds(table, range(20))
+    with table.open_log() as log:
+        truncate_log(table, log, {0: log.end_positions([0])[0] // 2})  # a retention shorter than the snapshots
+        start = log.seek(0, SeekSpec.earliest())
+    assert start > 0
+    with table.reader(position) as reader:
+        changes = reader.read_all(idle_timeout_s=0.3)
+    twice = counted(changes) - expected
+    assert counted(changes) - twice == expected
+    # Only the snapshot whose records the new start cuts through comes twice.
+    assert len({v for _kind, _id, v in twice}) <= 1 and sum(twice.values()) < 10

@@ -22,7 +22,8 @@ from tablelog.identity import TAG_SEPARATOR
 from tablelog.positions import ReaderPosition
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
-from tablelog.records import FetchResult, LogRecord, ProducedRange
+from tablelog.reading.lost_range import committed_changes_lost_from_log
+from tablelog.records import FetchResult, LogRecord, ProducedRange, SeekSpec
 
 #: An idle eventual reader waits in one partition at a time: each partition is
 #: looked at again within this long (the most an idle reader adds to a record's latency).
@@ -78,10 +79,25 @@ class EventualRead:
             try:
                 result = context.log.fetch(partition, pos, max_records, timeout_s)
             except PositionOutOfRangeError as err:
-                raise context.lost(partition, pos, pos, f"the log no longer holds them ({err})") from err
+                self._read_lost_from_table(position, partition, pos, err, out)
+                return
         with context.building_batch():
             self._take_all(result.records, partition, out)
         position.offsets[partition] = result.next_position
+
+    def _read_lost_from_table(
+        self, position: ReaderPosition, partition: int, pos: int, err: PositionOutOfRangeError, out: list[Change],
+    ) -> None:
+        """The log no longer holds ``pos``: the changes committed up to its earliest retained
+        position come from the table files (:mod:`tablelog.reading.lost_range`), and the
+        reader goes on in the log from there."""
+        context = self._context
+        earliest = context.log.seek(partition, SeekSpec.earliest())
+        lost = context.lost(partition, pos, max(pos, earliest - 1), f"the log no longer holds them ({err})")
+        if not context.changes_from_table or earliest <= pos:
+            raise lost from err  # nothing deleted before the log's start: not a gap the table fills
+        committed_changes_lost_from_log(context, partition, pos, earliest, lost, out)
+        position.offsets[partition] = earliest
 
     def _take_all(self, records: list[LogRecord], partition: int, out: list[Change]) -> None:
         """Every record of this table, decoded: records without a writer token are

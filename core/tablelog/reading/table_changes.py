@@ -32,7 +32,7 @@ def changes_from_table(
     if delta is None:
         raise context.lost(
             partition, first, last,
-            f"are gone from the log ({_reason(lost)}), and snapshot {snapshot_id} has expired from the table "
+            f"are gone from the log ({lost_reason(lost)}), and snapshot {snapshot_id} has expired from the table "
             "too, so no copy of these changes is left. Start the reader again without this position "
             "(scan.mode=latest-full reads the current rows, then the log); to keep this from happening, "
             "give readers a consumer-id (expiry keeps the snapshots a consumer still needs) or keep "
@@ -52,11 +52,12 @@ def changes_from_table(
     if not table.primary_key and len(changes) != committed:
         raise context.lost(
             partition, first, last,
-            f"are gone from the log ({_reason(lost)}), and the table files of snapshot {snapshot_id} hold "
+            f"are gone from the log ({lost_reason(lost)}), and the table files of snapshot {snapshot_id} hold "
             f"{len(changes)} rows of bucket {partition} where {committed} were committed",
         )
     return changes
 
 
-def _reason(lost: LogDataLostError) -> str:
+def lost_reason(lost: LogDataLostError) -> str:
+    """Why the log has no copy (the part of its message after what was lost)."""
     return str(lost).split(" are referenced by a committed snapshot but ", 1)[-1]
