@@ -304,3 +304,111 @@ def test_an_eventual_reader_of_the_file_log_reads_what_retention_deleted_from_th
     assert counted(changes) - twice == expected
     # Only the snapshot whose records the new start cuts through comes twice.
     assert len({v for _kind, _id, v in twice}) <= 1 and sum(twice.values()) < 10
+
+
+# ------------------------------------------------- a partition the reader had begun
+
+
+def polled(reader: Any, arrow: bool, max_records: int) -> list[Change]:
+    if not arrow:
+        return list(reader.poll(max_records=max_records, timeout_s=0.5))
+    batch = reader.poll_arrow(max_records=max_records, timeout_s=0.5)
+    return [Change(reader_kind(k), {"id": i, "v": v}) for k, i, v in
+            zip(batch["_kind"].to_pylist(), batch["id"].to_pylist(), batch["v"].to_pylist(), strict=True)]
+
+
+@pytest.mark.parametrize("resumed", [False, True], ids=["same-reader", "resumed-from-its-position"])
+@pytest.mark.parametrize("arrow", [False, True], ids=["poll", "poll_arrow"])
+def test_a_reader_that_returned_part_of_a_partition_gets_only_the_rest_from_the_table_when_the_log_loses_it(
+    tmp_path: Path, memory_log: MemoryLog, arrow: bool, resumed: bool,
+) -> None:
+    table = make_table(tmp_path, primary_key=False)
+    expected = commit_rounds(table, range(3), per_round=40)  # snapshots 1..3
+    reader = table.reader(consistency="transactional", scan_mode="earliest")
+    first = polled(reader, arrow, 7)
+    assert len(first) == 7 and reader.position.offsets == {0: 7}  # inside snapshot 1's partition 0 (0..14)
+    if resumed:
+        position = reader.position.to_json()
+        reader.close()
+        reader = table.reader(position)
+    delete_log_before(memory_log, table, 2)  # retention: the rest of snapshot 1 and all of 2
+    expected += commit_rounds(table, range(3, 5), per_round=40)  # snapshots 4, 5: in the log
+    with reader:
+        rest = polled(reader, arrow, 10_000) + reader.read_all(idle_timeout_s=0.3)
+        assert reader.position.snapshot == 5
+    assert counted(first + rest) == expected  # each committed change exactly once
+    assert sum(counted(first + rest).values()) == 5 * 40
+
+
+def interleaved_with_a_failed_attempt(table: Table) -> Counter[tuple[Any, ...]]:
+    """One committed write whose records have a failed attempt's records between them in
+    the log (its range is not dense)."""
+    from tablelog.commit.record import WriteReceipt
+
+    task = table.write_task("w", 1, task="kept")
+    task.write([{"id": i, "v": "kept"} for i in range(20)])
+    failed = table.write_task("w", 1, task="failed")
+    failed.write([{"id": 1000 + i, "v": "failed"} for i in range(10)])
+    failed.finish()
+    task.write([{"id": i, "v": "kept"} for i in range(20, 40)])
+    receipt: WriteReceipt = task.finish()
+    table.commit("w", 1, [receipt])
+    return Counter(("+I", i, "kept") for i in range(40))
+
+
+def test_a_reader_that_returned_part_of_a_sparse_partition_gets_only_the_rest_from_the_table(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    # The failed attempt's records make the range sparse: how many were returned is the
+    # reader's own count, checked against the write's sequence numbers.
+    table = make_table(tmp_path, primary_key=False)
+    expected = interleaved_with_a_failed_attempt(table)
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        first = reader.poll(max_records=7, timeout_s=0.5)
+        assert len(first) == 7 and reader.position.offsets
+        delete_log_before(memory_log, table, 1)
+        rest = reader.read_all(idle_timeout_s=0.3)
+    assert counted(first + rest) == expected
+
+
+def test_a_reader_resumed_inside_a_sparse_partition_gets_the_whole_partition_again_from_the_table_and_says_so(
+    tmp_path: Path, memory_log: MemoryLog, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A resumed reader cannot tell how many of a sparse range's records lie before its
+    # position: the snapshot's partition comes again whole (at least once), with a warning.
+    table = make_table(tmp_path, primary_key=False)
+    expected = interleaved_with_a_failed_attempt(table)
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        first = reader.poll(max_records=7, timeout_s=0.5)
+        position = reader.position
+    partition = next(iter(position.offsets))
+    delete_log_before(memory_log, table, 1)
+    with table.reader(position.to_json()) as reader:
+        rest = reader.read_all(idle_timeout_s=0.3)
+    assert counted(rest) == expected - counted(c for c in first if c.partition != partition)
+    assert counted(first + rest) - expected == counted(c for c in first if c.partition == partition)
+    assert f"snapshot 1's changes in partition {partition} after the reader had returned some" in caplog.text
+    assert "this snapshot's partition is read at least once" in caplog.text
+
+
+def test_a_primary_key_tables_partition_the_reader_had_begun_comes_again_whole_and_leaves_the_tables_rows(
+    tmp_path: Path, memory_log: MemoryLog, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The delta is one change per key in key order: which of them the reader returned
+    # cannot be told, so the snapshot's partition comes again whole.
+    table = make_table(tmp_path)
+    expected = commit_rounds(table, range(3), per_round=40)
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        first = reader.poll(max_records=15, timeout_s=0.5)
+        delete_log_before(memory_log, table, 2)
+        rest = reader.read_all(idle_timeout_s=0.3)
+    assert counted(rest) == expected  # every change after the first poll ...
+    assert counted(first + rest) - expected == counted(first)  # ... and the first poll's 15 again
+    assert "this snapshot's partition is read at least once" in caplog.text
+    rows: dict[int, str] = {}
+    for change in first + rest:  # replayed in order, the changes leave the table's rows
+        if change.kind.value == "-D":
+            rows.pop(change.row["id"], None)
+        else:
+            rows[change.row["id"]] = change.row["v"]
+    assert rows == {r["id"]: r["v"] for r in table.rows().to_pylist()}
