@@ -412,3 +412,25 @@ def test_a_primary_key_tables_partition_the_reader_had_begun_comes_again_whole_a
         else:
             rows[change.row["id"]] = change.row["v"]
     assert rows == {r["id"]: r["v"] for r in table.rows().to_pylist()}
+
+
+def test_a_hybrid_readers_late_write_whose_records_the_log_lost_comes_from_the_table(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    # A write produced before snapshot 2 and committed after the full scan (snapshot 3):
+    # its records lie before where the log part starts, and retention removed them.
+    table = make_table(tmp_path, primary_key=False)
+    expected = commit_rounds(table, range(1), per_round=20)
+    late = table.write_task("late", 1)
+    late.write([{"id": 5000 + i, "v": "late"} for i in range(30)])
+    receipt = late.finish()
+    expected += commit_rounds(table, range(1, 2), per_round=20)  # snapshot 2: its end is past the late records
+    with table.reader(consistency="eventual", scan_mode="latest-full") as reader:
+        changes = reader.poll(max_records=10_000, timeout_s=0.5)  # the full scan: snapshot 2's rows
+        assert counted(changes) == expected
+        table.commit("late", 1, [receipt])  # snapshot 3
+        expected += Counter(("+I", 5000 + i, "late") for i in range(30))
+        delete_log_before(memory_log, table, 2)
+        expected += commit_rounds(table, range(2, 3), per_round=20)  # snapshot 4: in the log
+        changes += reader.read_all(idle_timeout_s=0.3)
+    assert counted(changes) == expected  # the late write once, from the table

@@ -17,12 +17,12 @@ import time
 import pyarrow as pa
 
 from tablelog.commit.record import LogCommitRecord
-from tablelog.errors import PositionOutOfRangeError
+from tablelog.errors import LogDataLostError, PositionOutOfRangeError
 from tablelog.identity import TAG_SEPARATOR
 from tablelog.positions import ReaderPosition
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
-from tablelog.reading.lost_range import committed_changes_lost_from_log
+from tablelog.reading.lost_range import committed_changes_lost_from_log, snapshot_changes_from_table
 from tablelog.records import FetchResult, LogRecord, ProducedRange, SeekSpec
 
 #: An idle eventual reader waits in one partition at a time: each partition is
@@ -132,10 +132,21 @@ class EventualRead:
         out: list[Change] = []
         while (snapshot := store.snapshot(position.snapshot + 1)) is not None:
             record = LogCommitRecord.from_properties(snapshot.properties)
+            from_table: set[int] = set()  # partitions whose late records the log lost
             for r in record.ranges if record is not None else ():
                 horizon = position.horizon.get(r.partition, 0)
-                if r.first < horizon:
-                    self._token_records(r, min(r.last, horizon - 1), out)
+                if r.first < horizon and r.partition not in from_table:
+                    try:
+                        self._token_records(r, min(r.last, horizon - 1), out)
+                    except LogDataLostError as lost:
+                        # The snapshot's changes of the partition from the table files (at
+                        # least once: what it has past the horizon the log part returns too).
+                        if not self._context.changes_from_table:
+                            raise
+                        assert record is not None
+                        ranges = record.ranges_by_partition()[r.partition]
+                        snapshot_changes_from_table(self._context, snapshot, r.partition, ranges, lost, out)
+                        from_table.add(r.partition)
             position.snapshot = snapshot.id
         return out
 

@@ -22,11 +22,17 @@ naming what is gone and what to do.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tablelog.commit.history import log_commits
 from tablelog.errors import LogDataLostError
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change, remap_changes
 from tablelog.reading.table_changes import changes_from_table, lost_reason
+from tablelog.records import ProducedRange
+
+if TYPE_CHECKING:
+    from tablelog.store import SnapshotInfo
 
 
 def committed_changes_lost_from_log(
@@ -57,8 +63,17 @@ def committed_changes_lost_from_log(
             "consumer-id (expiry keeps the snapshots a consumer still needs)",
         )
     for snapshot, ranges in owners:
-        before = context.schema_id
-        if context.upgrade(snapshot.schema_id):  # this snapshot's changes and the ones after it
-            remap_changes(out, store.mapping(before, context.schema_id))
-        out.extend(changes_from_table(context, snapshot.id, partition, ranges, lost))
+        snapshot_changes_from_table(context, snapshot, partition, ranges, lost, out)
+
+
+def snapshot_changes_from_table(
+    context: ReadContext, snapshot: SnapshotInfo, partition: int, ranges: list[ProducedRange],
+    lost: LogDataLostError, out: list[Change],
+) -> None:
+    """Append the changes ``snapshot`` committed to ``partition`` (its ``ranges`` there),
+    from the table files, in the reader's schema (moved to the snapshot's when newer)."""
+    before = context.schema_id
+    if context.upgrade(snapshot.schema_id):  # this snapshot's changes and the ones after it
+        remap_changes(out, context.table.store.mapping(before, context.schema_id))
+    out.extend(changes_from_table(context, snapshot.id, partition, ranges, lost))
 
