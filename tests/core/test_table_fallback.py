@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 
 from tablelog import registry
-from tablelog.errors import LogDataLostError
+from tablelog.errors import LogDataLostError, TablelogError
 from tablelog.expiry import expire_snapshots
 from tablelog.reading import Change
 from tablelog.records import SeekSpec
@@ -434,3 +434,21 @@ def test_a_hybrid_readers_late_write_whose_records_the_log_lost_comes_from_the_t
         expected += commit_rounds(table, range(2, 3), per_round=20)  # snapshot 4: in the log
         changes += reader.read_all(idle_timeout_s=0.3)
     assert counted(changes) == expected  # the late write once, from the table
+
+
+def test_a_hybrid_reader_whose_next_snapshots_expired_before_it_checked_them_for_late_writes_gets_an_error(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    # Before, it stopped looking for late writes for good, and missed those of every later snapshot.
+    table = make_table(tmp_path, primary_key=False)
+    commit_rounds(table, range(2))
+    with table.reader(consistency="eventual", scan_mode="latest-full") as reader:
+        reader.poll(max_records=10_000, timeout_s=0.5)  # the full scan of snapshot 2
+        commit_rounds(table, range(2, 6))
+        expire_snapshots(open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}))
+        assert [s.id for s in table.snapshots()] == [6]
+        with pytest.raises(TablelogError) as gone:
+            reader.poll(max_records=10_000, timeout_s=0.5)
+    message = str(gone.value)
+    assert "snapshots 3..5 expired before this hybrid reader looked in them" in message
+    assert "scan.mode=latest-full" in message and "snapshot.time-retained" in message

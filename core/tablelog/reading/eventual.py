@@ -17,7 +17,7 @@ import time
 import pyarrow as pa
 
 from tablelog.commit.record import LogCommitRecord
-from tablelog.errors import LogDataLostError, PositionOutOfRangeError
+from tablelog.errors import LogDataLostError, PositionOutOfRangeError, TablelogError
 from tablelog.identity import TAG_SEPARATOR
 from tablelog.positions import ReaderPosition
 from tablelog.reading.context import ReadContext
@@ -148,6 +148,16 @@ class EventualRead:
                         snapshot_changes_from_table(self._context, snapshot, r.partition, ranges, lost, out)
                         from_table.add(r.partition)
             position.snapshot = snapshot.id
+        earliest = store.earliest_snapshot_id(latest_known=position.snapshot > 0)
+        if earliest is not None and earliest > position.snapshot + 1:
+            table = self._context.table
+            raise TablelogError(
+                f"table {table.identifier!r}: snapshots {position.snapshot + 1}..{earliest - 1} expired before "
+                "this hybrid reader looked in them for writes committed after its full scan whose records lie "
+                "before where its log part began; what they committed there can no longer be told apart "
+                "from failed attempts. Restart the reader with scan.mode=latest-full, and keep snapshots "
+                "longer than a reader pauses (snapshot.time-retained, snapshot.num-retained.min)"
+            )
         return out
 
     def _token_records(self, committed: ProducedRange, last: int, out: list[Change]) -> None:
