@@ -5,7 +5,8 @@ token, are left out. Add :class:`tablelog.normalize.Normalizer` for a correct
 changelog. Idle, the reader waits in the log's own fetch, not in a loop of fetches.
 After the full scan of a hybrid read (``scan.mode = latest-full``), the records of
 writes committed after the scan but produced before the log part began are returned
-once, so that the read has no gap.
+once, so that the read has no gap. Positions the log no longer holds are read from the
+table files (:mod:`tablelog.reading.lost_range`).
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ against the committed count. A primary-key table's delta holds, per key, the las
 of each write: the same final state, with intermediate changes of a key within one commit
 merged (and no ``-U`` records for an ``upsert`` changelog). Only when the snapshot has
 expired from the table as well are the changes gone: an error says so and what to do.
+
+A reader that had returned part of a snapshot's partition from the log gets only the
+rest where the delta is in log order, else the partition again (:func:`not_yet_returned`).
 """
 
 from __future__ import annotations

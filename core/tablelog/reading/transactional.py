@@ -5,7 +5,7 @@ the writer tokens that snapshot commits, and returns exactly the records of thos
 tokens inside their ranges, each once (duplicates a retrying client wrote are dropped
 by sequence number). Records of failed, speculative or replayed attempts belong to no
 committed token and are never returned. A committed range the log cannot produce is
-reported as lost data, never skipped.
+read from the table files (:mod:`tablelog.reading.table_changes`), never skipped.
 
 Two ways to read a partition's ranges: *dense* ranges (see :func:`dense`) are fetched
 as values only, and ``poll_arrow`` decodes them all at once into Arrow; elsewhere
