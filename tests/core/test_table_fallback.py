@@ -40,11 +40,12 @@ def memory_log() -> Iterator[MemoryLog]:
     registry.unregister_log_system("memory")
 
 
-def make_table(tmp_path: Path, primary_key: bool = True) -> Table:
+def make_table(tmp_path: Path, primary_key: bool = True, **options: str) -> Table:
     return create_table(
         str(tmp_path / "wh"), f"db.t_{uuid.uuid4().hex[:8]}", SCHEMA, primary_key=["id"] if primary_key else [],
         bucket=2, options={"log.system": "memory", "log.fetch-timeout-ms": "300",
-                           "snapshot.num-retained.min": "1", "snapshot.time-retained": "1 h", **NO_COMPACTION},
+                           "snapshot.num-retained.min": "1", "snapshot.time-retained": "1 h", **NO_COMPACTION,
+                           **options},
     )
 
 
@@ -452,3 +453,27 @@ def test_a_hybrid_reader_whose_next_snapshots_expired_before_it_checked_them_for
     message = str(gone.value)
     assert "snapshots 3..5 expired before this hybrid reader looked in them" in message
     assert "scan.mode=latest-full" in message and "snapshot.time-retained" in message
+
+
+def test_the_rest_of_a_begun_partition_whose_rows_span_several_data_files_comes_in_log_order(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    # The writer rolls a bucket's rows into several files: skipping what the reader returned
+    # counts on the files being read in the order they were written.
+    table = make_table(tmp_path, primary_key=False, **{"target-file-size": "1kb"})
+    expected: Counter[tuple[Any, ...]] = Counter()
+    with table.writer("w") as writer:
+        for commit in range(2):
+            for part in range(16):  # the writer rolls files between writes
+                rows = [{"id": commit * 1000 + part * 50 + i, "v": f"c{commit}"} for i in range(50)]
+                writer.write(rows)
+                expected.update(("+I", row["id"], row["v"]) for row in rows)
+            writer.commit()
+    files = list((Path(table.store.path) / "bucket-0").glob("*.parquet"))
+    assert len(files) >= 6  # three or more per commit
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        first = reader.poll(max_records=150, timeout_s=0.5)
+        assert set(reader.position.offsets) == {0} and 0 < reader.position.offsets[0] < 350
+        delete_log_before(memory_log, table, 2)
+        rest = reader.read_all(idle_timeout_s=0.3)
+    assert counted(first + rest) == expected
