@@ -20,9 +20,10 @@ import pyarrow as pa
 import pytest
 
 from tablelog import registry
-from tablelog.errors import LogDataLostError
+from tablelog.errors import LogDataLostError, TablelogError
 from tablelog.expiry import expire_snapshots
 from tablelog.reading import Change
+from tablelog.records import SeekSpec
 from tablelog.table import Table, create_table, open_table
 from tablelog.testing import NO_COMPACTION
 from tablelog.testing.memory_log import MemoryLog
@@ -39,11 +40,12 @@ def memory_log() -> Iterator[MemoryLog]:
     registry.unregister_log_system("memory")
 
 
-def make_table(tmp_path: Path, primary_key: bool = True) -> Table:
+def make_table(tmp_path: Path, primary_key: bool = True, **options: str) -> Table:
     return create_table(
         str(tmp_path / "wh"), f"db.t_{uuid.uuid4().hex[:8]}", SCHEMA, primary_key=["id"] if primary_key else [],
         bucket=2, options={"log.system": "memory", "log.fetch-timeout-ms": "300",
-                           "snapshot.num-retained.min": "1", "snapshot.time-retained": "1 h", **NO_COMPACTION},
+                           "snapshot.num-retained.min": "1", "snapshot.time-retained": "1 h", **NO_COMPACTION,
+                           **options},
     )
 
 
@@ -196,3 +198,282 @@ def test_a_dense_range_whose_positions_now_hold_another_writes_records_is_read_f
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
         changes = reader.read_all(idle_timeout_s=0.3)
     assert counted(changes) == expected  # no record of snapshots 3, 4 taken for one of 1, 2
+
+
+# ------------------------------------------------------------ eventual readers
+
+
+def eventual_position_now(table: Table) -> str:
+    """Where an eventual reader started now (at the log's end) stands."""
+    with table.reader(consistency="eventual", scan_mode="latest") as reader:
+        return reader.position.to_json()
+
+
+def test_an_eventual_reader_whose_log_positions_are_gone_gets_the_changes_committed_there_from_the_table(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    table = make_table(tmp_path)
+    commit_rounds(table, range(2))
+    position = eventual_position_now(table)
+    expected = commit_rounds(table, range(2, 6))  # snapshots 3..6
+    delete_log_before(memory_log, table, 5)  # the log keeps only snapshot 6's records
+    expected += commit_rounds(table, range(6, 8))  # snapshots 7, 8: in the log
+    with table.reader(position) as reader:
+        changes = reader.read_all(idle_timeout_s=0.3)
+        assert reader.position.offsets == {p: len(memory_log.topics[table.topic][p]) for p in (0, 1)}
+    assert counted(changes) == expected  # the lost range ends where a snapshot ends: each change once
+    assert sum(expected.values()) == 6 * 10 + 3 * 4
+
+
+def test_an_eventual_reader_gets_a_snapshot_the_lost_range_cuts_through_whole_from_the_table_and_its_rest_again(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    # At least once, the eventual contract: snapshot 4's records before the log's new
+    # start come from the table with the rest of snapshot 4, and its rest from the log too.
+    table = make_table(tmp_path, primary_key=False)
+    position = eventual_position_now(table)
+    expected = commit_rounds(table, range(6), per_round=20)
+    fourth = [s for s in table.snapshots() if s.id == 4][0]
+    from tablelog.commit.record import LogCommitRecord
+
+    record = LogCommitRecord.from_properties(fourth.properties)
+    assert record is not None
+    cut = {r.partition: r.first + 2 for r in record.ranges if r.count > 2}  # 2 records of each range lost
+    for partition, before in cut.items():
+        memory_log.delete_records(table.topic, partition, before)
+    with table.reader(position) as reader:
+        changes = reader.read_all(idle_timeout_s=0.3)
+    twice = counted(changes) - expected
+    assert counted(changes) - twice == expected  # every committed change ...
+    fourth_rows = {("+I", 300 + i, "r3") for i in range(20)}
+    assert set(twice) <= fourth_rows  # ... and again only what snapshot 4 left in the log
+    assert sum(twice.values()) == 20 - 2 * len(cut)
+
+
+def test_records_no_snapshot_committed_in_an_eventual_readers_lost_range_are_gone(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    table = make_table(tmp_path, primary_key=False)
+    position = eventual_position_now(table)
+    expected = commit_rounds(table, range(2), per_round=20)
+    failed = table.write_task("w", 99, task="failed")
+    failed.write([{"id": 9000 + i, "v": "failed"} for i in range(15)])
+    failed.finish()  # in the log, committed by no snapshot
+    expected += commit_rounds(table, range(2, 4), per_round=20)
+    with table.reader(position) as reader:  # the log still holds it: an eventual reader returns it
+        assert sum(c.row["v"] == "failed" for c in reader.read_all(idle_timeout_s=0.3)) == 15
+    delete_log_before(memory_log, table, 3)
+    with table.reader(position) as reader:
+        changes = reader.read_all(idle_timeout_s=0.3)
+    assert counted(changes) == expected  # every committed change once; the failed attempt's are gone
+
+
+def test_an_eventual_reader_whose_lost_range_snapshots_expired_gets_an_error_naming_what_is_gone_and_what_to_do(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    table = make_table(tmp_path)
+    commit_rounds(table, range(2))
+    position = eventual_position_now(table)
+    commit_rounds(table, range(2, 6))
+    delete_log_before(memory_log, table, 5)
+    expire_snapshots(open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}))
+    assert [s.id for s in table.snapshots()] == [6]
+    with table.reader(position) as reader, pytest.raises(LogDataLostError) as lost:
+        reader.read_all(idle_timeout_s=0.3)
+    message = str(lost.value)
+    assert "was deleted (the log starts at" in message
+    assert "snapshots before 6 have expired from the table" in message
+    assert "scan.mode=latest-full" in message and "snapshot.time-retained" in message
+
+
+def test_an_eventual_reader_of_the_file_log_reads_what_retention_deleted_from_the_table(tmp_path: Path) -> None:
+    from tablelog.commit.retention import truncate_log
+
+    table = create_table(
+        str(tmp_path / "wh"), "db.t", SCHEMA, primary_key=[], bucket=1,
+        options={"log.system": "filesystem", "filesystem.segment-bytes": "2000", **NO_COMPACTION},
+    )
+    position = eventual_position_now(table)
+    expected = commit_rounds(table, range(20))
+    with table.open_log() as log:
+        truncate_log(table, log, {0: log.end_positions([0])[0] // 2})  # a retention shorter than the snapshots
+        start = log.seek(0, SeekSpec.earliest())
+    assert start > 0
+    with table.reader(position) as reader:
+        changes = reader.read_all(idle_timeout_s=0.3)
+    twice = counted(changes) - expected
+    assert counted(changes) - twice == expected
+    # Only the snapshot whose records the new start cuts through comes twice.
+    assert len({v for _kind, _id, v in twice}) <= 1 and sum(twice.values()) < 10
+
+
+# ------------------------------------------------- a partition the reader had begun
+
+
+def polled(reader: Any, arrow: bool, max_records: int) -> list[Change]:
+    if not arrow:
+        return list(reader.poll(max_records=max_records, timeout_s=0.5))
+    batch = reader.poll_arrow(max_records=max_records, timeout_s=0.5)
+    return [Change(reader_kind(k), {"id": i, "v": v}) for k, i, v in
+            zip(batch["_kind"].to_pylist(), batch["id"].to_pylist(), batch["v"].to_pylist(), strict=True)]
+
+
+@pytest.mark.parametrize("resumed", [False, True], ids=["same-reader", "resumed-from-its-position"])
+@pytest.mark.parametrize("arrow", [False, True], ids=["poll", "poll_arrow"])
+def test_a_reader_that_returned_part_of_a_partition_gets_only_the_rest_from_the_table_when_the_log_loses_it(
+    tmp_path: Path, memory_log: MemoryLog, arrow: bool, resumed: bool,
+) -> None:
+    table = make_table(tmp_path, primary_key=False)
+    expected = commit_rounds(table, range(3), per_round=40)  # snapshots 1..3
+    reader = table.reader(consistency="transactional", scan_mode="earliest")
+    first = polled(reader, arrow, 7)
+    assert len(first) == 7 and reader.position.offsets == {0: 7}  # inside snapshot 1's partition 0 (0..14)
+    if resumed:
+        position = reader.position.to_json()
+        reader.close()
+        reader = table.reader(position)
+    delete_log_before(memory_log, table, 2)  # retention: the rest of snapshot 1 and all of 2
+    expected += commit_rounds(table, range(3, 5), per_round=40)  # snapshots 4, 5: in the log
+    with reader:
+        rest = polled(reader, arrow, 10_000) + reader.read_all(idle_timeout_s=0.3)
+        assert reader.position.snapshot == 5
+    assert counted(first + rest) == expected  # each committed change exactly once
+    assert sum(counted(first + rest).values()) == 5 * 40
+
+
+def interleaved_with_a_failed_attempt(table: Table) -> Counter[tuple[Any, ...]]:
+    """One committed write whose records have a failed attempt's records between them in
+    the log (its range is not dense)."""
+    from tablelog.commit.record import WriteReceipt
+
+    task = table.write_task("w", 1, task="kept")
+    task.write([{"id": i, "v": "kept"} for i in range(20)])
+    failed = table.write_task("w", 1, task="failed")
+    failed.write([{"id": 1000 + i, "v": "failed"} for i in range(10)])
+    failed.finish()
+    task.write([{"id": i, "v": "kept"} for i in range(20, 40)])
+    receipt: WriteReceipt = task.finish()
+    table.commit("w", 1, [receipt])
+    return Counter(("+I", i, "kept") for i in range(40))
+
+
+def test_a_reader_that_returned_part_of_a_sparse_partition_gets_only_the_rest_from_the_table(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    # The failed attempt's records make the range sparse: how many were returned is the
+    # reader's own count, checked against the write's sequence numbers.
+    table = make_table(tmp_path, primary_key=False)
+    expected = interleaved_with_a_failed_attempt(table)
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        first = reader.poll(max_records=7, timeout_s=0.5)
+        assert len(first) == 7 and reader.position.offsets
+        delete_log_before(memory_log, table, 1)
+        rest = reader.read_all(idle_timeout_s=0.3)
+    assert counted(first + rest) == expected
+
+
+def test_a_reader_resumed_inside_a_sparse_partition_gets_the_whole_partition_again_from_the_table_and_says_so(
+    tmp_path: Path, memory_log: MemoryLog, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A resumed reader cannot tell how many of a sparse range's records lie before its
+    # position: the snapshot's partition comes again whole (at least once), with a warning.
+    table = make_table(tmp_path, primary_key=False)
+    expected = interleaved_with_a_failed_attempt(table)
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        first = reader.poll(max_records=7, timeout_s=0.5)
+        position = reader.position
+    partition = next(iter(position.offsets))
+    delete_log_before(memory_log, table, 1)
+    with table.reader(position.to_json()) as reader:
+        rest = reader.read_all(idle_timeout_s=0.3)
+    assert counted(rest) == expected - counted(c for c in first if c.partition != partition)
+    assert counted(first + rest) - expected == counted(c for c in first if c.partition == partition)
+    assert f"snapshot 1's changes in partition {partition} after the reader had returned some" in caplog.text
+    assert "this snapshot's partition is read at least once" in caplog.text
+
+
+def test_a_primary_key_tables_partition_the_reader_had_begun_comes_again_whole_and_leaves_the_tables_rows(
+    tmp_path: Path, memory_log: MemoryLog, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The delta is one change per key in key order: which of them the reader returned
+    # cannot be told, so the snapshot's partition comes again whole.
+    table = make_table(tmp_path)
+    expected = commit_rounds(table, range(3), per_round=40)
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        first = reader.poll(max_records=15, timeout_s=0.5)
+        delete_log_before(memory_log, table, 2)
+        rest = reader.read_all(idle_timeout_s=0.3)
+    assert counted(rest) == expected  # every change after the first poll ...
+    assert counted(first + rest) - expected == counted(first)  # ... and the first poll's 15 again
+    assert "this snapshot's partition is read at least once" in caplog.text
+    rows: dict[int, str] = {}
+    for change in first + rest:  # replayed in order, the changes leave the table's rows
+        if change.kind.value == "-D":
+            rows.pop(change.row["id"], None)
+        else:
+            rows[change.row["id"]] = change.row["v"]
+    assert rows == {r["id"]: r["v"] for r in table.rows().to_pylist()}
+
+
+def test_a_hybrid_readers_late_write_whose_records_the_log_lost_comes_from_the_table(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    # A write produced before snapshot 2 and committed after the full scan (snapshot 3):
+    # its records lie before where the log part starts, and retention removed them.
+    table = make_table(tmp_path, primary_key=False)
+    expected = commit_rounds(table, range(1), per_round=20)
+    late = table.write_task("late", 1)
+    late.write([{"id": 5000 + i, "v": "late"} for i in range(30)])
+    receipt = late.finish()
+    expected += commit_rounds(table, range(1, 2), per_round=20)  # snapshot 2: its end is past the late records
+    with table.reader(consistency="eventual", scan_mode="latest-full") as reader:
+        changes = reader.poll(max_records=10_000, timeout_s=0.5)  # the full scan: snapshot 2's rows
+        assert counted(changes) == expected
+        table.commit("late", 1, [receipt])  # snapshot 3
+        expected += Counter(("+I", 5000 + i, "late") for i in range(30))
+        delete_log_before(memory_log, table, 2)
+        expected += commit_rounds(table, range(2, 3), per_round=20)  # snapshot 4: in the log
+        changes += reader.read_all(idle_timeout_s=0.3)
+    assert counted(changes) == expected  # the late write once, from the table
+
+
+def test_a_hybrid_reader_whose_next_snapshots_expired_before_it_checked_them_for_late_writes_gets_an_error(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    # Before, it stopped looking for late writes for good, and missed those of every later snapshot.
+    table = make_table(tmp_path, primary_key=False)
+    commit_rounds(table, range(2))
+    with table.reader(consistency="eventual", scan_mode="latest-full") as reader:
+        reader.poll(max_records=10_000, timeout_s=0.5)  # the full scan of snapshot 2
+        commit_rounds(table, range(2, 6))
+        expire_snapshots(open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}))
+        assert [s.id for s in table.snapshots()] == [6]
+        with pytest.raises(TablelogError) as gone:
+            reader.poll(max_records=10_000, timeout_s=0.5)
+    message = str(gone.value)
+    assert "snapshots 3..5 expired before this hybrid reader looked in them" in message
+    assert "scan.mode=latest-full" in message and "snapshot.time-retained" in message
+
+
+def test_the_rest_of_a_begun_partition_whose_rows_span_several_data_files_comes_in_log_order(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    # The writer rolls a bucket's rows into several files: skipping what the reader returned
+    # counts on the files being read in the order they were written.
+    table = make_table(tmp_path, primary_key=False, **{"target-file-size": "1kb"})
+    expected: Counter[tuple[Any, ...]] = Counter()
+    with table.writer("w") as writer:
+        for commit in range(2):
+            for part in range(16):  # the writer rolls files between writes
+                rows = [{"id": commit * 1000 + part * 50 + i, "v": f"c{commit}"} for i in range(50)]
+                writer.write(rows)
+                expected.update(("+I", row["id"], row["v"]) for row in rows)
+            writer.commit()
+    files = list((Path(table.store.path) / "bucket-0").glob("*.parquet"))
+    assert len(files) >= 6  # three or more per commit
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        first = reader.poll(max_records=150, timeout_s=0.5)
+        assert set(reader.position.offsets) == {0} and 0 < reader.position.offsets[0] < 350
+        delete_log_before(memory_log, table, 2)
+        rest = reader.read_all(idle_timeout_s=0.3)
+    assert counted(first + rest) == expected

@@ -5,7 +5,8 @@ token, are left out. Add :class:`tablelog.normalize.Normalizer` for a correct
 changelog. Idle, the reader waits in the log's own fetch, not in a loop of fetches.
 After the full scan of a hybrid read (``scan.mode = latest-full``), the records of
 writes committed after the scan but produced before the log part began are returned
-once, so that the read has no gap.
+once, so that the read has no gap. Positions the log no longer holds are read from the
+table files (:mod:`tablelog.reading.lost_range`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import time
 import pyarrow as pa
 
 from tablelog.commit.record import LogCommitRecord
-from tablelog.errors import PositionOutOfRangeError
+from tablelog.errors import LogDataLostError, PositionOutOfRangeError, TablelogError
 from tablelog.identity import TAG_SEPARATOR
 from tablelog.positions import ReaderPosition
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
-from tablelog.records import FetchResult, LogRecord, ProducedRange
+from tablelog.reading.lost_range import committed_changes_lost_from_log, snapshot_changes_from_table
+from tablelog.records import FetchResult, LogRecord, ProducedRange, SeekSpec
 
 #: An idle eventual reader waits in one partition at a time: each partition is
 #: looked at again within this long (the most an idle reader adds to a record's latency).
@@ -78,10 +80,25 @@ class EventualRead:
             try:
                 result = context.log.fetch(partition, pos, max_records, timeout_s)
             except PositionOutOfRangeError as err:
-                raise context.lost(partition, pos, pos, f"the log no longer holds them ({err})") from err
+                self._read_lost_from_table(position, partition, pos, err, out)
+                return
         with context.building_batch():
             self._take_all(result.records, partition, out)
         position.offsets[partition] = result.next_position
+
+    def _read_lost_from_table(
+        self, position: ReaderPosition, partition: int, pos: int, err: PositionOutOfRangeError, out: list[Change],
+    ) -> None:
+        """The log no longer holds ``pos``: the changes committed up to its earliest retained
+        position come from the table files (:mod:`tablelog.reading.lost_range`), and the
+        reader goes on in the log from there."""
+        context = self._context
+        earliest = context.log.seek(partition, SeekSpec.earliest())
+        lost = context.lost(partition, pos, max(pos, earliest - 1), f"the log no longer holds them ({err})")
+        if not context.changes_from_table or earliest <= pos:
+            raise lost from err  # nothing deleted before the log's start: not a gap the table fills
+        committed_changes_lost_from_log(context, partition, pos, earliest, lost, out)
+        position.offsets[partition] = earliest
 
     def _take_all(self, records: list[LogRecord], partition: int, out: list[Change]) -> None:
         """Every record of this table, decoded: records without a writer token are
@@ -116,11 +133,32 @@ class EventualRead:
         out: list[Change] = []
         while (snapshot := store.snapshot(position.snapshot + 1)) is not None:
             record = LogCommitRecord.from_properties(snapshot.properties)
+            from_table: set[int] = set()  # partitions whose late records the log lost
             for r in record.ranges if record is not None else ():
                 horizon = position.horizon.get(r.partition, 0)
-                if r.first < horizon:
-                    self._token_records(r, min(r.last, horizon - 1), out)
+                if r.first < horizon and r.partition not in from_table:
+                    try:
+                        self._token_records(r, min(r.last, horizon - 1), out)
+                    except LogDataLostError as lost:
+                        # The snapshot's changes of the partition from the table files (at
+                        # least once: what it has past the horizon the log part returns too).
+                        if not self._context.changes_from_table:
+                            raise
+                        assert record is not None
+                        ranges = record.ranges_by_partition()[r.partition]
+                        snapshot_changes_from_table(self._context, snapshot, r.partition, ranges, lost, out)
+                        from_table.add(r.partition)
             position.snapshot = snapshot.id
+        earliest = store.earliest_snapshot_id(latest_known=position.snapshot > 0)
+        if earliest is not None and earliest > position.snapshot + 1:
+            table = self._context.table
+            raise TablelogError(
+                f"table {table.identifier!r}: snapshots {position.snapshot + 1}..{earliest - 1} expired before "
+                "this hybrid reader looked in them for writes committed after its full scan whose records lie "
+                "before where its log part began; what they committed there can no longer be told apart "
+                "from failed attempts. Restart the reader with scan.mode=latest-full, and keep snapshots "
+                "longer than a reader pauses (snapshot.time-retained, snapshot.num-retained.min)"
+            )
         return out
 
     def _token_records(self, committed: ProducedRange, last: int, out: list[Change]) -> None:

@@ -8,9 +8,14 @@ against the committed count. A primary-key table's delta holds, per key, the las
 of each write: the same final state, with intermediate changes of a key within one commit
 merged (and no ``-U`` records for an ``upsert`` changelog). Only when the snapshot has
 expired from the table as well are the changes gone: an error says so and what to do.
+
+A reader that had returned part of a snapshot's partition from the log gets only the
+rest where the delta is in log order, else the partition again (:func:`not_yet_returned`).
 """
 
 from __future__ import annotations
+
+import logging
 
 from tablelog.errors import LogDataLostError
 from tablelog.options import ChangelogMode
@@ -20,19 +25,24 @@ from tablelog.records import ProducedRange, RowKind
 
 _ROW_KIND = "_row_kind"
 
+log = logging.getLogger(__name__)
+
 
 def changes_from_table(
     context: ReadContext, snapshot_id: int, partition: int, ranges: list[ProducedRange], lost: LogDataLostError,
+    returned: int | None = 0,
 ) -> list[Change]:
     """The changes snapshot ``snapshot_id`` committed to ``partition``, from the table
-    files; ``lost``: what the log said (part of the error when the table has none either)."""
+    files; ``lost``: what the log said (part of the error when the table has none either).
+    ``returned``: how many of them the reader already returned from the log (None: some,
+    not known how many); see :func:`not_yet_returned`."""
     table = context.table
     first, last = min(r.first for r in ranges), max(r.last for r in ranges)
     delta = table.store.read_delta(snapshot_id, [partition])
     if delta is None:
         raise context.lost(
             partition, first, last,
-            f"are gone from the log ({_reason(lost)}), and snapshot {snapshot_id} has expired from the table "
+            f"are gone from the log ({lost_reason(lost)}), and snapshot {snapshot_id} has expired from the table "
             "too, so no copy of these changes is left. Start the reader again without this position "
             "(scan.mode=latest-full reads the current rows, then the log); to keep this from happening, "
             "give readers a consumer-id (expiry keeps the snapshots a consumer still needs) or keep "
@@ -52,11 +62,38 @@ def changes_from_table(
     if not table.primary_key and len(changes) != committed:
         raise context.lost(
             partition, first, last,
-            f"are gone from the log ({_reason(lost)}), and the table files of snapshot {snapshot_id} hold "
+            f"are gone from the log ({lost_reason(lost)}), and the table files of snapshot {snapshot_id} hold "
             f"{len(changes)} rows of bucket {partition} where {committed} were committed",
         )
+    return not_yet_returned(context, changes, snapshot_id, partition, ranges, returned)
+
+
+def not_yet_returned(
+    context: ReadContext, changes: list[Change], snapshot_id: int, partition: int, ranges: list[ProducedRange],
+    returned: int | None,
+) -> list[Change]:
+    """What is left of a snapshot's partition for a reader that returned ``returned`` of
+    its committed records from the log before the rest was lost.
+
+    Exact where the delta lists the records in log order: an append table's partition
+    holding one write's records (its data files hold the rows as written, and its log
+    records are in write order), after the first ``returned``. A primary-key table's
+    delta is one change per key in key order, and several writes' files say nothing of
+    how their records interleave in the log: then the whole partition comes again (for a
+    primary-key table the rows the reader ends with are the same)."""
+    if returned == 0:
+        return changes
+    if returned is not None and not context.table.primary_key and len(ranges) == 1:
+        return changes[returned:]
+    log.warning(
+        "table %r: the log lost the rest of snapshot %d's changes in partition %d after the reader had "
+        "returned %s of them; the table files cannot tell which, so all %d come again from the table "
+        "(this snapshot's partition is read at least once)",
+        context.table.identifier, snapshot_id, partition, "some" if returned is None else returned, len(changes),
+    )
     return changes
 
 
-def _reason(lost: LogDataLostError) -> str:
+def lost_reason(lost: LogDataLostError) -> str:
+    """Why the log has no copy (the part of its message after what was lost)."""
     return str(lost).split(" are referenced by a committed snapshot but ", 1)[-1]

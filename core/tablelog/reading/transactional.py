@@ -5,7 +5,7 @@ the writer tokens that snapshot commits, and returns exactly the records of thos
 tokens inside their ranges, each once (duplicates a retrying client wrote are dropped
 by sequence number). Records of failed, speculative or replayed attempts belong to no
 committed token and are never returned. A committed range the log cannot produce is
-reported as lost data, never skipped.
+read from the table files (:mod:`tablelog.reading.table_changes`), never skipped.
 
 Two ways to read a partition's ranges: *dense* ranges (see :func:`dense`) are fetched
 as values only, and ``poll_arrow`` decodes them all at once into Arrow; elsewhere
@@ -152,9 +152,10 @@ class TransactionalRead:
             if (start := position.offsets.get(p, ranges[0].first)) <= max(r.last for r in ranges)
         })
         for partition, ranges in by_partition.items():
-            # Nothing of this partition returned yet (in an earlier poll): if its records
-            # are lost, what this poll took of them is dropped and the table files give all.
-            untouched, mark = partition not in position.offsets, out.mark()
+            # If this partition's records are lost, what this poll took of them is dropped,
+            # and the table files give what earlier polls did not return.
+            resume_at, mark = position.offsets.get(partition), out.mark()
+            returned = 0 if resume_at is None else self._returned_before(partition, ranges, resume_at)
             try:
                 if not self._read_partition(position, snapshot_id, partition, ranges, out, budget):
                     return False
@@ -162,17 +163,35 @@ class TransactionalRead:
                     self._check_counts(partition, ranges)
             except LogDataLostError as lost:
                 self._checked_partitions.discard(partition)  # the log changed: check it again
-                if not untouched or not self._context.changes_from_table:
+                if not self._context.changes_from_table:
                     raise
                 out.truncate(mark)
-                self._read_from_table(position, snapshot_id, partition, ranges, out, lost)
+                self._read_from_table(position, snapshot_id, partition, ranges, out, lost, returned)
         return True
+
+    def _returned_before(self, partition: int, ranges: list[ProducedRange], resume_at: int) -> int | None:
+        """How many of the partition's committed records earlier polls returned, the
+        reader being at ``resume_at``; None when that is not known exactly. In a dense
+        range every position below ``resume_at`` is one; elsewhere only this reader's
+        counts know, when it read the snapshot from its start, and a single write's
+        records are those of sequence numbers 0 .. n-1 exactly when n were counted
+        (a record missing from the log below ``resume_at`` shows as a difference)."""
+        if dense(ranges):
+            by_position = sum(max(0, min(resume_at, r.last + 1) - r.first) for r in ranges)
+            if not self._counted_from_start:
+                return by_position
+        elif not self._counted_from_start or len(ranges) != 1:
+            return None
+        else:
+            by_position = self._last_seq.get((ranges[0].token, partition), -1) + 1
+        counted = sum(self._counts.get((r.token, partition), 0) for r in ranges)
+        return counted if counted == by_position else None
 
     def _read_from_table(
         self, position: ReaderPosition, snapshot_id: int, partition: int, ranges: list[ProducedRange],
-        out: Batch, lost: LogDataLostError,
+        out: Batch, lost: LogDataLostError, returned: int | None,
     ) -> None:
-        changes = changes_from_table(self._context, snapshot_id, partition, ranges, lost)
+        changes = changes_from_table(self._context, snapshot_id, partition, ranges, lost, returned)
         if out.arrow:
             out.add(self._context.to_arrow(changes), self._context.schema_id)
         else:
