@@ -22,6 +22,9 @@ for ``+U``, only ``before`` for ``-U``; no ``_kind``).
 in ``"_schema"``. Keys are the
 primary key as a JSON object (``{"id": 7}``); tables without one have no key.
 How each column type is written is :mod:`tablelog.json_values`.
+
+``arrow`` values hold a batch of rows each: :mod:`tablelog.arrow_records`, which the
+codec delegates to (:attr:`RecordCodec.batched`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from tablelog import arrow_records
 from tablelog.errors import SchemaMismatchError
 from tablelog.json_values import (
     SPECIAL_FLOAT_TOKENS,
@@ -49,7 +53,7 @@ from tablelog.json_values import (
     to_json_array,
     unloggable_value,
 )
-from tablelog.options import LogFormat
+from tablelog.options import ArrowCompression, LogFormat
 from tablelog.records import RowKind
 
 KIND_COLUMN = "_kind"
@@ -88,6 +92,7 @@ class RecordCodec:
     value_format: LogFormat
     table: str = ""
     schema_id: int = 0  # the id of ``schema`` among the table's schemas, written into every value
+    compression: ArrowCompression = ArrowCompression.LZ4  # of ``arrow`` records
 
     # The per-column converters of python_row, and the names a decoded row has when
     # none is needed (then a row in schema order is returned as it is, unless a float
@@ -108,6 +113,11 @@ class RecordCodec:
         if all(convert in (None, float_from_json) for _, convert in converters):
             self._identity_names = tuple(self.schema.names)
         self._float_names = tuple(f.name for f in self.schema if is_float(f.type))
+
+    @property
+    def batched(self) -> bool:
+        """Whether a record holds a batch of rows (``arrow``) rather than one row."""
+        return self.value_format is LogFormat.ARROW
 
     # -- writing ---------------------------------------------------------------
 
@@ -172,6 +182,14 @@ class RecordCodec:
                 if self.primary_key:
                     keys[i] = orjson.dumps({k: json_row[k] for k in self.primary_key})
         return Encoded(keys, values)
+
+    def encode_batches(self, data: pa.Table, kinds: Sequence[RowKind], limit: int) -> list[bytes]:
+        """The rows of ``data`` (one partition's, in the table schema) as ``arrow``
+        records of at most ``limit`` bytes each (see :mod:`tablelog.arrow_records`)."""
+        return arrow_records.encode_records(
+            data, kinds, schema_id=self.schema_id, compression=self.compression, limit=limit,
+            primary_key=self.primary_key, table=self.table,
+        )
 
     def _envelope(self, kind: RowKind, json_row: dict[str, Any], timestamp_ms: int) -> bytes:
         """One value, as :meth:`encode` writes it in native code."""

@@ -64,6 +64,7 @@ class Batch:
                 )
             self.schema_ids[i] = target
         return self
+
     def mark(self) -> tuple[int, int]:
         """Where the batch ends now, for :meth:`truncate`."""
         tail = self.parts[-1] if self.parts else None
@@ -89,12 +90,14 @@ class Batch:
             out.extend(part)
         return out
 
-    def fetch_size(self, budget: int, pos: int, hi: int) -> int:
+    def fetch_size(self, budget: int, pos: int, hi: int, rows_per_record: int = 1) -> int:
         """How many records the next fetch of positions ``pos..hi`` may ask for.
 
         Never more than the positions left up to ``hi``: a fetch that stops at the last
         committed record leaves the client standing where the next snapshot starts.
         Never more than the budget left: a poll returns at most ``max_records`` changes,
         so that its position is right after the last one a caller (``tail --limit``) prints.
+        Records holding several rows (``rows_per_record``, the most seen) are asked for
+        as many as the rows left fill.
         """
-        return max(1, min(budget - len(self), hi - pos + 1))
+        return max(1, min((budget - len(self)) // rows_per_record, hi - pos + 1))

@@ -76,7 +76,7 @@ class EventualRead:
         # A paused collector is paused for the whole process: not while a fetch waits.
         with context.building_batch() if timeout_s <= 0 else contextlib.nullcontext():
             try:
-                result = context.log.fetch(partition, pos, max_records, timeout_s)
+                result = context.log.fetch(partition, pos, context.records_for(max_records), timeout_s)
             except PositionOutOfRangeError as err:
                 raise context.lost(partition, pos, pos, f"the log no longer holds them ({err})") from err
         with context.building_batch():

@@ -197,7 +197,8 @@ class TransactionalRead:
                 if read_chunk == self._read_dense_chunk and partition not in self._checked_partitions:
                     pos = self._read_first_record_checked(snapshot_id, partition, ranges, pos, hi, out)
                 else:
-                    pos = read_chunk(snapshot_id, partition, ranges, pos, hi, out.fetch_size(budget, pos, hi), out)
+                    size = out.fetch_size(budget, pos, hi, self._context.rows_per_record)
+                    pos = read_chunk(snapshot_id, partition, ranges, pos, hi, size, out)
             position.offsets[partition] = pos
         return True
 
@@ -251,6 +252,15 @@ class TransactionalRead:
         """Committed values decoded: all at once into Arrow for ``poll_arrow``, else one
         by one into changes (and one by one whenever a value does not decode)."""
         context = self._context
+        if out.arrow and context.codec.batched:  # each value already is an Arrow batch
+            def moved(_before: int) -> None:
+                out.in_schema(context)  # what the poll took so far, into the schema the reader moved to
+
+            for value, position in zip(values, positions, strict=True):
+                rows = context.decoder.record_rows(value, partition, position, moved)
+                if rows is not None:
+                    out.add(rows, context.schema_id)
+            return
         if out.arrow and _decodes_faster_at_once(values):
             try:
                 out.add(context.codec.values_to_arrow(values), context.schema_id)
