@@ -3,6 +3,8 @@ partition's changes (see :mod:`tablelog.arrow_records`), on the built-in file lo
 
 from __future__ import annotations
 
+import ast
+import json
 import secrets
 from collections import Counter
 from pathlib import Path
@@ -10,10 +12,12 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from click.testing import CliRunner
 
 import tablelog
 from tablelog import AddColumn, Normalizer
 from tablelog.arrow_records import FORMAT_VERSION_KEY, SCHEMA_ID_KEY, encode_records
+from tablelog.cli import cli
 from tablelog.commit.record import new_token
 from tablelog.errors import ForeignRecordError, OptionError, SchemaMismatchError
 from tablelog.options import ArrowCompression
@@ -263,3 +267,46 @@ def test_updates_and_deletes_keep_their_row_kinds_and_upsert_drops_update_before
     write(table, [("-U", rows(1)[0]), ("+U", rows(1, tag="w")[0]), ("-D", rows(2)[1])])
     kinds = [c.kind for c in read(table, consistency="transactional")]
     assert Counter(kinds) == {RowKind.INSERT: 2, RowKind.UPDATE_AFTER: 1, RowKind.DELETE: 1}
+
+
+def test_tail_prints_arrow_records_as_json_changes_and_only_the_columns_asked_for(tmp_path: Path) -> None:
+    table = make(tmp_path)
+    write(table, rows(6))
+    common = ["tail", "-w", table.warehouse.path, "db.t", "--scan-mode", "earliest", "--idle-timeout", "0.3",
+              "--format", "json"]
+    result = CliRunner().invoke(cli, common, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert sorted(d["row"]["id"] for d in docs) == list(range(6))
+    assert {d["kind"] for d in docs} == {"+I"} and all(d["key"] == {"id": d["row"]["id"]} for d in docs)
+    result = CliRunner().invoke(cli, [*common, "--columns", "name"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert {tuple(json.loads(line)["row"]) for line in result.stdout.splitlines()} == {("id", "name")}
+    result = CliRunner().invoke(cli, [*common, "--columns", "nope"])
+    assert result.exit_code != 0 and "no column 'nope'" in result.output + result.stderr
+
+
+def _documented_decoder() -> tuple[set[str], Any]:
+    """The decoding function of the foreign-reader snippet in docs/log-formats.md, run as written."""
+    page = (Path(__file__).parents[2] / "docs" / "log-formats.md").read_text()
+    snippet = page.split("<!-- foreign-reader-snippet -->", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    module = ast.parse(snippet)
+    [function] = [node for node in module.body if isinstance(node, ast.FunctionDef)]
+    imports = [node for node in module.body if isinstance(node, ast.Import) and node.names[0].name == "pyarrow"]
+    source = ast.unparse(ast.Module(body=[*imports, function], type_ignores=[]))
+    namespace: dict[str, Any] = {}  # a fresh module: pyarrow is all it has
+    exec(compile(source, "docs/log-formats.md", "exec"), namespace)  # noqa: S102 -- our own docs
+    names = {node.id for node in ast.walk(function) if isinstance(node, ast.Name)}
+    return names, namespace[function.name]
+
+
+def test_the_documented_foreign_reader_decodes_a_record_with_pyarrow_alone(tmp_path: Path) -> None:
+    names, decode = _documented_decoder()
+    assert names <= {"pa", "value", "bytes"}  # pyarrow and its argument, nothing else
+    table = make(tmp_path, bucket=1)
+    write(table, rows(4))
+    write(table, [("-D", rows(1)[0])])
+    decoded = [decode(value) for value in log_records(table, 0).values()]
+    assert [t.schema.metadata[b"tablelog.schema-id"] for t in decoded] == [b"0", b"0"]
+    assert pa.concat_tables(decoded).to_pylist() == [
+        *({"_kind": "+I", **r} for r in rows(4)), {"_kind": "-D", **rows(1)[0]}]
