@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import tablelog
-from tablelog import AddColumn, Normalizer
+from tablelog import AddColumn, Normalizer, RenameColumn
 from tablelog.arrow_records import FORMAT_VERSION_KEY, SCHEMA_ID_KEY, encode_records
 from tablelog.cli import cli
 from tablelog.commit.record import new_token
@@ -310,3 +310,14 @@ def test_the_documented_foreign_reader_decodes_a_record_with_pyarrow_alone(tmp_p
     assert [t.schema.metadata[b"tablelog.schema-id"] for t in decoded] == [b"0", b"0"]
     assert pa.concat_tables(decoded).to_pylist() == [
         *({"_kind": "+I", **r} for r in rows(4)), {"_kind": "-D", **rows(1)[0]}]
+
+
+def test_a_reader_given_columns_returns_records_of_an_older_schema_under_the_new_names(tmp_path: Path) -> None:
+    table = make(tmp_path)
+    write(table, rows(3))
+    table.alter(RenameColumn("name", "label"))
+    write(table, [{"id": 9, "label": "new", "score": 1.0, "note": "x"}])
+    with table.reader(consistency="transactional", scan_mode="earliest", columns=["label"]) as reader:
+        changes = reader.read_all(idle_timeout_s=0.2)
+    assert sorted((c.row["id"], c.row["label"]) for c in changes) == [(0, "v-0"), (1, "v-1"), (2, "v-2"), (9, "new")]
+    assert all(list(c.row) == ["id", "label"] for c in changes)
