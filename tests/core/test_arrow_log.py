@@ -321,3 +321,20 @@ def test_a_reader_given_columns_returns_records_of_an_older_schema_under_the_new
         changes = reader.read_all(idle_timeout_s=0.2)
     assert sorted((c.row["id"], c.row["label"]) for c in changes) == [(0, "v-0"), (1, "v-1"), (2, "v-2"), (9, "new")]
     assert all(list(c.row) == ["id", "label"] for c in changes)
+
+
+@pytest.mark.parametrize("consistency", ["transactional", "eventual"])
+def test_poll_arrow_returns_the_changes_poll_returns_across_an_alter(tmp_path: Path, consistency: str) -> None:
+    table = make(tmp_path, **{"log.max-record-bytes": "3000"})
+    write(table, rows(60))
+    table.alter(AddColumn("extra", pa.int32()))
+    write(table, [{**r, "extra": 1} for r in rows(40, start=100)])
+    with table.reader(consistency=consistency, scan_mode="earliest") as reader:
+        changes = reader.read_all(idle_timeout_s=0.2)
+    with table.reader(consistency=consistency, scan_mode="earliest") as reader:
+        parts = [reader.poll_arrow(max_records=25, timeout_s=0.2)]
+        while parts[-1].num_rows:
+            parts.append(reader.poll_arrow(max_records=25, timeout_s=0.2))
+    arrow = pa.concat_tables(parts)
+    assert arrow.schema.names == ["_kind", *SCHEMA.names, "extra"]
+    assert arrow.to_pylist() == [{"_kind": c.kind.value, **c.row} for c in changes]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -82,6 +83,36 @@ class Batch:
             del tail[tail_length:]
         sealed = self.parts[:-1] if self.parts and isinstance(self.parts[-1], list) else self.parts
         self.size = sum(len(p) if isinstance(p, list) else p.num_rows for p in sealed)
+
+    def take_records(
+        self, context: ReadContext, values: Sequence[bytes | None], positions: Sequence[int], partition: int,
+        snapshot_id: int | None,
+    ) -> list[int]:
+        """Append what the values decode to: each ``arrow`` record's rows as they are when
+        the batch is Arrow (no Python object per change), else changes. Returns the
+        positions of the values left out as foreign (see :meth:`Decoder.decode_all`)."""
+        if self.arrow and context.codec.batched:
+            def moved(_before: int) -> None:
+                self.in_schema(context)  # what was taken so far, into the schema the reader moved to
+
+            left_out = []
+            for value, position in zip(values, positions, strict=True):
+                rows = context.decoder.record_rows(value, partition, position, moved)
+                if rows is None:
+                    left_out.append(position)
+                else:
+                    self.add(rows, context.schema_id)
+            return left_out
+        left_out = context.decoder.decode_all(values, positions, partition, snapshot_id, self.changes(context.schema_id))
+        self.changes(context.schema_id)  # the decoder maps the list when the reader's schema moves
+        return left_out
+
+    def to_arrow(self, context: ReadContext) -> pa.Table:
+        """Every part as one Arrow table (call :meth:`in_schema` first)."""
+        tables = [part if not isinstance(part, list) else context.to_arrow(part) for part in self.parts]
+        if not tables:
+            return context.to_arrow([])
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     def to_changes(self) -> list[Change]:
         out: list[Change] = []

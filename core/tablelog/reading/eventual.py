@@ -20,6 +20,7 @@ from tablelog.commit.record import LogCommitRecord
 from tablelog.errors import PositionOutOfRangeError
 from tablelog.identity import TAG_SEPARATOR
 from tablelog.positions import ReaderPosition
+from tablelog.reading.batch import Batch
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
 from tablelog.records import FetchResult, LogRecord, ProducedRange
@@ -41,11 +42,17 @@ class EventualRead:
         self.other_tables_skipped = 0
 
     def poll_arrow(self, position: ReaderPosition, budget: int, timeout_s: float) -> pa.Table:
-        return self._context.to_arrow(self.poll(position, budget, timeout_s))
+        """:meth:`poll` as Arrow: ``arrow`` records' batches as they are, no Python row."""
+        return self._poll(position, budget, timeout_s, Batch(arrow=True)).in_schema(self._context).to_arrow(
+            self._context)
 
     def poll(self, position: ReaderPosition, budget: int, timeout_s: float) -> list[Change]:
+        return self._poll(position, budget, timeout_s, Batch(arrow=False)).in_schema(self._context).to_changes()
+
+    def _poll(self, position: ReaderPosition, budget: int, timeout_s: float, out: Batch) -> Batch:
         context = self._context
-        out: list[Change] = self._late_writes(position) if position.horizon else []
+        if position.horizon:
+            self._late_writes(position, out)
         deadline = time.monotonic() + timeout_s
         partitions = [
             p for p in sorted(position.offsets) or range(context.table.log_partitions) if context.reads(p)
@@ -69,7 +76,7 @@ class EventualRead:
         return out
 
     def _fetch(
-        self, position: ReaderPosition, partition: int, max_records: int, timeout_s: float, out: list[Change]
+        self, position: ReaderPosition, partition: int, max_records: int, timeout_s: float, out: Batch
     ) -> None:
         context = self._context
         pos = position.offsets.get(partition, 0)
@@ -83,7 +90,7 @@ class EventualRead:
             self._take_all(result.records, partition, out)
         position.offsets[partition] = result.next_position
 
-    def _take_all(self, records: list[LogRecord], partition: int, out: list[Change]) -> None:
+    def _take_all(self, records: list[LogRecord], partition: int, out: Batch) -> None:
         """Every record of this table, decoded: records without a writer token are
         foreign, records whose token carries another table's tag are left out (they
         share the topic). The tokens are looked at once per distinct token, not per
@@ -92,8 +99,8 @@ class EventualRead:
         tokens = set(map(_TOKEN, records))
         if None in tokens or any(not t.startswith(own) and TAG_SEPARATOR in t for t in tokens if t is not None):
             records = self._own_records(records, partition)
-        values = [r.value for r in records]
-        self._context.decoder.decode_all(values, [r.position for r in records], partition, None, out)
+        if records:
+            out.take_records(self._context, [r.value for r in records], [r.position for r in records], partition, None)
 
     def _own_records(self, records: list[LogRecord], partition: int) -> list[LogRecord]:
         own = self._own_prefix
@@ -109,11 +116,10 @@ class EventualRead:
                 kept.append(rec)
         return kept
 
-    def _late_writes(self, position: ReaderPosition) -> list[Change]:
+    def _late_writes(self, position: ReaderPosition, out: Batch) -> None:
         """Records of writes committed after the full scan but produced before the log
         part began (a concurrent writer's): returned once, so the hybrid read has no gap."""
         store = self._context.table.store
-        out: list[Change] = []
         while (snapshot := store.snapshot(position.snapshot + 1)) is not None:
             record = LogCommitRecord.from_properties(snapshot.properties)
             for r in record.ranges if record is not None else ():
@@ -121,9 +127,8 @@ class EventualRead:
                 if r.first < horizon:
                     self._token_records(r, min(r.last, horizon - 1), out)
             position.snapshot = snapshot.id
-        return out
 
-    def _token_records(self, committed: ProducedRange, last: int, out: list[Change]) -> None:
+    def _token_records(self, committed: ProducedRange, last: int, out: Batch) -> None:
         """Append the decoded records of one committed write up to position ``last``."""
         context = self._context
         pos = committed.first
@@ -131,8 +136,9 @@ class EventualRead:
             result = context.fetch_committed(committed.partition, pos, last, 10_000, values=False)
             assert isinstance(result, FetchResult)
             mine = [rec for rec in result.records if rec.position <= last and rec.token == committed.token]
-            values = [rec.value for rec in mine]
-            context.decoder.decode_all(values, [rec.position for rec in mine], committed.partition, None, out)
+            if mine:
+                out.take_records(context, [rec.value for rec in mine], [rec.position for rec in mine],
+                                 committed.partition, None)
             if result.records and result.records[-1].position > last:
                 return
             pos = result.next_position
