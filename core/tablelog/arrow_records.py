@@ -67,22 +67,29 @@ def encode_records(
     options = pa.ipc.IpcWriteOptions(
         compression=None if compression is ArrowCompression.NONE else compression.value
     )
-    rows_per_record = max(1, int(whole.num_rows * limit * _FILL / max(whole.nbytes, 1)))
+    # The first guess comes from the Arrow size; each record encoded then tells how many
+    # rows the next may hold at its (compressed) size per row. A chunk too large is cut
+    # again to the rows its size allows.
+    rows_per_record = _rows_within(whole.num_rows, whole.nbytes, limit)
     records: list[bytes] = []
-    pending = [(start, min(rows_per_record, whole.num_rows - start))
-               for start in range(0, whole.num_rows, rows_per_record)]
-    pending.reverse()
-    while pending:
-        start, length = pending.pop()
+    start = 0
+    while start < whole.num_rows:
+        length = min(rows_per_record, whole.num_rows - start)
         value = _stream(whole.slice(start, length), schema, options)
-        if len(value) <= limit:
-            records.append(value)
-        elif length == 1:
-            raise _too_large(whole, start, len(value), limit, primary_key, table)
-        else:  # cut again, the first half first
-            half = length // 2
-            pending += [(start + half, length - half), (start, half)]
+        rows_per_record = _rows_within(length, len(value), limit)
+        if len(value) > limit:
+            if length == 1:
+                raise _too_large(whole, start, len(value), limit, primary_key, table)
+            rows_per_record = min(rows_per_record, length - 1)
+            continue
+        records.append(value)
+        start += length
     return records
+
+
+def _rows_within(rows: int, size: int, limit: int) -> int:
+    """How many rows like these (``rows`` of them taking ``size`` bytes) fit in ``limit``."""
+    return max(1, int(rows * limit * _FILL / max(size, 1)))
 
 
 def _stream(rows: pa.Table, schema: pa.Schema, options: pa.ipc.IpcWriteOptions) -> bytes:
