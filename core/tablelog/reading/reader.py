@@ -143,7 +143,7 @@ class ChangelogReader:
         schema = self._context.codec.schema
         if self._columns is None:
             return schema
-        return pa.schema([f for f in schema if f.name in self._context.columns])  # type: ignore[operator]
+        return pa.schema([f for f in schema if f.name in self._columns])
 
     def schema_mapping(self, source_id: int) -> SchemaMapping:
         """From rows of the table's schema ``source_id`` to the reader's schema."""
