@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -12,6 +12,10 @@ from tablelog.reading.decode import Change, remap_changes
 
 if TYPE_CHECKING:
     from tablelog.reading.context import ReadContext
+
+
+def _same(rows: int) -> int:
+    return rows
 
 
 class Batch:
@@ -121,14 +125,15 @@ class Batch:
             out.extend(part)
         return out
 
-    def fetch_size(self, budget: int, pos: int, hi: int, rows_per_record: int = 1) -> int:
+    def fetch_size(self, budget: int, pos: int, hi: int, records_for: Callable[[int], int] = _same) -> int:
         """How many records the next fetch of positions ``pos..hi`` may ask for.
 
         Never more than the positions left up to ``hi``: a fetch that stops at the last
         committed record leaves the client standing where the next snapshot starts.
         Never more than the budget left: a poll returns at most ``max_records`` changes,
         so that its position is right after the last one a caller (``tail --limit``) prints.
-        Records holding several rows (``rows_per_record``, the most seen) are asked for
-        as many as the rows left fill.
+        ``records_for``: how many records hold the rows left (records of many rows:
+        :meth:`ReadContext.records_for`).
         """
-        return max(1, min((budget - len(self)) // rows_per_record, hi - pos + 1))
+        return max(1, min(records_for(budget - len(self)), hi - pos + 1))
+

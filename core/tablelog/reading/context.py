@@ -46,9 +46,9 @@ class ReadContext:
         self.options = options
         self.pinned = schema_id is not None
         self.columns = columns
-        #: The most rows one record held so far (``arrow`` records hold many): how many
-        #: records a fetch may ask for so that a poll stays near its ``max_records`` rows.
-        self.rows_per_record = 1
+        #: The most rows one ``arrow`` record held so far (0: none read yet), for
+        #: :meth:`records_for`.
+        self.rows_per_record = 0
         #: The id of the reader's schema; :attr:`codec` decodes into it.
         self.schema_id = table.schema_id if schema_id is None else schema_id
         self.codec = table.codec
@@ -107,10 +107,13 @@ class ReadContext:
             self._log = None
 
     def records_for(self, rows: int) -> int:
-        """How many records a fetch may ask for when ``rows`` more rows are wanted: whole
-        records are returned, so a poll exceeds its ``max_records`` by less than one
-        record's rows while records hold no more rows than the largest seen so far."""
-        return max(1, rows // self.rows_per_record)
+        """How many records a fetch may ask for when ``rows`` more rows are wanted. An
+        ``arrow`` record holds many and is returned whole: one at first, then as many as
+        the rows wanted fill at the most rows a record held so far, so that a poll exceeds
+        its ``max_records`` by less than one record's rows (while no record is larger)."""
+        if not self.codec.batched:
+            return max(1, rows)
+        return max(1, rows // self.rows_per_record) if self.rows_per_record else 1
 
     def reads(self, partition: int) -> bool:
         return self.partitions is None or partition in self.partitions

@@ -193,7 +193,7 @@ class TransactionalRead:
                 if read_chunk == self._read_dense_chunk and partition not in self._checked_partitions:
                     pos = self._read_first_record_checked(snapshot_id, partition, ranges, pos, hi, out)
                 else:
-                    size = out.fetch_size(budget, pos, hi, self._context.rows_per_record)
+                    size = out.fetch_size(budget, pos, hi, self._context.records_for)
                     pos = read_chunk(snapshot_id, partition, ranges, pos, hi, size, out)
             position.offsets[partition] = pos
         return True
