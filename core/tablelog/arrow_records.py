@@ -40,8 +40,8 @@ FORMAT_VERSION_KEY = b"tablelog.format-version"
 FORMAT_VERSION = b"1"
 
 _KIND_VALUES = pa.array([k.value for k in RowKind])
-#: A chunk is cut a little below the limit its Arrow size suggests: the IPC framing and
-#: a compression that does not pay make a record somewhat larger than its buffers.
+#: Records are aimed a little below the limit: the next rows may take more bytes each
+#: than the ones measured (longer strings, data that compresses worse).
 _FILL = 0.9
 
 
