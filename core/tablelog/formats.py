@@ -142,6 +142,7 @@ class RecordCodec:
         hot path between Arrow and the log client. Polars writes NaN and infinities
         as null, so the rare rows holding one are encoded again here, one by one.
         """
+        self._check_per_row()
         json_level = pa.Table.from_arrays(
             [to_json_array(data.column(i)) for i in range(data.num_columns)], names=data.schema.names
         )
@@ -183,6 +184,14 @@ class RecordCodec:
                     keys[i] = orjson.dumps({k: json_row[k] for k in self.primary_key})
         return Encoded(keys, values)
 
+    def _check_per_row(self) -> None:
+        # The per-row encodings must never write or read ``arrow`` records as Debezium JSON.
+        if self.batched:
+            raise TypeError(
+                f"log.format={self.value_format.value} records hold batches of rows: use encode_batches "
+                "(writing) and tablelog.arrow_records (reading), not the per-row methods"
+            )
+
     def encode_batches(self, data: pa.Table, kinds: Sequence[RowKind], limit: int) -> list[bytes]:
         """The rows of ``data`` (one partition's, in the table schema) as ``arrow``
         records of at most ``limit`` bytes each (see :mod:`tablelog.arrow_records`)."""
@@ -218,6 +227,7 @@ class RecordCodec:
         raises ValueError when it is not ours. The row is in the schema the value names
         (see :mod:`tablelog.store.evolution`). The schema id is returned as the value
         holds it: the caller checks it only when it is not its own (:func:`schema_id`)."""
+        self._check_per_row()
         doc = orjson.loads(value)
         if not isinstance(doc, dict):
             raise ValueError("value is not a JSON object")
@@ -244,6 +254,7 @@ class RecordCodec:
         return self._change_decoder
 
     def _make_change_decoder(self) -> Callable[[bytes], tuple[RowKind, dict[str, Any]]]:
+        self._check_per_row()
         decode_record, python_row, own = self.decode_record, self.python_row, self.schema_id
 
         def general(value: bytes) -> tuple[RowKind, dict[str, Any]]:
@@ -282,6 +293,7 @@ class RecordCodec:
         code: no Python object per record. Raises ValueError when any value is not one
         :meth:`decode_value` accepts with the table's types; the caller then decodes
         them one by one to report the culprit."""
+        self._check_per_row()
         output = self._arrow_schema
         if not values:
             return output.empty_table()
