@@ -22,6 +22,9 @@ for ``+U``, only ``before`` for ``-U``; no ``_kind``).
 in ``"_schema"``. Keys are the
 primary key as a JSON object (``{"id": 7}``); tables without one have no key.
 How each column type is written is :mod:`tablelog.json_values`.
+
+``arrow`` values hold a batch of rows each: :mod:`tablelog.arrow_records`, which the
+codec delegates to (:attr:`RecordCodec.batched`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from tablelog import arrow_records
 from tablelog.errors import SchemaMismatchError
 from tablelog.json_values import (
     SPECIAL_FLOAT_TOKENS,
@@ -49,7 +53,7 @@ from tablelog.json_values import (
     to_json_array,
     unloggable_value,
 )
-from tablelog.options import LogFormat
+from tablelog.options import ArrowCompression, LogFormat
 from tablelog.records import RowKind
 
 KIND_COLUMN = "_kind"
@@ -88,6 +92,7 @@ class RecordCodec:
     value_format: LogFormat
     table: str = ""
     schema_id: int = 0  # the id of ``schema`` among the table's schemas, written into every value
+    compression: ArrowCompression = ArrowCompression.LZ4  # of ``arrow`` records
 
     # The per-column converters of python_row, and the names a decoded row has when
     # none is needed (then a row in schema order is returned as it is, unless a float
@@ -108,6 +113,11 @@ class RecordCodec:
         if all(convert in (None, float_from_json) for _, convert in converters):
             self._identity_names = tuple(self.schema.names)
         self._float_names = tuple(f.name for f in self.schema if is_float(f.type))
+
+    @property
+    def batched(self) -> bool:
+        """Whether a record holds a batch of rows (``arrow``) rather than one row."""
+        return self.value_format is LogFormat.ARROW
 
     # -- writing ---------------------------------------------------------------
 
@@ -132,6 +142,7 @@ class RecordCodec:
         hot path between Arrow and the log client. Polars writes NaN and infinities
         as null, so the rare rows holding one are encoded again here, one by one.
         """
+        self._check_per_row()
         json_level = pa.Table.from_arrays(
             [to_json_array(data.column(i)) for i in range(data.num_columns)], names=data.schema.names
         )
@@ -173,6 +184,22 @@ class RecordCodec:
                     keys[i] = orjson.dumps({k: json_row[k] for k in self.primary_key})
         return Encoded(keys, values)
 
+    def _check_per_row(self) -> None:
+        # The per-row encodings must never write or read ``arrow`` records as Debezium JSON.
+        if self.batched:
+            raise TypeError(
+                f"log.format={self.value_format.value} records hold batches of rows: use encode_batches "
+                "(writing) and tablelog.arrow_records (reading), not the per-row methods"
+            )
+
+    def encode_batches(self, data: pa.Table, kinds: Sequence[RowKind], limit: int) -> list[bytes]:
+        """The rows of ``data`` (one partition's, in the table schema) as ``arrow``
+        records of at most ``limit`` bytes each (see :mod:`tablelog.arrow_records`)."""
+        return arrow_records.encode_records(
+            data, kinds, schema_id=self.schema_id, compression=self.compression, limit=limit,
+            primary_key=self.primary_key, table=self.table,
+        )
+
     def _envelope(self, kind: RowKind, json_row: dict[str, Any], timestamp_ms: int) -> bytes:
         """One value, as :meth:`encode` writes it in native code."""
         if self.value_format is LogFormat.JSON:
@@ -200,6 +227,7 @@ class RecordCodec:
         raises ValueError when it is not ours. The row is in the schema the value names
         (see :mod:`tablelog.store.evolution`). The schema id is returned as the value
         holds it: the caller checks it only when it is not its own (:func:`schema_id`)."""
+        self._check_per_row()
         doc = orjson.loads(value)
         if not isinstance(doc, dict):
             raise ValueError("value is not a JSON object")
@@ -226,6 +254,7 @@ class RecordCodec:
         return self._change_decoder
 
     def _make_change_decoder(self) -> Callable[[bytes], tuple[RowKind, dict[str, Any]]]:
+        self._check_per_row()
         decode_record, python_row, own = self.decode_record, self.python_row, self.schema_id
 
         def general(value: bytes) -> tuple[RowKind, dict[str, Any]]:
@@ -264,6 +293,7 @@ class RecordCodec:
         code: no Python object per record. Raises ValueError when any value is not one
         :meth:`decode_value` accepts with the table's types; the caller then decodes
         them one by one to report the culprit."""
+        self._check_per_row()
         output = self._arrow_schema
         if not values:
             return output.empty_table()

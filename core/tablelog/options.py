@@ -49,6 +49,13 @@ class ChangelogMode(str, enum.Enum):
 class LogFormat(str, enum.Enum):
     DEBEZIUM_JSON = "debezium-json"
     JSON = "json"
+    ARROW = "arrow"
+
+
+class ArrowCompression(str, enum.Enum):
+    LZ4 = "lz4"
+    ZSTD = "zstd"
+    NONE = "none"
 
 
 class KeyFormat(str, enum.Enum):
@@ -162,8 +169,16 @@ class TableOptions:
         _enum(ChangelogMode), fixed=True,
     )
     log_format: LogFormat = option(
-        "log.format", LogFormat.DEBEZIUM_JSON, "Record value format: `debezium-json` or `json`.",
+        "log.format", LogFormat.DEBEZIUM_JSON,
+        "Record value format: `debezium-json`, `json` (a record per row) or `arrow` (a record per "
+        "batch of rows of one partition, an Arrow IPC stream).",
         _enum(LogFormat), fixed=True,
+    )
+    log_arrow_compression: ArrowCompression = option(
+        "log.arrow.compression", ArrowCompression.LZ4,
+        "IPC body compression of `log.format=arrow` records: `lz4`, `zstd` or `none` (each record "
+        "names its own: readers need no setting).",
+        _enum(ArrowCompression),
     )
     log_key_format: KeyFormat = option(
         "log.key.format", KeyFormat.JSON, "Record key format (the primary key): `json`.",
@@ -198,7 +213,7 @@ class TableOptions:
     log_max_record_bytes: int = option(
         "log.max-record-bytes", 1_000_000,
         "Largest encoded record a writer accepts; larger rows fail the write before anything "
-        "is produced.",
+        "is produced. With `log.format=arrow`, the most bytes of one batch record.",
         _int(1),
     )
     log_reader_pause_gc: bool = option(

@@ -241,7 +241,8 @@ class Table:
         """The log encoding of this object's schema (records say its id)."""
         if self._codec is None:
             self._codec = RecordCodec(
-                self.schema, self.primary_key, self.options.log_format, self.identifier, self.store.schema_id
+                self.schema, self.primary_key, self.options.log_format, self.identifier, self.store.schema_id,
+                self.options.log_arrow_compression,
             )
         return self._codec
 

@@ -125,8 +125,10 @@ class WriteTask:
                 kinds = list(map(kinds.__getitem__, rows))
             input_rows = rows if input_rows is None else list(map(input_rows.__getitem__, rows))
         now = int(time.time() * 1000)
-        encoded = table.codec.encode(arrow, kinds, now)
         limit = table.options.log_max_record_bytes
+        if table.codec.batched:
+            return self._encode_batches(arrow, kinds, groups, now, limit)
+        encoded = table.codec.encode(arrow, kinds, now)
         if max(map(len, encoded.values)) > limit:
             sizes = [len(v) for v in encoded.values]
             row = next(i for i, size in enumerate(sizes) if size > limit)
@@ -146,6 +148,24 @@ class WriteTask:
                     timestamp_ms=now, first_seq=self._seq[partition],
                 )
             )
+            self._seq[partition] += len(values)
+        return batches
+
+    def _encode_batches(
+        self, arrow: pa.Table, kinds: list[RowKind], groups: list[tuple[int, int, int]], now: int, limit: int
+    ) -> list[ProduceBatch]:
+        """Each partition's rows as records holding a batch of rows each (``log.format=arrow``):
+        sequence numbers count records, each committed or not as a whole."""
+        encoded = [
+            (partition, self.table.codec.encode_batches(arrow.slice(start, stop - start), kinds[start:stop], limit))
+            for partition, start, stop in groups
+        ]  # all encoded before any is produced: a row too large fails the write with nothing sent
+        batches = []
+        for partition, values in encoded:
+            batches.append(ProduceBatch(
+                token=self.token, partition=partition, keys=[None] * len(values), values=values,
+                timestamp_ms=now, first_seq=self._seq[partition],
+            ))
             self._seq[partition] += len(values)
         return batches
 

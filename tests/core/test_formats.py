@@ -15,6 +15,9 @@ from tablelog.records import RowKind
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
 
+#: The formats of a record per row (``arrow`` records hold batches: tests/core/test_arrow_log.py).
+PER_ROW_FORMATS = [f for f in LogFormat if f is not LogFormat.ARROW]
+
 def codec(fmt: LogFormat = LogFormat.DEBEZIUM_JSON, schema: pa.Schema = SCHEMA) -> RecordCodec:
     return RecordCodec(schema, ("id",), fmt)
 
@@ -29,7 +32,7 @@ def test_debezium_envelopes_have_before_after_and_op() -> None:
     assert encoded.keys == [b'{"id":1}', b'{"id":2}']
 
 
-@pytest.mark.parametrize("fmt", list(LogFormat))
+@pytest.mark.parametrize("fmt", PER_ROW_FORMATS)
 @pytest.mark.parametrize("kind", list(RowKind))
 def test_every_row_kind_round_trips(fmt: LogFormat, kind: RowKind) -> None:
     c = codec(fmt)
@@ -78,7 +81,7 @@ _ALL_TYPES_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("fmt", list(LogFormat))
+@pytest.mark.parametrize("fmt", PER_ROW_FORMATS)
 def test_values_decoded_all_at_once_equal_values_decoded_one_by_one(fmt: LogFormat) -> None:
     codec = RecordCodec(_ALL_TYPES, ("id",), fmt)
     kinds = [RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE]
@@ -91,7 +94,7 @@ def test_values_decoded_all_at_once_equal_values_decoded_one_by_one(fmt: LogForm
     assert all_at_once.to_pylist() == one_by_one.to_pylist()
 
 
-@pytest.mark.parametrize("fmt", list(LogFormat))
+@pytest.mark.parametrize("fmt", PER_ROW_FORMATS)
 @pytest.mark.parametrize("foreign", [
     b'{"op": "x"}', b"[1]", b'{"before": null, "after": {"id": "not a number"}, "op": "c"}', b"not json",
     b'{"id": 1}', b'{"id": 1, "_kind": "+I"}\n{"id": 2, "_kind": "+I"}',
@@ -146,3 +149,13 @@ def test_the_per_record_decoder_agrees_with_decode_value_and_python_row(value: b
         return
     decoded = c.change_decoder(value)
     assert repr(decoded) == repr(expected)  # repr: NaN equals itself there
+
+
+def test_an_arrow_codec_refuses_the_per_row_encodings() -> None:
+    c = RecordCodec(SCHEMA, ("id",), LogFormat.ARROW)
+    data = pa.table({"id": [7], "name": ["x"]}, schema=SCHEMA)
+    for per_row in (lambda: c.encode(data, [RowKind.INSERT], 0), lambda: c.decode_record(b"{}"),
+                    lambda: c.values_to_arrow([b"{}"]), lambda: c.change_decoder):
+        with pytest.raises(TypeError, match="log.format=arrow records hold batches of rows"):
+            per_row()
+    assert len(c.encode_batches(data, [RowKind.INSERT], 10_000)) == 1

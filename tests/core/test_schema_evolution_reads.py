@@ -80,7 +80,7 @@ def test_a_record_without_a_schema_id_is_read_as_schema_0(tmp_path: Path) -> Non
         assert [c.row for c in reader.read_all(idle_timeout_s=0.2)] == [{"id": 9, "label": "old", "qty": 1}]
 
 
-@pytest.mark.parametrize("fmt", ["debezium-json", "json"])
+@pytest.mark.parametrize("fmt", ["debezium-json", "json", "arrow"])
 @pytest.mark.parametrize("consistency", ["transactional", "eventual"])
 def test_a_reader_from_the_start_returns_old_records_in_the_new_schema(
     tmp_path: Path, fmt: str, consistency: str
@@ -92,8 +92,9 @@ def test_a_reader_from_the_start_returns_old_records_in_the_new_schema(
     assert by_id(rows[:2]) == OLD_IN_NEW and by_id(rows[2:]) == NEW
 
 
-def test_poll_arrow_returns_old_records_in_the_new_schema(tmp_path: Path) -> None:
-    table = make(tmp_path)
+@pytest.mark.parametrize("fmt", ["debezium-json", "arrow"])
+def test_poll_arrow_returns_old_records_in_the_new_schema(tmp_path: Path, fmt: str) -> None:
+    table = make(tmp_path, fmt)
     evolve(table)
     with table.reader(scan_mode="earliest") as reader:
         batch = reader.poll_arrow(timeout_s=0.5)
@@ -147,11 +148,12 @@ def test_a_hybrid_reader_returns_the_rows_of_an_older_snapshot_in_the_new_schema
     assert later == [{"id": 3, "note": "n", "label": "c", "qty": 3}]
 
 
+@pytest.mark.parametrize("fmt", ["debezium-json", "arrow"])
 @pytest.mark.parametrize("consistency", ["transactional", "eventual"])
 def test_a_reader_resumed_from_a_position_saved_before_an_alter_returns_the_rest_in_the_new_schema(
-    tmp_path: Path, consistency: str
+    tmp_path: Path, consistency: str, fmt: str
 ) -> None:
-    table = make(tmp_path)
+    table = make(tmp_path, fmt)
     write(table, [{"id": 1, "name": "a", "qty": 1}])
     with table.reader(consistency=consistency, scan_mode="latest") as reader:
         saved = reader.position.to_json()

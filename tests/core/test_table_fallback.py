@@ -40,10 +40,10 @@ def memory_log() -> Iterator[MemoryLog]:
     registry.unregister_log_system("memory")
 
 
-def make_table(tmp_path: Path, primary_key: bool = True, **options: str) -> Table:
+def make_table(tmp_path: Path, primary_key: bool = True, fmt: str = "debezium-json", **options: str) -> Table:
     return create_table(
         str(tmp_path / "wh"), f"db.t_{uuid.uuid4().hex[:8]}", SCHEMA, primary_key=["id"] if primary_key else [],
-        bucket=2, options={"log.system": "memory", "log.fetch-timeout-ms": "300",
+        bucket=2, options={"log.system": "memory", "log.fetch-timeout-ms": "300", "log.format": fmt,
                            "snapshot.num-retained.min": "1", "snapshot.time-retained": "1 h", **NO_COMPACTION,
                            **options},
     )
@@ -80,11 +80,12 @@ def delete_log_before(memory_log: MemoryLog, table: Table, snapshot_id: int) -> 
         memory_log.delete_records(table.topic, int(partition), end)
 
 
+@pytest.mark.parametrize("fmt", ["debezium-json", "arrow"])
 @pytest.mark.parametrize("arrow", [False, True], ids=["poll", "poll_arrow"])
 def test_a_reader_resumed_after_retention_removed_its_log_range_gets_every_change_once_from_the_table(
-    tmp_path: Path, memory_log: MemoryLog, arrow: bool,
+    tmp_path: Path, memory_log: MemoryLog, arrow: bool, fmt: str,
 ) -> None:
-    table = make_table(tmp_path)
+    table = make_table(tmp_path, fmt=fmt)
     commit_rounds(table, range(2))
     position = table.reader(consistency="transactional", scan_mode="latest").position.to_json()
     expected = commit_rounds(table, range(2, 6))  # snapshots 3..6
@@ -110,10 +111,11 @@ def reader_kind(value: str) -> Any:
     return RowKind(value)
 
 
+@pytest.mark.parametrize("fmt", ["debezium-json", "arrow"])
 def test_an_append_tables_changes_come_from_the_table_exactly_as_committed(
-    tmp_path: Path, memory_log: MemoryLog,
+    tmp_path: Path, memory_log: MemoryLog, fmt: str,
 ) -> None:
-    table = make_table(tmp_path, primary_key=False)
+    table = make_table(tmp_path, primary_key=False, fmt=fmt)
     expected = commit_rounds(table, range(4), per_round=25)
     delete_log_before(memory_log, table, 3)
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
@@ -209,10 +211,11 @@ def eventual_position_now(table: Table) -> str:
         return reader.position.to_json()
 
 
+@pytest.mark.parametrize("fmt", ["debezium-json", "arrow"])
 def test_an_eventual_reader_whose_log_positions_are_gone_gets_the_changes_committed_there_from_the_table(
-    tmp_path: Path, memory_log: MemoryLog,
+    tmp_path: Path, memory_log: MemoryLog, fmt: str,
 ) -> None:
-    table = make_table(tmp_path)
+    table = make_table(tmp_path, fmt=fmt)
     commit_rounds(table, range(2))
     position = eventual_position_now(table)
     expected = commit_rounds(table, range(2, 6))  # snapshots 3..6

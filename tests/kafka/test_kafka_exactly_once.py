@@ -56,3 +56,15 @@ def test_a_consumer_that_knows_nothing_of_tablelog_reads_debezium_envelopes_keye
         # Flink's debezium-json: an update's new row is a create (docs/kafka.md)
         [("c", i, f"p{i}") for i in range(10)] + [("c", 3, "renamed"), ("d", 4, "p4")]
     )
+
+
+class TestExactlyOnceOnKafkaWithArrowRecords(ExactlyOnceScenarios):
+    """The same scenarios with records that hold a batch of rows each. The process killed
+    after producing is left to the file log's arrow run (tests/core): it is the slowest
+    scenario and says nothing about the format that the file log does not."""
+
+    test_attempt_killed_in_another_process_after_producing_is_never_returned = None  # type: ignore[assignment]
+
+    @pytest.fixture
+    def log_options(self, kafka_bootstrap: str) -> dict[str, str]:
+        return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "log.format": "arrow"}

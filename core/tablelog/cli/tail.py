@@ -104,15 +104,20 @@ def _check_followable(table: Table, follow: bool, scan_mode: str | None) -> None
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
               help="text: `KIND {row}` per change; json: one JSON object per change with partition, "
                    "position, snapshot, kind, key and row.")
+@click.option("--columns", default=None,
+              help="Print only these columns (comma-separated) and the primary key's; an arrow log "
+                   "decodes only those.")
 @options_option
 @friendly_errors
 def tail(warehouse: str, table: str, consistency: str | None, scan_mode: str | None,
          timestamp_millis: int | None, position: str | None, follow: bool, limit: int | None,
-         idle_timeout: float, output_format: str, raw_options: tuple[str, ...]) -> None:
+         idle_timeout: float, output_format: str, columns: str | None, raw_options: tuple[str, ...]) -> None:
     """Print the changelog, one change per line; the last line is the position to resume from.
 
     The position goes to stderr as `# N change(s); position: JSON`, also when Ctrl-C
     ends --follow: pass the JSON to --position to go on with no change lost or repeated.
+    With log.format=arrow a record holds many changes and is printed whole: --limit may
+    print more changes, fewer than one record's more.
     """
     if limit is not None and limit < 0:
         raise click.BadParameter(f"must be >= 0, got {limit}", param_hint="--limit")
@@ -127,6 +132,7 @@ def tail(warehouse: str, table: str, consistency: str | None, scan_mode: str | N
     shown = 0
     with _stop_on_interrupt() as interrupts, t.reader(
         position=position, consistency=consistency, scan_mode=scan_mode, timestamp_millis=timestamp_millis,
+        columns=None if columns is None else [c.strip() for c in columns.split(",") if c.strip()],
     ) as reader:
         resume_at = reader.position
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -11,6 +12,10 @@ from tablelog.reading.decode import Change, remap_changes
 
 if TYPE_CHECKING:
     from tablelog.reading.context import ReadContext
+
+
+def _same(rows: int) -> int:
+    return rows
 
 
 class Batch:
@@ -64,6 +69,7 @@ class Batch:
                 )
             self.schema_ids[i] = target
         return self
+
     def mark(self) -> tuple[int, int]:
         """Where the batch ends now, for :meth:`truncate`."""
         tail = self.parts[-1] if self.parts else None
@@ -82,6 +88,36 @@ class Batch:
         sealed = self.parts[:-1] if self.parts and isinstance(self.parts[-1], list) else self.parts
         self.size = sum(len(p) if isinstance(p, list) else p.num_rows for p in sealed)
 
+    def take_records(
+        self, context: ReadContext, values: Sequence[bytes | None], positions: Sequence[int], partition: int,
+        snapshot_id: int | None,
+    ) -> list[int]:
+        """Append what the values decode to: each ``arrow`` record's rows as they are when
+        the batch is Arrow (no Python object per change), else changes. Returns the
+        positions of the values left out as foreign (see :meth:`Decoder.decode_all`)."""
+        if self.arrow and context.codec.batched:
+            def moved(_before: int) -> None:
+                self.in_schema(context)  # what was taken so far, into the schema the reader moved to
+
+            left_out = []
+            for value, position in zip(values, positions, strict=True):
+                rows = context.decoder.record_rows(value, partition, position, moved)
+                if rows is None:
+                    left_out.append(position)
+                else:
+                    self.add(rows, context.schema_id)
+            return left_out
+        left_out = context.decoder.decode_all(values, positions, partition, snapshot_id, self.changes(context.schema_id))
+        self.changes(context.schema_id)  # the decoder maps the list when the reader's schema moves
+        return left_out
+
+    def to_arrow(self, context: ReadContext) -> pa.Table:
+        """Every part as one Arrow table (call :meth:`in_schema` first)."""
+        tables = [part if not isinstance(part, list) else context.to_arrow(part) for part in self.parts]
+        if not tables:
+            return context.to_arrow([])
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
     def to_changes(self) -> list[Change]:
         out: list[Change] = []
         for part in self.parts:
@@ -89,12 +125,15 @@ class Batch:
             out.extend(part)
         return out
 
-    def fetch_size(self, budget: int, pos: int, hi: int) -> int:
+    def fetch_size(self, budget: int, pos: int, hi: int, records_for: Callable[[int], int] = _same) -> int:
         """How many records the next fetch of positions ``pos..hi`` may ask for.
 
         Never more than the positions left up to ``hi``: a fetch that stops at the last
         committed record leaves the client standing where the next snapshot starts.
         Never more than the budget left: a poll returns at most ``max_records`` changes,
         so that its position is right after the last one a caller (``tail --limit``) prints.
+        ``records_for``: how many records hold the rows left (records of many rows:
+        :meth:`ReadContext.records_for`).
         """
-        return max(1, min(budget - len(self), hi - pos + 1))
+        return max(1, min(records_for(budget - len(self)), hi - pos + 1))
+

@@ -35,15 +35,20 @@ class ReadContext:
 
     def __init__(
         self, table: Table, options: TableOptions, partitions: frozenset[int] | None,
-        changes_from_table: bool = True, schema_id: int | None = None,
+        changes_from_table: bool = True, schema_id: int | None = None, columns: frozenset[str] | None = None,
     ) -> None:
         """``schema_id``: pin the reader to this schema (default: the table's latest, then
-        the newest the reader meets)."""
+        the newest the reader meets). ``columns``: the only columns a reader returns (its
+        key columns among them), by name in the reader's schema; None: all."""
         self.table = table
         #: Whether committed changes the log lost are read from the table files instead.
         self.changes_from_table = changes_from_table
         self.options = options
         self.pinned = schema_id is not None
+        self.columns = columns
+        #: The most rows one ``arrow`` record held so far (0: none read yet), for
+        #: :meth:`records_for`.
+        self.rows_per_record = 0
         #: The id of the reader's schema; :attr:`codec` decodes into it.
         self.schema_id = table.schema_id if schema_id is None else schema_id
         self.codec = table.codec
@@ -100,6 +105,15 @@ class ReadContext:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+    def records_for(self, rows: int) -> int:
+        """How many records a fetch may ask for when ``rows`` more rows are wanted. An
+        ``arrow`` record holds many and is returned whole: one at first, then as many as
+        the rows wanted fill at the most rows a record held so far, so that a poll exceeds
+        its ``max_records`` by less than one record's rows (while no record is larger)."""
+        if not self.codec.batched:
+            return max(1, rows)
+        return max(1, rows // self.rows_per_record) if self.rows_per_record else 1
 
     def reads(self, partition: int) -> bool:
         return self.partitions is None or partition in self.partitions

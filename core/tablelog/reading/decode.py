@@ -7,14 +7,18 @@ one of this table's rows is a *foreign record*: it fails the read
 (``log.foreign-records=fail``, naming the partition and position) or is skipped and
 counted (``skip``). A value written under another schema than the reader's is mapped
 into the reader's (a newer one first moves the reader to it: see
-:mod:`tablelog.reading.context`).
+:mod:`tablelog.reading.context`). A value of the ``arrow`` format holds a batch of rows:
+every change it decodes to has its position (:mod:`tablelog.arrow_records`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+import pyarrow as pa
+
+from tablelog import arrow_records
 from tablelog.errors import ForeignRecordError
 from tablelog.formats import OtherSchema
 from tablelog.formats import schema_id as checked_schema_id
@@ -48,6 +52,8 @@ class ReaderSchema(Protocol):
     table: Table
     codec: RecordCodec
     schema_id: int
+    columns: frozenset[str] | None
+    rows_per_record: int
 
     def upgrade(self, schema_id: int) -> bool: ...
 
@@ -74,6 +80,8 @@ class Decoder:
         does not decode (see :meth:`foreign`). Returns the positions of those, which
         were left out (usually none). One tight loop: it runs for every record a reader
         returns one by one."""
+        if self._context.codec.batched:
+            return self._decode_batches(values, positions, partition, snapshot_id, out)
         decode = self._context.codec.change_decoder
         new = tuple.__new__  # what Change(...) does, without its Python-level __new__
         append = out.append
@@ -98,6 +106,68 @@ class Decoder:
                 continue
             append(change)
         return left_out
+
+    def _decode_batches(
+        self, values: Sequence[bytes | None], positions: Sequence[int], partition: int, snapshot_id: int | None,
+        out: list[Change],
+    ) -> list[int]:
+        """:meth:`decode_all` for records that hold a batch of rows each."""
+        new = tuple.__new__
+        append = out.append
+        left_out: list[int] = []
+
+        def moved(before: int) -> None:
+            remap_changes(out, self._context.table.store.mapping(before, self._context.schema_id))
+
+        for value, pos in zip(values, positions, strict=True):
+            rows = self.record_rows(value, partition, pos, moved)
+            if rows is None:
+                left_out.append(pos)
+                continue
+            kinds, python_rows = arrow_records.changes_of(rows)
+            for kind, row in zip(kinds, python_rows, strict=True):
+                append(new(Change, (kind, row, snapshot_id, partition, pos)))
+        return left_out
+
+    def record_rows(
+        self, value: bytes | None, partition: int, position: int, moved: Callable[[int], None]
+    ) -> pa.Table | None:
+        """The rows of one ``arrow`` record in the reader's schema (``_kind`` first), or None
+        for a foreign record that is skipped. ``moved(before)`` is called when the record
+        moves the reader to a newer schema (from ``before``), for the caller to map what
+        it collected."""
+        if value is None:
+            self.foreign(partition, position, "it has no value")
+            return None
+        try:
+            rows = self._record_rows(value, moved)
+        except (ValueError, KeyError, TypeError, pa.ArrowException) as err:
+            self.foreign(partition, position, f"its value does not decode as arrow ({err})")
+            return None
+        context = self._context
+        if rows.num_rows > context.rows_per_record:
+            context.rows_per_record = rows.num_rows
+        return rows
+
+    def _record_rows(self, value: bytes, moved: Callable[[int], None]) -> pa.Table:
+        context = self._context
+        columns = context.columns
+        rows, written = arrow_records.decode_record(value, columns)
+        if written != context.schema_id:
+            before = context.schema_id
+            try:
+                if context.upgrade(written):
+                    moved(before)
+                if written != context.schema_id:  # an older schema (or the reader is pinned)
+                    if columns is not None:  # mapped by field id: names may have changed since
+                        rows, _ = arrow_records.decode_record(value)
+                    source = context.table.store.schema_version(written).schema
+                    rows = arrow_records.conform(rows, source, None)
+                    mapped = context.mapping(written).arrow(rows.drop_columns([arrow_records.KIND_COLUMN]))
+                    return mapped.add_column(0, arrow_records.KIND_COLUMN, rows.column(0))
+            except LookupError as err:  # no such schema: not a record of this table
+                raise ValueError(str(err)) from None
+        return arrow_records.conform(rows, context.codec.schema, columns)
 
     def _in_reader_schema(self, row: dict[str, Any], written: Any, out: list[Change]) -> dict[str, Any]:
         """A row of schema ``written`` in the reader's schema (Python values). A newer

@@ -21,6 +21,7 @@ from tablelog.commit.record import LogCommitRecord
 from tablelog.errors import LogDataLostError, PositionOutOfRangeError, TablelogError
 from tablelog.identity import TAG_SEPARATOR
 from tablelog.positions import ReaderPosition
+from tablelog.reading.batch import Batch
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
 from tablelog.reading.lost_range import committed_changes_lost_from_log, snapshot_changes_from_table
@@ -43,11 +44,17 @@ class EventualRead:
         self.other_tables_skipped = 0
 
     def poll_arrow(self, position: ReaderPosition, budget: int, timeout_s: float) -> pa.Table:
-        return self._context.to_arrow(self.poll(position, budget, timeout_s))
+        """:meth:`poll` as Arrow: ``arrow`` records' batches as they are, no Python row."""
+        return self._poll(position, budget, timeout_s, Batch(arrow=True)).in_schema(self._context).to_arrow(
+            self._context)
 
     def poll(self, position: ReaderPosition, budget: int, timeout_s: float) -> list[Change]:
+        return self._poll(position, budget, timeout_s, Batch(arrow=False)).in_schema(self._context).to_changes()
+
+    def _poll(self, position: ReaderPosition, budget: int, timeout_s: float, out: Batch) -> Batch:
         context = self._context
-        out: list[Change] = self._late_writes(position) if position.horizon else []
+        if position.horizon:
+            self._late_writes(position, out)
         deadline = time.monotonic() + timeout_s
         partitions = [
             p for p in sorted(position.offsets) or range(context.table.log_partitions) if context.reads(p)
@@ -71,14 +78,14 @@ class EventualRead:
         return out
 
     def _fetch(
-        self, position: ReaderPosition, partition: int, max_records: int, timeout_s: float, out: list[Change]
+        self, position: ReaderPosition, partition: int, max_records: int, timeout_s: float, out: Batch
     ) -> None:
         context = self._context
         pos = position.offsets.get(partition, 0)
         # A paused collector is paused for the whole process: not while a fetch waits.
         with context.building_batch() if timeout_s <= 0 else contextlib.nullcontext():
             try:
-                result = context.log.fetch(partition, pos, max_records, timeout_s)
+                result = context.log.fetch(partition, pos, context.records_for(max_records), timeout_s)
             except PositionOutOfRangeError as err:
                 self._read_lost_from_table(position, partition, pos, err, out)
                 return
@@ -87,7 +94,7 @@ class EventualRead:
         position.offsets[partition] = result.next_position
 
     def _read_lost_from_table(
-        self, position: ReaderPosition, partition: int, pos: int, err: PositionOutOfRangeError, out: list[Change],
+        self, position: ReaderPosition, partition: int, pos: int, err: PositionOutOfRangeError, out: Batch,
     ) -> None:
         """The log no longer holds ``pos``: the changes committed up to its earliest retained
         position come from the table files (:mod:`tablelog.reading.lost_range`), and the
@@ -100,7 +107,7 @@ class EventualRead:
         committed_changes_lost_from_log(context, partition, pos, earliest, lost, out)
         position.offsets[partition] = earliest
 
-    def _take_all(self, records: list[LogRecord], partition: int, out: list[Change]) -> None:
+    def _take_all(self, records: list[LogRecord], partition: int, out: Batch) -> None:
         """Every record of this table, decoded: records without a writer token are
         foreign, records whose token carries another table's tag are left out (they
         share the topic). The tokens are looked at once per distinct token, not per
@@ -109,8 +116,8 @@ class EventualRead:
         tokens = set(map(_TOKEN, records))
         if None in tokens or any(not t.startswith(own) and TAG_SEPARATOR in t for t in tokens if t is not None):
             records = self._own_records(records, partition)
-        values = [r.value for r in records]
-        self._context.decoder.decode_all(values, [r.position for r in records], partition, None, out)
+        if records:
+            out.take_records(self._context, [r.value for r in records], [r.position for r in records], partition, None)
 
     def _own_records(self, records: list[LogRecord], partition: int) -> list[LogRecord]:
         own = self._own_prefix
@@ -126,11 +133,10 @@ class EventualRead:
                 kept.append(rec)
         return kept
 
-    def _late_writes(self, position: ReaderPosition) -> list[Change]:
+    def _late_writes(self, position: ReaderPosition, out: Batch) -> None:
         """Records of writes committed after the full scan but produced before the log
         part began (a concurrent writer's): returned once, so the hybrid read has no gap."""
         store = self._context.table.store
-        out: list[Change] = []
         while (snapshot := store.snapshot(position.snapshot + 1)) is not None:
             record = LogCommitRecord.from_properties(snapshot.properties)
             from_table: set[int] = set()  # partitions whose late records the log lost
@@ -159,9 +165,8 @@ class EventualRead:
                 "from failed attempts. Restart the reader with scan.mode=latest-full, and keep snapshots "
                 "longer than a reader pauses (snapshot.time-retained, snapshot.num-retained.min)"
             )
-        return out
 
-    def _token_records(self, committed: ProducedRange, last: int, out: list[Change]) -> None:
+    def _token_records(self, committed: ProducedRange, last: int, out: Batch) -> None:
         """Append the decoded records of one committed write up to position ``last``."""
         context = self._context
         pos = committed.first
@@ -169,8 +174,9 @@ class EventualRead:
             result = context.fetch_committed(committed.partition, pos, last, 10_000, values=False)
             assert isinstance(result, FetchResult)
             mine = [rec for rec in result.records if rec.position <= last and rec.token == committed.token]
-            values = [rec.value for rec in mine]
-            context.decoder.decode_all(values, [rec.position for rec in mine], committed.partition, None, out)
+            if mine:
+                out.take_records(context, [rec.value for rec in mine], [rec.position for rec in mine],
+                                 committed.partition, None)
             if result.records and result.records[-1].position > last:
                 return
             pos = result.next_position

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 from tablelog.commit.history import log_commits
 from tablelog.errors import LogDataLostError
+from tablelog.reading.batch import Batch
 from tablelog.reading.context import ReadContext
-from tablelog.reading.decode import Change, remap_changes
 from tablelog.reading.table_changes import changes_from_table, lost_reason
 from tablelog.records import ProducedRange
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def committed_changes_lost_from_log(
-    context: ReadContext, partition: int, first: int, end: int, lost: LogDataLostError, out: list[Change],
+    context: ReadContext, partition: int, first: int, end: int, lost: LogDataLostError, out: Batch,
 ) -> None:
     """Append to ``out`` the changes of every snapshot that committed records to
     ``partition`` at positions ``first .. end - 1``, from the table files, in commit order."""
@@ -68,12 +68,11 @@ def committed_changes_lost_from_log(
 
 def snapshot_changes_from_table(
     context: ReadContext, snapshot: SnapshotInfo, partition: int, ranges: list[ProducedRange],
-    lost: LogDataLostError, out: list[Change],
+    lost: LogDataLostError, out: Batch,
 ) -> None:
     """Append the changes ``snapshot`` committed to ``partition`` (its ``ranges`` there),
     from the table files, in the reader's schema (moved to the snapshot's when newer)."""
-    before = context.schema_id
     if context.upgrade(snapshot.schema_id):  # this snapshot's changes and the ones after it
-        remap_changes(out, context.table.store.mapping(before, context.schema_id))
-    out.extend(changes_from_table(context, snapshot.id, partition, ranges, lost))
+        out.in_schema(context)
+    out.changes(context.schema_id).extend(changes_from_table(context, snapshot.id, partition, ranges, lost))
 

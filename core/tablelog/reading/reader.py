@@ -8,13 +8,14 @@ transactional or the eventual read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import pyarrow as pa
 
 from tablelog.errors import OptionError
+from tablelog.formats import KIND_COLUMN
 from tablelog.options import Consistency, ScanMode
 from tablelog.positions import ReaderPosition
 from tablelog.reading.consumer import ConsumerProgress
@@ -46,6 +47,7 @@ class ChangelogReader:
         until_snapshot: int | None = None,
         changes_from_table: bool = True,
         schema_id: int | None = None,
+        columns: Sequence[str] | None = None,
         **option_keys: Any,
     ) -> None:
         """``partitions``: read only these log partitions (and, in the full scan, only
@@ -57,7 +59,9 @@ class ChangelogReader:
         ``changes_from_table``: a transactional reader takes a snapshot's changes from the
         table files when the log no longer holds them (:mod:`tablelog.reading.table_changes`);
         False reports them lost instead (``verify``, which compares the log with the table).
-        ``consumer_id``: record progress as a Paimon consumer (:mod:`tablelog.reading.consumer`)."""
+        ``consumer_id``: record progress as a Paimon consumer (:mod:`tablelog.reading.consumer`).
+        ``columns``: return only these columns (and the primary key's, and ``_kind``); an
+        ``arrow`` log decodes only those, the JSON formats select them after decoding."""
         overrides = {k.replace("_", "-") if "." not in k else k: v for k, v in option_keys.items()}
         if consistency is not None:
             overrides["log.consistency"] = getattr(consistency, "value", consistency)
@@ -77,7 +81,11 @@ class ChangelogReader:
                 "log.system to keep its changes"
             )
         only = None if partitions is None else frozenset(partitions)
-        self._context = ReadContext(table, self.options, only, changes_from_table, schema_id)
+        self._columns = selected_columns(table, columns)
+        self._context = ReadContext(
+            table, self.options, only, changes_from_table, schema_id,
+            None if self._columns is None else frozenset(self._columns),
+        )
         self._position: ReaderPosition | None = None
         # A saved position (its JSON, or a dict) is checked against the log's ends when
         # the log is first used; a ReaderPosition object is trusted there (the Spark
@@ -132,7 +140,10 @@ class ChangelogReader:
     @property
     def schema(self) -> pa.Schema:
         """The columns of the changes the reader returns now (after ``_kind``)."""
-        return self._context.codec.schema
+        schema = self._context.codec.schema
+        if self._columns is None:
+            return schema
+        return pa.schema([f for f in schema if f.name in self._columns])
 
     def schema_mapping(self, source_id: int) -> SchemaMapping:
         """From rows of the table's schema ``source_id`` to the reader's schema."""
@@ -161,10 +172,15 @@ class ChangelogReader:
         if self._consumer is not None:
             self._consumer.record(position)
         if position.full_pending:
-            return self._full_scan.poll(position, max_records)
-        if not self.table.options.log_enabled:
+            changes = self._full_scan.poll(position, max_records)
+        elif not self.table.options.log_enabled:
             return []  # its rows were all there is (see __init__)
-        return self._read.poll(position, max_records, timeout_s)
+        else:
+            changes = self._read.poll(position, max_records, timeout_s)
+        if self._columns is None:
+            return changes
+        names = [f.name for f in self.schema]
+        return [c._replace(row={name: c.row.get(name) for name in names}) for c in changes]
 
     def poll_arrow(self, max_records: int = 10_000, timeout_s: float = 0.0) -> pa.Table:
         """:meth:`poll`, as one Arrow table in the layout of :meth:`to_arrow`.
@@ -180,7 +196,7 @@ class ChangelogReader:
             return self.to_arrow(self._full_scan.poll(position, max_records))
         if not self.table.options.log_enabled:
             return self.to_arrow([])
-        return self._read.poll_arrow(position, max_records, timeout_s)
+        return self._selected(self._read.poll_arrow(position, max_records, timeout_s))
 
     def changes(self, follow: bool = False, idle_timeout_s: float = 1.0) -> Iterator[Change]:
         """Iterate changes. Without ``follow``, stop once nothing new arrived for
@@ -203,8 +219,13 @@ class ChangelogReader:
         return list(self.changes(follow=False, idle_timeout_s=idle_timeout_s))
 
     def to_arrow(self, changes: list[Change]) -> pa.Table:
-        """Changes as an Arrow table: a ``_kind`` column, then the table's columns."""
-        return self._context.to_arrow(changes)
+        """Changes as an Arrow table: a ``_kind`` column, then the reader's columns."""
+        return self._selected(self._context.to_arrow(changes))
+
+    def _selected(self, table: pa.Table) -> pa.Table:
+        if self._columns is None:
+            return table
+        return table.select([KIND_COLUMN, *(f.name for f in self.schema)])
 
     def close(self) -> None:
         """Close the log connection; a reader with a ``consumer-id`` records its position
@@ -236,3 +257,21 @@ class ChangelogReader:
             self._ends_checked = True
             check_ends(self._context, position)
         return position
+
+
+def selected_columns(table: Table, columns: Sequence[str] | None) -> tuple[str, ...] | None:
+    """The columns a reader asked for, with the primary key's, in the table's order;
+    None for all. An unknown name is an error naming it and the table's columns."""
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        columns = [columns]
+    names = table.schema.names
+    unknown = [c for c in columns if c not in names]
+    if unknown:
+        raise OptionError(
+            f"columns={list(columns)}: table {table.identifier!r} has no column "
+            f"{', '.join(map(repr, unknown))}; its columns: {', '.join(names)}"
+        )
+    wanted = {*columns, *table.primary_key}
+    return tuple(name for name in names if name in wanted)

@@ -77,12 +77,8 @@ class TransactionalRead:
         return self._poll(position, budget, timeout_s, Batch(arrow=False)).in_schema(self._context).to_changes()
 
     def poll_arrow(self, position: ReaderPosition, budget: int, timeout_s: float) -> pa.Table:
-        batch = self._poll(position, budget, timeout_s, Batch(arrow=True)).in_schema(self._context)
-        to_arrow = self._context.to_arrow
-        tables = [part if not isinstance(part, list) else to_arrow(part) for part in batch.parts]
-        if not tables:
-            return to_arrow([])
-        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+        return self._poll(position, budget, timeout_s, Batch(arrow=True)).in_schema(self._context).to_arrow(
+            self._context)
 
     def _poll(self, position: ReaderPosition, budget: int, timeout_s: float, out: Batch) -> Batch:
         store = self._context.table.store
@@ -216,7 +212,8 @@ class TransactionalRead:
                 if read_chunk == self._read_dense_chunk and partition not in self._checked_partitions:
                     pos = self._read_first_record_checked(snapshot_id, partition, ranges, pos, hi, out)
                 else:
-                    pos = read_chunk(snapshot_id, partition, ranges, pos, hi, out.fetch_size(budget, pos, hi), out)
+                    size = out.fetch_size(budget, pos, hi, self._context.records_for)
+                    pos = read_chunk(snapshot_id, partition, ranges, pos, hi, size, out)
             position.offsets[partition] = pos
         return True
 
@@ -270,20 +267,18 @@ class TransactionalRead:
         """Committed values decoded: all at once into Arrow for ``poll_arrow``, else one
         by one into changes (and one by one whenever a value does not decode)."""
         context = self._context
-        if out.arrow and _decodes_faster_at_once(values):
+        if out.arrow and not context.codec.batched and _decodes_faster_at_once(values):
             try:
                 out.add(context.codec.values_to_arrow(values), context.schema_id)
                 return
             except ValueError:
                 pass  # decoded one by one below, which reports the value that is not ours
-        if out.arrow:
+        if out.arrow and not context.codec.batched:
             changes: list[Change] = []
             context.decoder.decode_all(values, positions, partition, snapshot_id, changes)
             out.add(context.to_arrow(changes), context.schema_id)
         else:
-            tail = out.changes(context.schema_id)
-            context.decoder.decode_all(values, positions, partition, snapshot_id, tail)
-            out.changes(context.schema_id)  # the decoder maps the list when the reader's schema moves
+            out.take_records(context, values, positions, partition, snapshot_id)
 
     def _read_sparse_chunk(
         self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int,
@@ -292,15 +287,12 @@ class TransactionalRead:
         """One fetch of records, the committed ones kept; returns where to go on."""
         result = self._context.fetch_committed(partition, pos, hi, max_records, values=False)
         assert isinstance(result, FetchResult)
-        taken = self._take_committed(
-            result.records, partition, hi, ranges, snapshot_id, out.changes(self._context.schema_id)
-        )
-        out.changes(self._context.schema_id)  # the decoder maps the list when the reader's schema moves
+        taken = self._take_committed(result.records, partition, hi, ranges, snapshot_id, out)
         return hi + 1 if taken else result.next_position
 
     def _take_committed(
         self, records: list[LogRecord], partition: int, hi: int, ranges: list[ProducedRange], snapshot_id: int,
-        out: list[Change],
+        out: Batch,
     ) -> bool:
         """Append the committed changes among ``records`` up to position ``hi``: a record
         counts when its token is committed in this snapshot, its position lies in that
@@ -342,10 +334,12 @@ class TransactionalRead:
 
     def _decode_committed(
         self, values: list[bytes | None], positions: list[int], records: list[LogRecord], partition: int,
-        snapshot_id: int, out: list[Change],
+        snapshot_id: int, out: Batch,
     ) -> None:
         """Decode committed records; a skipped foreign one is not counted as found."""
-        left_out = self._context.decoder.decode_all(values, positions, partition, snapshot_id, out)
+        if not values:
+            return
+        left_out = out.take_records(self._context, values, positions, partition, snapshot_id)
         if left_out:
             skipped = set(left_out)
             for rec in records:

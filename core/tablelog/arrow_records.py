@@ -1,0 +1,170 @@
+"""The ``arrow`` log format: one log record holds a batch of changes of one partition.
+
+A record's value is one Arrow IPC *stream* (the schema message, one record batch, the
+end-of-stream marker), so a reader without tablelog needs only pyarrow::
+
+    table = pyarrow.ipc.open_stream(value).read_all()
+
+Its columns are ``_kind`` (``+I``, ``-U``, ``+U``, ``-D``) and then the table's columns
+in the table schema the writer wrote with; the schema's metadata holds that schema's id
+(``tablelog.schema-id``, what ``_schema`` is in the JSON formats) and the version of
+this layout (``tablelog.format-version``). The body is compressed as
+``log.arrow.compression`` says; the stream names its codec, so readers need no setting.
+Records have no key: Kafka's log compaction by key does not apply to them.
+
+**A record is the unit of the consistency model.** Sequence numbers, the counts of a
+:class:`~tablelog.records.ProducedRange` and the positions readers save count records,
+not rows. A record is committed or not as a whole and a reader returns whole records
+(every row of one record has the record's position), so exactly-once per record is
+exactly-once per row, and a position never needs to point inside a record. A poll's
+``max_records`` counts rows: it may return more, by less than one record's rows.
+
+A writer bounds each record by ``log.max-record-bytes`` (:func:`encode_records`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablelog.errors import SchemaMismatchError
+from tablelog.options import ArrowCompression
+from tablelog.records import RowKind
+
+KIND_COLUMN = "_kind"
+SCHEMA_ID_KEY = b"tablelog.schema-id"
+FORMAT_VERSION_KEY = b"tablelog.format-version"
+FORMAT_VERSION = b"1"
+
+_KIND_VALUES = pa.array([k.value for k in RowKind])
+#: Records are aimed a little below the limit: the next rows may take more bytes each
+#: than the ones measured (longer strings, data that compresses worse).
+_FILL = 0.9
+
+
+def record_schema(schema: pa.Schema, schema_id: int) -> pa.Schema:
+    """The schema of a record of rows of ``schema`` (the table's, id ``schema_id``)."""
+    return pa.schema(
+        [pa.field(KIND_COLUMN, pa.string()), *schema],
+        metadata={SCHEMA_ID_KEY: str(schema_id).encode(), FORMAT_VERSION_KEY: FORMAT_VERSION},
+    )
+
+
+def encode_records(
+    data: pa.Table, kinds: Sequence[RowKind], *, schema_id: int, compression: ArrowCompression, limit: int,
+    primary_key: Sequence[str] = (), table: str = "",
+) -> list[bytes]:
+    """The rows of ``data`` (of one partition, in the table schema) as records of at
+    most ``limit`` bytes each, in order. A row that alone encodes to more is a
+    :class:`SchemaMismatchError` naming its key; nothing is returned then."""
+    schema = record_schema(data.schema, schema_id)
+    whole = pa.Table.from_arrays(
+        [pa.array(kinds, pa.string()), *data.columns], schema=schema
+    )
+    options = pa.ipc.IpcWriteOptions(
+        compression=None if compression is ArrowCompression.NONE else compression.value
+    )
+    # The first guess comes from the Arrow size; each record encoded then tells how many
+    # rows the next may hold at its (compressed) size per row. A chunk too large is cut
+    # again to the rows its size allows.
+    rows_per_record = _rows_within(whole.num_rows, whole.nbytes, limit)
+    records: list[bytes] = []
+    start = 0
+    while start < whole.num_rows:
+        length = min(rows_per_record, whole.num_rows - start)
+        value = _stream(whole.slice(start, length), schema, options)
+        rows_per_record = _rows_within(length, len(value), limit)
+        if len(value) > limit:
+            if length == 1:
+                raise _too_large(whole, start, len(value), limit, primary_key, table)
+            rows_per_record = min(rows_per_record, length - 1)
+            continue
+        records.append(value)
+        start += length
+    return records
+
+
+def _rows_within(rows: int, size: int, limit: int) -> int:
+    """How many rows like these (``rows`` of them taking ``size`` bytes) fit in ``limit``."""
+    return max(1, int(rows * limit * _FILL / max(size, 1)))
+
+
+def _stream(rows: pa.Table, schema: pa.Schema, options: pa.ipc.IpcWriteOptions) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema, options=options) as writer:
+        writer.write_table(rows, max_chunksize=max(rows.num_rows, 1))
+    return sink.getvalue().to_pybytes()
+
+
+def _too_large(
+    whole: pa.Table, row: int, size: int, limit: int, primary_key: Sequence[str], table: str
+) -> SchemaMismatchError:
+    values = whole.slice(row, 1).to_pylist()[0]
+    key = {k: values[k] for k in primary_key} if primary_key else None
+    which = f"the row with key {key!r}" if key is not None else f"row {row} (the table has no primary key)"
+    where = f"table {table!r}: " if table else ""
+    return SchemaMismatchError(
+        f"{where}{which} alone encodes to a {size}-byte arrow record, more than "
+        f"log.max-record-bytes={limit}; nothing was written"
+    )
+
+
+def decode_record(value: bytes, columns: Collection[str] | None = None) -> tuple[pa.Table, int]:
+    """The rows (``_kind`` first) and the schema id of one record; ValueError when the
+    value is not a record of this format. ``columns``: decode only these (``_kind`` is
+    always decoded; the others are neither read nor decompressed)."""
+    try:
+        reader = pa.ipc.open_stream(value)
+        schema = reader.schema
+        if columns is not None:
+            wanted = {KIND_COLUMN, *columns}
+            included = [i for i, name in enumerate(schema.names) if name in wanted]
+            reader = pa.ipc.open_stream(value, options=pa.ipc.IpcReadOptions(included_fields=included))
+        rows = reader.read_all()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as err:
+        raise ValueError(f"not an Arrow IPC stream ({err})") from None
+    metadata = schema.metadata or {}
+    if metadata.get(FORMAT_VERSION_KEY) != FORMAT_VERSION:
+        raise ValueError(f"its schema has no {FORMAT_VERSION_KEY.decode()}={FORMAT_VERSION.decode()}")
+    try:
+        schema_id = int(metadata[SCHEMA_ID_KEY])
+    except (KeyError, ValueError):
+        raise ValueError(f"its schema has no integer {SCHEMA_ID_KEY.decode()}") from None
+    if not rows.schema.names or rows.schema.names[0] != KIND_COLUMN or rows.schema.field(0).type != pa.string():
+        raise ValueError(f"its first column is not a string {KIND_COLUMN!r}")
+    kinds = rows.column(0)
+    if kinds.null_count or (len(kinds) and not pc.all(pc.is_in(kinds, _KIND_VALUES)).as_py()):
+        raise ValueError(f"a {KIND_COLUMN} is not one of {_KIND_VALUES.to_pylist()}")
+    return rows.replace_schema_metadata(None), schema_id
+
+
+def conform(rows: pa.Table, schema: pa.Schema, columns: frozenset[str] | None) -> pa.Table:
+    """Decoded rows as rows of ``schema`` (``_kind`` first), or ValueError when they are
+    not: every column of ``schema`` in its order and type (only those in ``columns``
+    when it is given; the others are then null)."""
+    names = rows.column_names[1:]
+    expected = [name for name in schema.names if columns is None or name in columns]
+    if names != expected:
+        raise ValueError(f"its columns {names} are not the table's {expected}")
+    arrays = [rows.column(0)]
+    for field in schema:
+        if columns is not None and field.name not in columns:
+            arrays.append(pa.nulls(rows.num_rows, field.type))
+            continue
+        column = rows.column(field.name)
+        if column.type != field.type:
+            raise ValueError(f"column {field.name!r} is {column.type}, the table's is {field.type}")
+        arrays.append(column)
+    return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(KIND_COLUMN, pa.string()), *schema]))
+
+
+def changes_of(rows: pa.Table) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The row kinds and the Python rows of decoded records."""
+    kinds = [_KIND_BY_VALUE[k] for k in rows.column(0).to_pylist()]
+    return kinds, rows.drop_columns([KIND_COLUMN]).to_pylist()
+
+
+_KIND_BY_VALUE = {k.value: k for k in RowKind}
