@@ -342,3 +342,15 @@ def test_poll_arrow_returns_the_changes_poll_returns_across_an_alter(tmp_path: P
         assert sorted(arrow.to_pylist(), key=lambda r: r["id"]) == sorted(expected, key=lambda r: r["id"])
     else:
         assert arrow.to_pylist() == expected
+
+
+def test_an_eventual_reader_bounded_by_until_positions_returns_whole_records_before_them_only(tmp_path: Path) -> None:
+    table = make(tmp_path)
+    write(table, rows(30))
+    ends = log_ends(table)
+    write(table, rows(30, start=100))  # past the bound
+    with table.reader(consistency="eventual", scan_mode="earliest", until_positions=ends) as reader:
+        got = reader.poll_arrow(max_records=1_000, timeout_s=0.5)
+        assert reader.position.offsets == ends
+        assert reader.poll_arrow(max_records=1_000, timeout_s=0.2).num_rows == 0
+    assert sorted(got.column("id").to_pylist()) == list(range(30))

@@ -30,9 +30,9 @@ from tablelog.table import Table
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
 
-def _table(warehouse: Path, rows: int = 10) -> Table:
+def _table(warehouse: Path, rows: int = 10, fmt: str = "debezium-json") -> Table:
     table = tablelog.create_table(str(warehouse), f"db.t_{uuid.uuid4().hex[:8]}", SCHEMA, primary_key=["id"],
-                                  bucket=2, options={"log.system": "filesystem"})
+                                  bucket=2, options={"log.system": "filesystem", "log.format": fmt})
     if rows:
         with table.writer() as writer:
             writer.write([{"id": i, "name": "x"} for i in range(rows)])
@@ -113,6 +113,23 @@ def test_an_eventual_stream_plans_the_log_records_between_two_offsets(tmp_path: 
     plan = source.partitions(start, end)
     assert plan and all(isinstance(p, LogRecords) and p.start < p.end for p in plan)
     assert _ids(batch for p in plan for batch in source.read(p)) == list(range(10))
+
+
+@pytest.mark.parametrize("fmt", ["debezium-json", "arrow"])
+def test_an_eventual_micro_batch_reads_no_record_written_after_its_end_offset(tmp_path: Path, fmt: str) -> None:
+    table = _table(tmp_path / "wh", fmt=fmt)
+    source = TablelogStreamReader(_options(table, **{"log.consistency": "eventual", "scan.mode": "earliest"}))
+    start = source.initialOffset()
+    end = source.latestOffset(start)
+    with table.writer() as writer:  # after the micro-batch's end: the next micro-batch's records
+        writer.write([{"id": i, "name": "later"} for i in range(10, 20)])
+        writer.commit()
+    plan = source.partitions(start, end)
+    batches = [batch for p in plan for batch in source.read(p)]
+    assert _ids(batches) == list(range(10))
+    assert all(isinstance(b, pa.RecordBatch) for b in batches)
+    later = source.partitions(end, source.latestOffset(end))
+    assert _ids(batch for p in later for batch in source.read(p)) == list(range(10, 20))
 
 
 def test_a_batch_read_of_a_table_without_a_snapshot_plans_one_partition_of_no_rows(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import time
+from collections.abc import Mapping
 
 import pyarrow as pa
 
@@ -36,8 +37,10 @@ _TOKEN = operator.itemgetter(3)  # LogRecord.token
 class EventualRead:
     """Reads every partition from its log position on."""
 
-    def __init__(self, context: ReadContext) -> None:
+    def __init__(self, context: ReadContext, until: Mapping[int, int] | None = None) -> None:
         self._context = context
+        #: Exclusive end position per partition of a bounded read (a Spark micro-batch).
+        self._until = dict(until or {})
         self._own_prefix = context.table.token_prefix
         self._wait_turn = 0  # which partition an idle reader waits in next
         #: Records of other tables that share this table's topic, left out.
@@ -57,7 +60,8 @@ class EventualRead:
             self._late_writes(position, out)
         deadline = time.monotonic() + timeout_s
         partitions = [
-            p for p in sorted(position.offsets) or range(context.table.log_partitions) if context.reads(p)
+            p for p in sorted(position.offsets) or range(context.table.log_partitions)
+            if context.reads(p) and not self._at_end(position, p)
         ]
         for partition in partitions:  # what every partition holds now
             if len(out) >= budget:
@@ -89,9 +93,18 @@ class EventualRead:
             except PositionOutOfRangeError as err:
                 self._read_lost_from_table(position, partition, pos, err, out)
                 return
+        records, next_position = result.records, result.next_position
+        end = self._until.get(partition)
+        if end is not None and records and records[-1].position >= end:
+            records = [r for r in records if r.position < end]  # whole records: arrow ones too
+            next_position = end
         with context.building_batch():
-            self._take_all(result.records, partition, out)
-        position.offsets[partition] = result.next_position
+            self._take_all(records, partition, out)
+        position.offsets[partition] = next_position
+
+    def _at_end(self, position: ReaderPosition, partition: int) -> bool:
+        end = self._until.get(partition)
+        return end is not None and position.offsets.get(partition, 0) >= end
 
     def _read_lost_from_table(
         self, position: ReaderPosition, partition: int, pos: int, err: PositionOutOfRangeError, out: Batch,

@@ -8,7 +8,7 @@ transactional or the eventual read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -45,6 +45,7 @@ class ChangelogReader:
         timestamp_millis: int | None = None,
         partitions: Iterable[int] | None = None,
         until_snapshot: int | None = None,
+        until_positions: Mapping[int, int] | None = None,
         changes_from_table: bool = True,
         schema_id: int | None = None,
         columns: Sequence[str] | None = None,
@@ -53,6 +54,8 @@ class ChangelogReader:
         """``partitions``: read only these log partitions (and, in the full scan, only
         the rows of the buckets with those numbers). ``until_snapshot``: transactional
         readers stop after this snapshot (a bounded read, e.g. one Spark micro-batch).
+        ``until_positions``: eventual readers stop before these log positions (partition →
+        exclusive end): records at or after them are neither returned nor passed.
         ``schema_id``: return every change in this schema of the table, never another
         (default: the latest, then the newest the reader meets).
 
@@ -119,7 +122,7 @@ class ChangelogReader:
             counted_from_start = self._position is None or not self._position.offsets
             self._read = TransactionalRead(self._context, until_snapshot, counted_from_start)
         else:
-            self._read = EventualRead(self._context)
+            self._read = EventualRead(self._context, until_positions)
 
     @property
     def consistency(self) -> Consistency:

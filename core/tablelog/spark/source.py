@@ -84,20 +84,19 @@ def read_committed(table: Table, partition: int, start: int, end: int, schema_id
 
 
 def read_log(table: Table, partition: int, start: int, end: int, schema_id: int) -> Iterator[pa.RecordBatch]:
-    """Every record of log partition ``partition`` in ``[start, end)`` (eventual: at least once)."""
+    """Every record of log partition ``partition`` in ``[start, end)`` (eventual: at least once),
+    as Arrow: an ``arrow`` log's batches as they are, no Python row."""
     position = ReaderPosition(Consistency.EVENTUAL, offsets={partition: start})
     schema = output_arrow_schema(table, schema_id)
-    with table.reader(position=position, partitions=[partition], schema_id=schema_id) as reader:
-        stalled_since = time.monotonic()
-        while reader.position.offsets.get(partition, start) < end:
-            changes = reader.poll(max_records=_BATCH_ROWS, timeout_s=0.5)
-            inside = [c for c in changes if c.position is not None and c.position < end]
-            if inside:
-                yield from _batches(reader.to_arrow(inside), schema)
-            if len(inside) < len(changes):
-                return
-            if changes:
-                stalled_since = time.monotonic()
+    with table.reader(position=position, partitions=[partition], schema_id=schema_id,
+                      until_positions={partition: end}) as reader:
+        stalled_since, reached = time.monotonic(), start
+        while (now_at := reader.position.offsets.get(partition, start)) < end:
+            if now_at != reached:  # records of other tables on the topic move it too
+                stalled_since, reached = time.monotonic(), now_at
+            changes = reader.poll_arrow(max_records=_BATCH_ROWS, timeout_s=0.5)
+            if changes.num_rows:
+                yield from _batches(changes, schema)
             elif time.monotonic() - stalled_since > reader.options.log_fetch_timeout_ms / 1000:
                 raise TablelogError(
                     f"table {table.identifier!r}: log partition {partition} returned nothing between "
