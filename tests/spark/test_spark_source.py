@@ -54,3 +54,23 @@ def test_hybrid_stream_read_returns_current_rows_then_committed_changes_and_batc
     batch_read = spark.read.format("tablelog").option("warehouse", warehouse).load(name).collect()
     assert {r["id"]: {"id": r["id"], "name": r["name"]} for r in batch_read} == expected
     assert {r["_kind"] for r in batch_read} == {"+I"} and len(batch_read) == len(expected)
+
+
+def test_a_stream_read_of_an_arrow_log_with_the_columns_option_returns_only_those_and_the_key(
+    spark: Any, tmp_path: Path
+) -> None:
+    warehouse, name = str(tmp_path / "wh"), f"db.t_{uuid.uuid4().hex[:8]}"
+    wide = pa.schema([("id", pa.int64()), ("name", pa.string()), ("price", pa.float64()), ("note", pa.string())])
+    table = tablelog.create_table(warehouse, name, wide, primary_key=["id"], bucket=2,
+                                  options={"log.system": "filesystem", "log.format": "arrow"})
+    with table.writer("setup") as writer:
+        writer.write([{"id": i, "name": f"n{i}", "price": i / 2, "note": "x"} for i in range(50)])
+        writer.commit()
+    stream = (spark.readStream.format("tablelog").option("warehouse", warehouse).option("table", name)
+              .option("scan.mode", "earliest").option("columns", "price").load())
+    assert stream.columns == ["_kind", "id", "price"]
+    query = (stream.writeStream.format("memory").queryName(f"cols_{uuid.uuid4().hex[:8]}")
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    rows = spark.table(query.name).collect()
+    assert sorted((r["id"], r["price"]) for r in rows) == [(i, i / 2) for i in range(50)]

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 import tablelog
+from tablelog.errors import OptionError
 from tablelog.positions import ReaderPosition
 from tablelog.spark import offsets
 from tablelog.spark.options import SourceOptions
@@ -145,3 +146,30 @@ def test_a_batch_read_plans_a_full_scan_per_bucket_of_the_latest_snapshot(tmp_pa
     plan = reader.partitions()
     assert plan == [FullScan(1, 0), FullScan(1, 1)]
     assert _ids(batch for p in plan for batch in reader.read(p)) == list(range(10))
+
+
+@pytest.mark.parametrize("fmt", ["debezium-json", "arrow"])
+@pytest.mark.parametrize("consistency", ["transactional", "eventual"])
+def test_a_stream_read_with_the_columns_option_returns_only_those_and_the_key(
+    tmp_path: Path, fmt: str, consistency: str,
+) -> None:
+    table = _table(tmp_path / "wh", fmt=fmt)
+    source = TablelogStreamReader(_options(table, **{"log.consistency": consistency, "scan.mode": "earliest",
+                                                     "columns": "name"}))
+    start = source.initialOffset()
+    batches = [batch for p in source.partitions(start, source.latestOffset(start)) for batch in source.read(p)]
+    assert batches and all(b.schema.names == ["_kind", "id", "name"] for b in batches)
+    assert _ids(batches) == list(range(10))
+
+
+def test_a_batch_read_with_the_columns_option_returns_only_those_and_the_key(tmp_path: Path) -> None:
+    table = _table(tmp_path / "wh")
+    reader = TablelogBatchReader(_options(table, columns=" name "))
+    batches = [batch for p in reader.partitions() for batch in reader.read(p)]
+    assert batches and all(b.schema.names == ["_kind", "id", "name"] for b in batches)
+
+
+def test_the_columns_option_naming_no_column_of_the_table_is_refused_naming_its_columns(tmp_path: Path) -> None:
+    table = _table(tmp_path / "wh")
+    with pytest.raises(OptionError, match="no column 'price'; its columns: id, name"):
+        TablelogStreamReader(_options(table, columns="price"))

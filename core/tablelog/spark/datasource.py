@@ -18,7 +18,7 @@ FORMAT = "tablelog"
 class TablelogDataSource(DataSource):
     """``format("tablelog")``: options ``warehouse``, ``table`` (or the load/save path),
     table options for creation, read options ``log.consistency``, ``scan.mode``,
-    ``scan.timestamp-millis``; ``writer.id`` for writes. See docs/spark.md."""
+    ``scan.timestamp-millis``, ``columns``; ``writer.id`` for writes. See docs/spark.md."""
 
     @classmethod
     def name(cls) -> str:
@@ -28,12 +28,18 @@ class TablelogDataSource(DataSource):
         return SourceOptions.parse(dict(self.options))
 
     def schema(self) -> StructType:
+        import pyarrow as pa
+
+        from tablelog.reading.reader import selected_columns
         from tablelog.spark.schema import output_schema
         from tablelog.table import open_table
 
         options = self._options()
         table = open_table(options.warehouse, options.table, options.runtime_options)
-        return output_schema(table.schema)
+        columns = selected_columns(table, options.columns)  # an unknown name: an error naming the table's
+        if columns is None:
+            return output_schema(table.schema)
+        return output_schema(pa.schema([f for f in table.schema if f.name in columns]))
 
     def reader(self, schema: StructType) -> Any:
         from tablelog.spark.source import TablelogBatchReader

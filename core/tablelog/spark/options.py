@@ -23,9 +23,14 @@ from tablelog.store import warehouse_path
 #: The sink option that adds a DataFrame's extra columns to the table (Delta's and Spark's name).
 MERGE_SCHEMA = "mergeschema"
 
+#: The source option that names the columns a read returns (Spark passes a Python source
+#: no projection: a query's ``select`` cannot prune what the source decodes).
+COLUMNS = "columns"
+
 #: Keys that configure the data source (or Spark itself), never the table.
 ENGINE_KEYS = frozenset({
     "warehouse", "table", "path", "checkpointlocation", "queryname", "writer.id", "consumer-id", MERGE_SCHEMA,
+    COLUMNS,
 })
 
 #: Reader-side overrides of table options.
@@ -55,6 +60,8 @@ class SourceOptions:
     consumer_id: str | None = None
     #: ``mergeSchema = true``: a write adds the DataFrame's extra columns to the table first.
     merge_schema: bool = False
+    #: ``columns = "a,b"``: reads return only these (and the primary key's) columns.
+    columns: tuple[str, ...] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -81,8 +88,13 @@ class SourceOptions:
         if merge not in ("true", "false"):
             raise OptionError(f"option mergeSchema={raw[MERGE_SCHEMA]!r}: expected 'true' or 'false'")
         # Resolved on the driver: executors may run in another working directory.
+        columns = None
+        if COLUMNS in raw:
+            columns = tuple(c.strip() for c in raw[COLUMNS].split(",") if c.strip())
+            if not columns:
+                raise OptionError(f"option columns={raw[COLUMNS]!r}: expected column names separated by commas")
         return cls(warehouse_path(warehouse), table, table_options, writer_id, testing, raw.get("consumer-id"),
-                   merge == "true")
+                   merge == "true", columns)
 
     @property
     def runtime_options(self) -> dict[str, str]:

@@ -25,7 +25,7 @@ executors): a bucket's rows (:class:`FullScan`), a log partition's committed cha
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from tablelog.errors import OptionError, TablelogError
 from tablelog.formats import KIND_COLUMN
 from tablelog.options import Consistency
 from tablelog.positions import ReaderPosition, check_not_past_ends
+from tablelog.reading.reader import selected_columns
 from tablelog.records import RowKind
 from tablelog.spark import offsets
 from tablelog.spark.options import SourceOptions
@@ -47,9 +48,11 @@ from tablelog.table import Table, open_table
 _BATCH_ROWS = 10_000
 
 
-def output_arrow_schema(table: Table, schema_id: int) -> pa.Schema:
-    columns = table.store.schema_version(schema_id).schema
-    return pa.schema([pa.field(KIND_COLUMN, pa.string(), nullable=False), *columns])
+def output_arrow_schema(table: Table, schema_id: int, columns: Sequence[str] | None = None) -> pa.Schema:
+    """``_kind``, then the columns of schema ``schema_id`` (only ``columns``, when given:
+    the names :func:`selected_columns` returns)."""
+    fields = [f for f in table.store.schema_version(schema_id).schema if columns is None or f.name in columns]
+    return pa.schema([pa.field(KIND_COLUMN, pa.string(), nullable=False), *fields])
 
 
 def _batches(data: pa.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -57,19 +60,25 @@ def _batches(data: pa.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     yield from shaped.to_batches(max_chunksize=_BATCH_ROWS)
 
 
-def read_full(table: Table, snapshot: int, bucket: int, schema_id: int) -> Iterator[pa.RecordBatch]:
+def read_full(
+    table: Table, snapshot: int, bucket: int, schema_id: int, columns: Sequence[str] | None = None,
+) -> Iterator[pa.RecordBatch]:
     """The rows of ``snapshot`` in ``bucket``, as ``+I``."""
     rows = table.store.read_rows(snapshot, [bucket], schema_id)
+    if columns is not None:
+        rows = rows.select([name for name in rows.column_names if name in columns])
     kinds = pa.array([RowKind.INSERT.value] * rows.num_rows, pa.string())
-    yield from _batches(rows.add_column(0, KIND_COLUMN, kinds), output_arrow_schema(table, schema_id))
+    yield from _batches(rows.add_column(0, KIND_COLUMN, kinds), output_arrow_schema(table, schema_id, columns))
 
 
-def read_committed(table: Table, partition: int, start: int, end: int, schema_id: int) -> Iterator[pa.RecordBatch]:
+def read_committed(
+    table: Table, partition: int, start: int, end: int, schema_id: int, columns: Sequence[str] | None = None,
+) -> Iterator[pa.RecordBatch]:
     """The committed changes of snapshots ``start+1 .. end`` in log partition ``partition``."""
     position = ReaderPosition(Consistency.TRANSACTIONAL, snapshot=start)
-    schema = output_arrow_schema(table, schema_id)
+    schema = output_arrow_schema(table, schema_id, columns)
     with table.reader(position=position, partitions=[partition], until_snapshot=end,
-                      schema_id=schema_id) as reader:
+                      schema_id=schema_id, columns=columns) as reader:
         stalled_since = time.monotonic()
         while reader.position.snapshot < end:
             changes = reader.poll_arrow(max_records=_BATCH_ROWS, timeout_s=0.5)
@@ -83,13 +92,15 @@ def read_committed(table: Table, partition: int, start: int, end: int, schema_id
                 )
 
 
-def read_log(table: Table, partition: int, start: int, end: int, schema_id: int) -> Iterator[pa.RecordBatch]:
+def read_log(
+    table: Table, partition: int, start: int, end: int, schema_id: int, columns: Sequence[str] | None = None,
+) -> Iterator[pa.RecordBatch]:
     """Every record of log partition ``partition`` in ``[start, end)`` (eventual: at least once),
     as Arrow: an ``arrow`` log's batches as they are, no Python row."""
     position = ReaderPosition(Consistency.EVENTUAL, offsets={partition: start})
-    schema = output_arrow_schema(table, schema_id)
+    schema = output_arrow_schema(table, schema_id, columns)
     with table.reader(position=position, partitions=[partition], schema_id=schema_id,
-                      until_positions={partition: end}) as reader:
+                      until_positions={partition: end}, columns=columns) as reader:
         stalled_since, reached = time.monotonic(), start
         while (now_at := reader.position.offsets.get(partition, start)) < end:
             if now_at != reached:  # records of other tables on the topic move it too
@@ -112,8 +123,8 @@ class FullScan(InputPartition):
     snapshot: int
     bucket: int
 
-    def read(self, table: Table, schema_id: int) -> Iterator[pa.RecordBatch]:
-        return read_full(table, self.snapshot, self.bucket, schema_id)
+    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+        return read_full(table, self.snapshot, self.bucket, schema_id, columns)
 
 
 @dataclass(frozen=True)
@@ -129,16 +140,16 @@ class _LogPartitionSpan(InputPartition):
 class CommittedChanges(_LogPartitionSpan):
     """The committed changes of snapshots ``start+1 .. end`` in log partition ``partition``."""
 
-    def read(self, table: Table, schema_id: int) -> Iterator[pa.RecordBatch]:
-        return read_committed(table, self.partition, self.start, self.end, schema_id)
+    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+        return read_committed(table, self.partition, self.start, self.end, schema_id, columns)
 
 
 @dataclass(frozen=True)
 class LogRecords(_LogPartitionSpan):
     """Every record of log partition ``partition`` in ``[start, end)``."""
 
-    def read(self, table: Table, schema_id: int) -> Iterator[pa.RecordBatch]:
-        return read_log(table, self.partition, self.start, self.end, schema_id)
+    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+        return read_log(table, self.partition, self.start, self.end, schema_id, columns)
 
 
 @dataclass(frozen=True)
@@ -148,7 +159,7 @@ class NoRows(InputPartition):
     def __init__(self) -> None:  # no value: InputPartition's constructor takes one
         pass
 
-    def read(self, table: Table, schema_id: int) -> Iterator[pa.RecordBatch]:
+    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
         return iter(())
 
 
@@ -158,7 +169,7 @@ SourcePartition = FullScan | CommittedChanges | LogRecords | NoRows
 def read_partition(options: SourceOptions, partition: SourcePartition, schema_id: int) -> Iterator[pa.RecordBatch]:
     """A partition's rows in schema ``schema_id``: the columns the query was planned with."""
     table = open_table(options.warehouse, options.table, options.runtime_options)
-    yield from partition.read(table, schema_id)
+    yield from partition.read(table, schema_id, selected_columns(table, options.columns))
 
 
 class _TableHolder:
@@ -193,7 +204,8 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
                 "create the table with a log.system, or read it with spark.read"
             )
         consumer = {} if options.consumer_id is None else {"consumer-id": options.consumer_id}
-        with table.reader(**options.read_options, **consumer, schema_id=self.schema_id) as reader:  # checks the read options now
+        with table.reader(**options.read_options, **consumer, schema_id=self.schema_id,
+                          columns=options.columns) as reader:  # checks the read options now
             self.consistency = reader.consistency
 
     def _consumer_options(self) -> dict[str, str]:
