@@ -344,6 +344,27 @@ def test_a_reader_that_returned_part_of_a_partition_gets_only_the_rest_from_the_
     assert sum(counted(first + rest).values()) == 5 * 40
 
 
+def test_an_arrow_reader_that_returned_part_of_a_partition_gets_all_of_it_again_when_the_log_loses_the_rest(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    # Its position counts records of many rows: which rows it returned the table cannot tell.
+    table = make_table(tmp_path, primary_key=False, fmt="arrow", **{"log.max-record-bytes": "1500"})
+    expected = commit_rounds(table, range(3), per_round=300)  # snapshots 1..3, several records a partition
+    reader = table.reader(consistency="transactional", scan_mode="earliest")
+    first = polled(reader, False, 1)  # the first record of snapshot 1's first partition
+    ((partition, _),) = reader.position.offsets.items()
+    begun = [r for r in table.rows().to_pylist() if r["v"] == "r0"]  # snapshot 1's rows
+    assert 0 < len(first) < len(begun) / 2 and reader.position.snapshot == 0
+    delete_log_before(memory_log, table, 2)
+    expected += commit_rounds(table, range(3, 5), per_round=300)
+    with reader:
+        rest = polled(reader, False, 100_000) + reader.read_all(idle_timeout_s=0.3)
+        assert reader.position.snapshot == 5
+    got = counted(first + rest)
+    assert set(got) == set(expected)  # every committed change, none lost
+    assert got - expected == counted(first)  # only the rows it had returned come twice
+
+
 def interleaved_with_a_failed_attempt(table: Table) -> Counter[tuple[Any, ...]]:
     """One committed write whose records have a failed attempt's records between them in
     the log (its range is not dense)."""

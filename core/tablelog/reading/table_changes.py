@@ -84,6 +84,8 @@ def not_yet_returned(
     primary-key table the rows the reader ends with are the same)."""
     if returned == 0:
         return changes
+    if context.codec.batched:
+        returned = None  # counted in records of many rows: which rows is not known
     if returned is not None and not context.table.primary_key and len(ranges) == 1:
         return changes[returned:]
     log.warning(
