@@ -14,6 +14,7 @@ import logging
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -137,19 +138,12 @@ class WriteTask:
                 f"encodes to {sizes[row]} bytes, "
                 f"more than log.max-record-bytes={limit}; nothing was written"
             )
-        batches = []
         whole = len(groups) == 1
-        for partition, start, stop in groups:
-            keys = encoded.keys if whole else encoded.keys[start:stop]
-            values = encoded.values if whole else encoded.values[start:stop]
-            batches.append(
-                ProduceBatch(
-                    token=self.token, partition=partition, keys=keys, values=values,
-                    timestamp_ms=now, first_seq=self._seq[partition],
-                )
-            )
-            self._seq[partition] += len(values)
-        return batches
+        return [
+            self._next_batch(partition, encoded.keys if whole else encoded.keys[start:stop],
+                             encoded.values if whole else encoded.values[start:stop], now)
+            for partition, start, stop in groups
+        ]
 
     def _encode_batches(
         self, arrow: pa.Table, kinds: list[RowKind], groups: list[tuple[int, int, int]], now: int, limit: int
@@ -160,14 +154,17 @@ class WriteTask:
             (partition, self.table.codec.encode_batches(arrow.slice(start, stop - start), kinds[start:stop], limit))
             for partition, start, stop in groups
         ]  # all encoded before any is produced: a row too large fails the write with nothing sent
-        batches = []
-        for partition, values in encoded:
-            batches.append(ProduceBatch(
-                token=self.token, partition=partition, keys=[None] * len(values), values=values,
-                timestamp_ms=now, first_seq=self._seq[partition],
-            ))
-            self._seq[partition] += len(values)
-        return batches
+        return [self._next_batch(partition, [None] * len(values), values, now) for partition, values in encoded]
+
+    def _next_batch(
+        self, partition: int, keys: Sequence[bytes | None], values: Sequence[bytes], now: int
+    ) -> ProduceBatch:
+        """This attempt's next records in ``partition``: their sequence numbers follow the
+        ones it produced there before."""
+        batch = ProduceBatch(token=self.token, partition=partition, keys=keys, values=values,
+                             timestamp_ms=now, first_seq=self._seq[partition])
+        self._seq[partition] += len(values)
+        return batch
 
     def finish(self) -> WriteReceipt:
         """Make the log records durable and prepare the data files; returns the receipt
