@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tablelog.errors import SchemaMismatchError
 from tablelog.options import ArrowCompression
@@ -135,30 +135,56 @@ def decode_record(value: bytes, columns: Collection[str] | None = None) -> tuple
         raise ValueError(f"its schema has no integer {SCHEMA_ID_KEY.decode()}") from None
     if not rows.schema.names or rows.schema.names[0] != KIND_COLUMN or rows.schema.field(0).type != pa.string():
         raise ValueError(f"its first column is not a string {KIND_COLUMN!r}")
-    kinds = rows.column(0)
-    if kinds.null_count or (len(kinds) and not pc.all(pc.is_in(kinds, _KIND_VALUES)).as_py()):
+    if not all(_kinds_valid(chunk) for chunk in rows.column(0).chunks):
         raise ValueError(f"a {KIND_COLUMN} is not one of {_KIND_VALUES.to_pylist()}")
     return rows.replace_schema_metadata(None), schema_id
 
 
-def conform(rows: pa.Table, schema: pa.Schema, columns: frozenset[str] | None) -> pa.Table:
-    """Decoded rows as rows of ``schema`` (``_kind`` first), or ValueError when they are
-    not: every column of ``schema`` in its order and type (only those in ``columns``
-    when it is given; the others are then null)."""
-    names = rows.column_names[1:]
-    expected = [name for name in schema.names if columns is None or name in columns]
-    if names != expected:
-        raise ValueError(f"its columns {names} are not the table's {expected}")
-    arrays = [rows.column(0)]
-    for field in schema:
-        if columns is not None and field.name not in columns:
-            arrays.append(pa.nulls(rows.num_rows, field.type))
-            continue
+#: The row kinds' two bytes each as one little-endian 16-bit code: True where valid.
+_VALID_KIND_CODES = np.zeros(1 << 16, np.bool_)
+for _kind in RowKind:
+    _VALID_KIND_CODES[int.from_bytes(_kind.value.encode(), "little")] = True
+
+
+def _kinds_valid(kinds: pa.Array) -> bool:
+    """Whether every value of a ``_kind`` array is a row kind. Read from its buffers: a
+    hash look-up per row (``pyarrow.compute.is_in``) costs a reader more than decoding a
+    pruned record's other columns. Every kind is two bytes, so the offsets step by 2 and
+    the data is one 16-bit code per row."""
+    n = len(kinds)
+    if n == 0:
+        return True
+    if kinds.null_count:
+        return False
+    _, offsets_buffer, data = kinds.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int32, n + 1, kinds.offset * 4)
+    first = int(offsets[0])
+    if int(offsets[-1]) - first != 2 * n or data is None or not (np.diff(offsets) == 2).all():
+        return False
+    return bool(_VALID_KIND_CODES[np.frombuffer(data, "<u2", n, first)].all())
+
+
+def layout(schema: pa.Schema, columns: Collection[str] | None) -> pa.Schema:
+    """What :func:`conform` makes rows of: ``_kind``, then the columns of ``schema`` (only
+    those in ``columns`` when it is given), in its order."""
+    fields = [f for f in schema if columns is None or f.name in columns]
+    return pa.schema([pa.field(KIND_COLUMN, pa.string()), *fields])
+
+
+def conform(rows: pa.Table, expected: pa.Schema) -> pa.Table:
+    """Decoded rows as rows of ``expected`` (a :func:`layout`), or ValueError when they
+    are not: its columns, in its order and types. Columns left out of the layout are
+    not made (no null columns to drop again)."""
+    if rows.schema.equals(expected):
+        return rows
+    names, wanted = rows.column_names[1:], expected.names[1:]
+    if names != wanted:
+        raise ValueError(f"its columns {names} are not the table's {wanted}")
+    for field in list(expected)[1:]:
         column = rows.column(field.name)
         if column.type != field.type:
             raise ValueError(f"column {field.name!r} is {column.type}, the table's is {field.type}")
-        arrays.append(column)
-    return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(KIND_COLUMN, pa.string()), *schema]))
+    return pa.Table.from_arrays(rows.columns, schema=expected)  # only nullability differs
 
 
 def changes_of(rows: pa.Table) -> tuple[list[Any], list[dict[str, Any]]]:
