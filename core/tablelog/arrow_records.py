@@ -47,10 +47,36 @@ _FILL = 0.9
 
 def record_schema(schema: pa.Schema, schema_id: int) -> pa.Schema:
     """The schema of a record of rows of ``schema`` (the table's, id ``schema_id``)."""
-    return pa.schema(
+    global _last_record_schema
+    last = _last_record_schema
+    # Every record of a write has the same schema: made once, not per record.
+    if last is not None and last[1] == schema_id and last[0].equals(schema):
+        return last[2]
+    made = pa.schema(
         [pa.field(KIND_COLUMN, pa.string()), *schema],
         metadata={SCHEMA_ID_KEY: str(schema_id).encode(), FORMAT_VERSION_KEY: FORMAT_VERSION},
     )
+    _last_record_schema = (schema, schema_id, made)
+    return made
+
+
+_last_record_schema: tuple[pa.Schema, int, pa.Schema] | None = None
+#: A column of one row kind, per kind, that :func:`kind_array` slices.
+_SAME_KINDS: dict[RowKind, pa.Array] = {}
+
+
+def kind_array(kinds: Sequence[RowKind]) -> pa.Array:
+    """The row kinds as a string array. Rows of one kind (every row of an insert-only
+    write) take a zero-copy slice of a column made once: converting a Python list costs
+    a writer about as much per row as routing the row to its bucket."""
+    n = len(kinds)
+    if n == 0 or kinds.count(kinds[0]) != n:
+        return pa.array(kinds, pa.string())  # a RowKind is a str holding its value
+    kind = kinds[0]
+    same = _SAME_KINDS.get(kind)
+    if same is None or len(same) < n:
+        same = _SAME_KINDS[kind] = pa.array([kind.value] * max(n, 1 << 16), pa.string())
+    return same.slice(0, n)
 
 
 def encode_records(
@@ -61,11 +87,11 @@ def encode_records(
     most ``limit`` bytes each, in order. A row that alone encodes to more is a
     :class:`SchemaMismatchError` naming its key; nothing is returned then."""
     schema = record_schema(data.schema, schema_id)
-    whole = pa.Table.from_arrays(
-        [pa.array(kinds, pa.string()), *data.columns], schema=schema
-    )
+    whole = pa.Table.from_arrays([kind_array(kinds), *data.columns], schema=schema)
+    # One thread: a record's columns are too small for compressing them in parallel to
+    # pay for handing them to Arrow's thread pool.
     options = pa.ipc.IpcWriteOptions(
-        compression=None if compression is ArrowCompression.NONE else compression.value
+        compression=None if compression is ArrowCompression.NONE else compression.value, use_threads=False
     )
     # The first guess comes from the Arrow size; each record encoded then tells how many
     # rows the next may hold at its (compressed) size per row. A chunk too large is cut

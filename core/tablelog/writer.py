@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tablelog import inputs
+from tablelog.arrow_records import kind_array
 from tablelog.commit import committer, history
 from tablelog.commit.record import CommitResult, WriteReceipt, new_token
 from tablelog.errors import SchemaMismatchError
@@ -85,7 +86,7 @@ class WriteTask:
             self.table.refresh_schema()
         table = self.table
         arrow, kinds = inputs.prepare(
-            data, table.schema, table.primary_key, kind, table=table.identifier
+            data, table.codec.schema, table.primary_key, kind, table=table.identifier
         )
         if arrow.num_rows == 0:
             return 0
@@ -103,8 +104,7 @@ class WriteTask:
     def _with_kind_column(self, arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
         if not self.table.store.has_kind_field:
             return arrow
-        # A RowKind is a str holding its value: Arrow reads it without a .value per row.
-        return arrow.append_column(pa.field(KIND_FIELD, pa.string()), pa.array(kinds, pa.string()))
+        return arrow.append_column(pa.field(KIND_FIELD, pa.string()), kind_array(kinds))
 
     def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> list[ProduceBatch]:
         table = self.table
@@ -121,10 +121,12 @@ class WriteTask:
         order, groups = partition_order(table.store, arrow)
         if order is not None:
             arrow = arrow.take(order)
-            rows = order.tolist()
-            if kinds.count(kinds[0]) != len(kinds):
-                kinds = list(map(kinds.__getitem__, rows))
-            input_rows = rows if input_rows is None else list(map(input_rows.__getitem__, rows))
+            mixed = kinds.count(kinds[0]) != len(kinds)
+            if mixed or not table.codec.batched:  # batched: no row numbers in its errors
+                rows = order.tolist()
+                if mixed:
+                    kinds = list(map(kinds.__getitem__, rows))
+                input_rows = rows if input_rows is None else list(map(input_rows.__getitem__, rows))
         now = int(time.time() * 1000)
         limit = table.options.log_max_record_bytes
         if table.codec.batched:
