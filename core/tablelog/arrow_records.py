@@ -143,12 +143,12 @@ def decode_record(value: bytes, columns: Collection[str] | None = None) -> tuple
     value is not a record of this format. ``columns``: decode only these (``_kind`` is
     always decoded; the others are neither read nor decompressed)."""
     try:
-        reader = pa.ipc.open_stream(value)
-        schema = reader.schema
-        if columns is not None:
-            wanted = {KIND_COLUMN, *columns}
-            included = [i for i, name in enumerate(schema.names) if name in wanted]
-            reader = pa.ipc.open_stream(value, options=pa.ipc.IpcReadOptions(included_fields=included))
+        if columns is None:
+            reader = pa.ipc.open_stream(value)
+            schema = reader.schema
+        else:
+            schema, options = _pruned_read(value, frozenset(columns))
+            reader = pa.ipc.open_stream(value, options=options)
         rows = reader.read_all()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as err:
         raise ValueError(f"not an Arrow IPC stream ({err})") from None
@@ -164,6 +164,39 @@ def decode_record(value: bytes, columns: Collection[str] | None = None) -> tuple
     if not all(_kinds_valid(chunk) for chunk in rows.column(0).chunks):
         raise ValueError(f"a {KIND_COLUMN} is not one of {_KIND_VALUES.to_pylist()}")
     return rows.replace_schema_metadata(None), schema_id
+
+
+def _pruned_read(value: bytes, columns: frozenset[str]) -> tuple[pa.Schema, pa.ipc.IpcReadOptions]:
+    """A record's schema, and the read options that decode only ``columns`` and ``_kind``
+    of it. Remembered by the bytes of the record's schema message (every record of a
+    writer's schema has the same): else each record is opened twice, once to learn
+    which fields to read."""
+    message = _schema_message(value)
+    key = None if message is None else (message, columns)
+    found = _PRUNED_READS.get(key) if key is not None else None
+    if found is None:
+        schema = pa.ipc.open_stream(value).schema
+        wanted = {KIND_COLUMN, *columns}
+        included = [i for i, name in enumerate(schema.names) if name in wanted]
+        found = (schema, pa.ipc.IpcReadOptions(included_fields=included))
+        if key is not None:
+            if len(_PRUNED_READS) >= 64:  # schemas and column sets a process reads: a few
+                _PRUNED_READS.clear()
+            _PRUNED_READS[key] = found
+    return found
+
+
+_PRUNED_READS: dict[tuple[bytes, frozenset[str]], tuple[pa.Schema, pa.ipc.IpcReadOptions]] = {}
+_CONTINUATION = b"\xff\xff\xff\xff"
+
+
+def _schema_message(value: bytes) -> bytes | None:
+    """The bytes of an IPC stream's first message (its schema), or None when the stream
+    does not start with one in the current framing (then nothing is remembered)."""
+    if value[:4] != _CONTINUATION or len(value) < 8:
+        return None
+    end = 8 + int.from_bytes(value[4:8], "little")
+    return value[:end] if 8 < end <= len(value) else None
 
 
 #: The row kinds' two bytes each as one little-endian 16-bit code: True where valid.
