@@ -50,7 +50,7 @@ def record_schema(schema: pa.Schema, schema_id: int) -> pa.Schema:
     global _last_record_schema
     last = _last_record_schema
     # Every record of a write has the same schema: made once, not per record.
-    if last is not None and last[1] == schema_id and last[0].equals(schema):
+    if last is not None and last[1] == schema_id and last[0].equals(schema, check_metadata=True):
         return last[2]
     made = pa.schema(
         [pa.field(KIND_COLUMN, pa.string()), *schema],
@@ -95,8 +95,11 @@ def encode_records(
     )
     # The first guess comes from the Arrow size; each record encoded then tells how many
     # rows the next may hold at its (compressed) size per row. A chunk too large is cut
-    # again to the rows its size allows.
-    rows_per_record = _rows_within(whole.num_rows, whole.nbytes, limit)
+    # again to the rows its size allows. When the whole buffers the rows are slices of
+    # fit (a kind takes two bytes and an offset), every row goes in one record without
+    # measuring the rows' own share of them.
+    fits = data.get_total_buffer_size() + 6 * data.num_rows <= limit * _FILL
+    rows_per_record = whole.num_rows if fits else _rows_within(whole.num_rows, whole.nbytes, limit)
     records: list[bytes] = []
     start = 0
     while start < whole.num_rows:
@@ -234,7 +237,7 @@ def conform(rows: pa.Table, expected: pa.Schema) -> pa.Table:
     """Decoded rows as rows of ``expected`` (a :func:`layout`), or ValueError when they
     are not: its columns, in its order and types. Columns left out of the layout are
     not made (no null columns to drop again)."""
-    if rows.schema.equals(expected):
+    if rows.schema.equals(expected, check_metadata=True):
         return rows
     names, wanted = rows.column_names[1:], expected.names[1:]
     if names != wanted:

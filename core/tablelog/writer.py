@@ -109,7 +109,11 @@ class WriteTask:
     def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> list[ProduceBatch]:
         table = self.table
         input_rows: list[int] | None = None  # input row of each encoded row, when not the same
-        if table.changelog_mode is ChangelogMode.UPSERT and RowKind.UPDATE_BEFORE in kinds:
+        # Rows of one kind (every insert-only write): the first says whether any is a -U,
+        # without comparing every row's kind.
+        one_kind = kinds.count(kinds[0]) == len(kinds)
+        has_update_before = kinds[0] is RowKind.UPDATE_BEFORE if one_kind else RowKind.UPDATE_BEFORE in kinds
+        if table.changelog_mode is ChangelogMode.UPSERT and has_update_before:
             # upsert logs carry no -U: the +U that follows holds the new row
             input_rows = [i for i, k in enumerate(kinds) if k is not RowKind.UPDATE_BEFORE]
             arrow, kinds = arrow.take(pa.array(input_rows, pa.int64())), [kinds[i] for i in input_rows]
