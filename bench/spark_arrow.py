@@ -16,6 +16,12 @@ One Tansu broker, one ``local[2]`` session, 100-byte rows (``bench.common.make_r
   ``scan.mode=earliest``: every row comes from the log) into the ``noop`` sink,
   ``trigger(availableNow=True)``; ``arrow`` against ``debezium-json``, alternating.
 
+The tablelog sink variants run with compaction off: the committer's compaction of a
+micro-batch rewrites every bucket on the driver, whichever variant's round it falls in,
+and the hand-written pipeline never compacts. Rates by two clocks: the query's wall
+time, and the sum of its micro-batches' ``triggerExecution`` (the query's start-up left
+out: for the source, Spark starting its stream reader's Python process).
+
 Prints the ratios and writes ``bench/results/spark_arrow.json``.
 """
 
