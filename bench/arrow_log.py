@@ -17,9 +17,14 @@ For each log system, in one run, on one broker, with the same 100-byte rows
   table written 10,000 rows a write (records of ~2,500 rows: one write's rows of one
   partition) and on one written 100,000 rows a write (records of up to ~10,000 rows,
   near ``log.max-record-bytes``);
-* **batch size**: the arrow writer and reader at several ``log.max-record-bytes``.
+* **batch size**: the arrow writer and reader at several ``log.max-record-bytes``;
+* **columns requested**: the reader of the 20-column table (10,000-row writes) asked for
+  the first 1, 2, 5, 10 and 20 of its columns.
 
-Prints a JSON summary and writes ``bench/results/arrow_log.json``.
+Prints a JSON summary, writes ``bench/results/arrow_log.json`` and plots rows/s against
+the record size bound and against the columns requested (``bench.plots.arrow_log``) into
+``bench/results/plots/`` and ``docs/performance/`` (``--no-docs``: not there;
+``--plots-only``: plot the JSON of an earlier run).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -56,6 +62,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS = 4
 WIDE_COLUMNS = 20
 BATCH_BYTES = (64_000, 250_000, 1_000_000)
+COLUMNS_REQUESTED = (1, 2, 5, 10, 20)
 
 
 def log(message: str) -> None:
@@ -183,6 +190,7 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
                                                       "all_columns", "two_columns", "all_columns_big",
                                                       "two_columns_big")}
     sweep: dict[int, dict[str, list[float]]] = {b: {"write": [], "read": []} for b in BATCH_BYTES}
+    columns_sweep: dict[int, list[float]] = {k: [] for k in COLUMNS_REQUESTED}
     with raw_cls.broker() as address, tempfile.TemporaryDirectory(prefix="bench-arrow-") as warehouse:
         raw = raw_cls(address)
         json_table = create_table(warehouse, PARTITIONS, raw.table_options())
@@ -215,6 +223,9 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
                     write_full(table, parts_)
                     times["all_columns" + suffix].append(read_arrow(table, n))
                     times["two_columns" + suffix].append(read_arrow(table, n, ["c1", "c3"]))
+                    if not suffix:
+                        for k in COLUMNS_REQUESTED:
+                            columns_sweep[k].append(read_arrow(table, n, wide.column_names[:k]))
 
             runs = [("raw", raw_round), ("arrow", arrow_round), ("pruning", pruning_round)]
             for _, run in runs[round_ % len(runs):] + runs[:round_ % len(runs)]:
@@ -238,6 +249,9 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
             "2 of 20 columns / all 20, 100,000-row writes": rates["two_columns_big"] / rates["all_columns_big"],
         },
         "batch_bytes": {str(b): {k: median_rate(n, v) for k, v in d.items()} for b, d in sweep.items()},
+        "batch_bytes_runs_s": {str(b): d for b, d in sweep.items()},
+        "columns_requested": {str(k): median_rate(n, v) for k, v in columns_sweep.items()},
+        "columns_requested_runs_s": {str(k): v for k, v in columns_sweep.items()},
     }
     log(json.dumps(result["ratios"], indent=1))
     return result
@@ -261,15 +275,28 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--systems", default="kafka,pulsar,filesystem")
+    parser.add_argument("--no-docs", action="store_true", help="do not copy the plots to docs/performance/")
+    parser.add_argument("--plots-only", action="store_true", help="plot bench/results/arrow_log.json again")
     args = parser.parse_args()
     out = ROOT / "bench" / "results" / "arrow_log.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    results = []
-    for system in args.systems.split(","):
-        results.append(measure(system, args.rows, args.rounds))
-        out.write_text(json.dumps({"results": results}, indent=1))  # kept if a later system fails
-    print(json.dumps([{"system": r["system"], "ratios": r["ratios"], "rows_per_s": r["rows_per_s"]}
-                      for r in results], indent=1))
+    if args.plots_only:
+        results = json.loads(out.read_text())["results"]
+    else:
+        results = []
+        for system in args.systems.split(","):
+            results.append(measure(system, args.rows, args.rounds))
+            out.write_text(json.dumps({"results": results}, indent=1))  # kept if a later system fails
+        print(json.dumps([{"system": r["system"], "ratios": r["ratios"], "rows_per_s": r["rows_per_s"]}
+                          for r in results], indent=1))
+    from bench import plots
+
+    made = plots.arrow_log(results, ROOT / "bench" / "results" / "plots")
+    if not args.no_docs:
+        docs = ROOT / "docs" / "performance"
+        for path in made:
+            shutil.copy(path, docs / path.name)
+    log(f"plots: {', '.join(str(p) for p in made)}")
 
 
 if __name__ == "__main__":

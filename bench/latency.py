@@ -36,7 +36,7 @@ import tempfile
 import time
 from typing import Any
 
-from bench.common import SCHEMA, create_table
+from bench.common import create_table
 
 _SPAWN = mp.get_context("spawn")
 
@@ -214,13 +214,40 @@ def measure_raw_kafka(address: str, samples: int) -> dict[str, Any]:
     return result
 
 
-if __name__ == "__main__":
-    import json
-    import sys
-
+def by_format(systems: list[str], samples: int, commits: int) -> dict[str, Any]:
+    """Each log system's latencies with ``debezium-json`` and ``arrow`` records, one after
+    the other on one broker: ``{system: {format: measure(...)}}``."""
     from bench import brokers
 
-    with brokers.kafka() as address:
-        opts = {"log.system": "kafka", "kafka.bootstrap.servers": address}
-        print(json.dumps(measure(opts, int(sys.argv[1]), int(sys.argv[2])), indent=1))
-    _ = SCHEMA
+    def both(options: dict[str, str]) -> dict[str, Any]:
+        return {fmt: measure({**options, "log.format": fmt}, samples, commits) for fmt in ("debezium-json", "arrow")}
+
+    out: dict[str, Any] = {}
+    if "kafka" in systems:
+        with brokers.kafka() as address:
+            out["kafka"] = both({"log.system": "kafka", "kafka.bootstrap.servers": address})
+    if "pulsar" in systems:
+        with brokers.pulsar() as url:
+            out["pulsar"] = both({"log.system": "pulsar", "pulsar.service-url": url})
+    if "filesystem" in systems:
+        out["filesystem"] = both({"log.system": "filesystem"})
+    return out
+
+
+if __name__ == "__main__":
+    # python -m bench.latency [--samples 400] [--commits 30] [--systems kafka,pulsar,filesystem]
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="eventual and transactional latency, debezium-json and arrow")
+    parser.add_argument("--samples", type=int, default=400)
+    parser.add_argument("--commits", type=int, default=30)
+    parser.add_argument("--systems", default="kafka,pulsar,filesystem")
+    args = parser.parse_args()
+    result = by_format(args.systems.split(","), args.samples, args.commits)
+    summary = {system: {fmt: {"eventual_p50_ms": r["eventual_ms"]["p50"], "eventual_p99_ms": r["eventual_ms"]["p99"],
+                              "transactional_p50_ms": r["transactional_after_snapshot_ms"]["p50"],
+                              "transactional_max_ms": r["transactional_after_snapshot_ms"]["max"]}
+                        for fmt, r in formats.items()}
+               for system, formats in result.items()}
+    print(json.dumps(summary, indent=1))

@@ -192,3 +192,66 @@ def summary(results: dict[str, Any]) -> dict[str, Any]:
     if "spark" in results:
         out["spark"] = results["spark"]
     return out
+
+
+def _rate_band(rows: int, median: float, runs: list[float] | None) -> tuple[float, float]:
+    """Error bar below and above ``median`` rows/s from the runs' seconds (none: no bar)."""
+    if not runs:
+        return 0.0, 0.0
+    rates = [rows / s for s in runs]
+    return median - min(rates), max(rates) - median
+
+
+def arrow_log(results: list[dict[str, Any]], out: Path) -> list[Path]:
+    """``bench.arrow_log``'s sweeps: rows/s against ``log.max-record-bytes`` (writer and
+    reader) and against the columns the reader asks for, one line per log system."""
+    out.mkdir(parents=True, exist_ok=True)
+    plt = _plt()
+    made = []
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for side, ax in zip(("write", "read"), axes, strict=True):
+        for r in results:
+            sizes = sorted(r["batch_bytes"], key=int)
+            med = [r["batch_bytes"][b][side] for b in sizes]
+            bands = [_rate_band(r["rows"], m, r.get("batch_bytes_runs_s", {}).get(b, {}).get(side))
+                     for b, m in zip(sizes, med, strict=True)]
+            ax.errorbar([int(b) for b in sizes], [m / 1e6 for m in med], marker="o", capsize=2,
+                        yerr=[[lo / 1e6 for lo, _ in bands], [hi / 1e6 for _, hi in bands]], label=r["system"])
+        ax.set_xscale("log")
+        ticks = sorted({int(b) for r in results for b in r["batch_bytes"]})
+        ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("log.max-record-bytes")
+        ax.set_ylabel("million rows/s")
+        ax.set_ylim(bottom=0)
+        ax.set_title("arrow writer (log path, Paimon stubbed out)" if side == "write"
+                     else "arrow transactional reader, poll_arrow()")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"log.format=arrow, {results[0]['rows']:,} rows of 100 B, 4 partitions (median of rounds)")
+    fig.tight_layout()
+    made.append(out / "arrow_batch_size.png")
+    fig.savefig(made[-1], dpi=110)
+    plt.close(fig)
+    with_columns = [r for r in results if r.get("columns_requested")]
+    if with_columns:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for r in with_columns:
+            counts = sorted(r["columns_requested"], key=int)
+            med = [r["columns_requested"][k] for k in counts]
+            bands = [_rate_band(r["rows"], m, r.get("columns_requested_runs_s", {}).get(k))
+                     for k, m in zip(counts, med, strict=True)]
+            ax.errorbar([int(k) for k in counts], [m / 1e6 for m in med], marker="o", capsize=2,
+                        yerr=[[lo / 1e6 for lo, _ in bands], [hi / 1e6 for _, hi in bands]], label=r["system"])
+            ax.set_xticks([int(k) for k in counts])
+        ax.set_xlabel("columns requested (of 20; the key always among them)")
+        ax.set_ylabel("million rows/s")
+        ax.set_ylim(bottom=0)
+        ax.set_title("arrow transactional reader, table.reader(columns=...)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        made.append(out / "arrow_columns.png")
+        fig.savefig(made[-1], dpi=110)
+        plt.close(fig)
+    return made

@@ -1,5 +1,6 @@
 """The ``tablelog`` data source through Spark Connect (``SparkSession.builder.remote``):
-register, batch write and read, streaming write, transactional streaming read.
+register and a batch write and read from a Connect-only client (no JVM half), a streaming
+write on Kafka, a transactional streaming read.
 
 The server is the ``spark_connect_url`` fixture's (its Python has tablelog installed); one
 client session is shared by the tests. Tables live in a local warehouse with the
@@ -105,27 +106,10 @@ def sink_options(places: dict[str, str], logs: dict[str, str] | None = None) -> 
             **(log_options(places) if logs is None else logs)}
 
 
-def test_register_works_on_a_connect_session_and_a_batch_write_reads_back_every_row(
-    connect: Any, places: dict[str, str]
-) -> None:
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
-
-    assert isinstance(connect, ConnectSession)
-    rows = 500
-    (connect.range(rows).selectExpr("id", "concat('row-', id) AS name").repartition(3)
-     .write.format("tablelog").mode("append").options(**sink_options(places)).save())
-
-    read = connect.read.format("tablelog").option("warehouse", places["warehouse"]).load(places["table"]).collect()
-    assert len(read) == rows and sorted(r["id"] for r in read) == list(range(rows))
-    assert {r["_kind"] for r in read} == {"+I"}
-    table = tablelog.open_table(places["warehouse"], places["table"], log_options(places))
-    assert table.rows().num_rows == rows
-    assert len(list(table.snapshots())) == 1  # one job, one commit
-
-
-def test_a_connect_only_client_without_py4j_imports_tablelog_spark_and_writes(
+def test_a_connect_only_client_without_py4j_registers_tablelog_and_a_batch_write_reads_back_every_row(
     spark_connect_url: str, places: dict[str, str]
 ) -> None:
+    # pip install pyspark-client: no JVM half; register, one batch write, one batch read.
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_REMOTE_ONLY_CLIENT), spark_connect_url, places["warehouse"],
          places["log"], places["table"], "120"],
@@ -135,15 +119,14 @@ def test_a_connect_only_client_without_py4j_imports_tablelog_spark_and_writes(
     assert "read=120 classic_modules=[]" in result.stdout
     table = tablelog.open_table(places["warehouse"], places["table"], log_options(places))
     assert table.rows().num_rows == 120
+    assert len(list(table.snapshots())) == 1  # one job, one commit
 
 
-@pytest.mark.parametrize("log_system", ["filesystem", "kafka"])
 def test_a_streaming_write_over_connect_commits_each_micro_batch_once_and_verifies(
-    connect: Any, places: dict[str, str], tmp_path: Path, log_system: str, request: pytest.FixtureRequest
+    connect: Any, places: dict[str, str], tmp_path: Path, kafka_bootstrap: str,
 ) -> None:
-    logs = log_options(places)
-    if log_system == "kafka":
-        logs = {"log.system": "kafka", "kafka.bootstrap.servers": request.getfixturevalue("kafka_bootstrap")}
+    # On Kafka: the batch write above and the stream read below use the filesystem log.
+    logs = {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap}
     files, per_file = 4, 30
     incoming = tmp_path / "incoming"
     incoming.mkdir()

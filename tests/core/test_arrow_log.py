@@ -169,11 +169,14 @@ def test_a_reader_resumed_from_a_saved_position_mid_stream_returns_each_committe
     assert Counter(seen) == Counter(range(300))
 
 
-def test_a_poll_returns_whole_records_exceeding_max_records_by_less_than_one_record(tmp_path: Path) -> None:
+def test_a_poll_allowed_to_split_partitions_returns_whole_records_exceeding_max_records_by_less_than_one(
+    tmp_path: Path,
+) -> None:
+    # By default a poll finishes an arrow log's partition it began (tests/core/test_table_fallback.py).
     table = make(tmp_path, bucket=1, **{"log.max-record-bytes": "3000"})
     write(table, rows(300))
     record_rows = rows_per_record(table, 0)
-    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+    with table.reader(consistency="transactional", scan_mode="earliest", split_partitions=True) as reader:
         polls = [reader.poll(max_records=50) for _ in range(3)]
         one = reader.poll(max_records=1)
     for changes in [*polls, one]:

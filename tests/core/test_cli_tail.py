@@ -119,14 +119,17 @@ def test_tail_limit_leaves_a_position_that_resumes_with_no_gap_and_no_duplicate(
         writer.commit()
     everything, _ = run("tail", "db.users", "--scan-mode", "earliest", "--idle-timeout", "0.3")
     pieces: list[str] = []
+    sizes: list[int] = []
     args = ["--scan-mode", "earliest"]
     for _ in range(40):
         out, err = run("tail", "db.users", *args, "-n", "7", "--idle-timeout", "0.3")
         pieces.extend(out.splitlines())
+        sizes.append(len(out.splitlines()))
         if not out:
             break
         args = ["--position", position_of(err)]
     assert pieces == everything.splitlines() and len(pieces) == 40 + 14
+    assert sizes == [7] * 7 + [5, 0]  # --limit prints its limit, inside a snapshot's partition too
 
 
 def test_follow_on_a_table_without_a_log_says_why_it_cannot_and_what_to_set(warehouse: str) -> None:

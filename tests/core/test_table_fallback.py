@@ -344,17 +344,22 @@ def test_a_reader_that_returned_part_of_a_partition_gets_only_the_rest_from_the_
     assert sum(counted(first + rest).values()) == 5 * 40
 
 
-def test_an_arrow_reader_that_returned_part_of_a_partition_gets_all_of_it_again_when_the_log_loses_the_rest(
-    tmp_path: Path, memory_log: MemoryLog,
+@pytest.mark.parametrize("split", [False, True], ids=["default", "split_partitions"])
+def test_an_arrow_readers_begun_partition_is_finished_in_the_same_poll_so_a_lost_rest_comes_once(
+    tmp_path: Path, memory_log: MemoryLog, split: bool,
 ) -> None:
-    # Its position counts records of many rows: which rows it returned the table cannot tell.
+    # A position counts records of many rows: which rows were returned the table cannot
+    # tell, so a poll never stops inside the partition. With split_partitions it may, and
+    # the partition then comes again whole: at least once.
     table = make_table(tmp_path, primary_key=False, fmt="arrow", **{"log.max-record-bytes": "1500"})
     expected = commit_rounds(table, range(3), per_round=300)  # snapshots 1..3, several records a partition
-    reader = table.reader(consistency="transactional", scan_mode="earliest")
-    first = polled(reader, False, 1)  # the first record of snapshot 1's first partition
-    ((partition, _),) = reader.position.offsets.items()
-    begun = [r for r in table.rows().to_pylist() if r["v"] == "r0"]  # snapshot 1's rows
-    assert 0 < len(first) < len(begun) / 2 and reader.position.snapshot == 0
+    reader = table.reader(consistency="transactional", scan_mode="earliest", split_partitions=split)
+    first = polled(reader, False, 1)
+    begun = Counter(p for p, end in reader.position.offsets.items() if end > 0)
+    assert len(begun) == 1 and reader.position.snapshot == 0
+    (partition,) = begun
+    whole = sum(1 for c in first if c.partition == partition) == len(table_partition_rows(table, partition, "r0"))
+    assert whole is not split
     delete_log_before(memory_log, table, 2)
     expected += commit_rounds(table, range(3, 5), per_round=300)
     with reader:
@@ -362,7 +367,14 @@ def test_an_arrow_reader_that_returned_part_of_a_partition_gets_all_of_it_again_
         assert reader.position.snapshot == 5
     got = counted(first + rest)
     assert set(got) == set(expected)  # every committed change, none lost
-    assert got - expected == counted(first)  # only the rows it had returned come twice
+    assert got - expected == (counted(first) if split else Counter())  # twice only the split partition's
+
+
+def table_partition_rows(table: Table, partition: int, value: str) -> list[dict[str, Any]]:
+    """The rows with ``v == value`` in bucket ``partition`` (log partition b is bucket b)."""
+    latest = table.store.latest_snapshot()
+    assert latest is not None
+    return [r for r in table.store.read_rows(latest.id, [partition]).to_pylist() if r["v"] == value]
 
 
 def interleaved_with_a_failed_attempt(table: Table) -> Counter[tuple[Any, ...]]:
@@ -416,15 +428,32 @@ def test_a_reader_resumed_inside_a_sparse_partition_gets_the_whole_partition_aga
     assert "this snapshot's partition is read at least once" in caplog.text
 
 
-def test_a_primary_key_tables_partition_the_reader_had_begun_comes_again_whole_and_leaves_the_tables_rows(
+def test_a_primary_key_tables_begun_partition_is_finished_in_the_same_poll_so_a_lost_rest_comes_once(
     tmp_path: Path, memory_log: MemoryLog, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    # The delta is one change per key in key order: which of them the reader returned
-    # cannot be told, so the snapshot's partition comes again whole.
+    # The table's delta is one change per key in key order: which of them a reader had
+    # returned it cannot tell, so a poll past max_records finishes the partition it began.
     table = make_table(tmp_path)
     expected = commit_rounds(table, range(3), per_round=40)
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
         first = reader.poll(max_records=15, timeout_s=0.5)
+        assert len(first) > 15  # the partition it began, whole
+        delete_log_before(memory_log, table, 2)
+        rest = reader.read_all(idle_timeout_s=0.3)
+    assert counted(first + rest) == expected  # each change once
+    assert "read at least once" not in caplog.text
+
+
+def test_a_primary_key_tables_partition_split_at_max_records_comes_again_whole_and_leaves_the_tables_rows(
+    tmp_path: Path, memory_log: MemoryLog, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # split_partitions (tail --limit) lets the poll stop inside the partition: its rest
+    # lost, the whole partition comes again from the table, with a warning.
+    table = make_table(tmp_path)
+    expected = commit_rounds(table, range(3), per_round=40)
+    with table.reader(consistency="transactional", scan_mode="earliest", split_partitions=True) as reader:
+        first = reader.poll(max_records=15, timeout_s=0.5)
+        assert len(first) == 15
         delete_log_before(memory_log, table, 2)
         rest = reader.read_all(idle_timeout_s=0.3)
     assert counted(rest) == expected  # every change after the first poll ...
@@ -437,6 +466,31 @@ def test_a_primary_key_tables_partition_the_reader_had_begun_comes_again_whole_a
         else:
             rows[change.row["id"]] = change.row["v"]
     assert rows == {r["id"]: r["v"] for r in table.rows().to_pylist()}
+
+
+def test_an_append_partition_holding_several_writes_is_finished_in_the_same_poll_so_a_lost_rest_comes_once(
+    tmp_path: Path, memory_log: MemoryLog, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Several writes' files do not say how their records interleaved in the log (every
+    # Spark micro-batch): the partition a poll began is finished in that poll.
+    table = make_table(tmp_path, primary_key=False)
+    expected: Counter[tuple[Any, ...]] = Counter()
+    for snapshot in range(3):
+        tasks = [table.write_task("w", snapshot + 1, task=f"t{t}") for t in range(3)]
+        for round_ in range(4):  # the tasks' records interleave in each partition
+            for t, task in enumerate(tasks):
+                rows = [{"id": snapshot * 1000 + t * 100 + round_ * 10 + i, "v": f"s{snapshot}"} for i in range(10)]
+                task.write(rows)
+                expected.update(("+I", r["id"], r["v"]) for r in rows)
+        table.commit("w", snapshot + 1, [task.finish() for task in tasks])
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        first = reader.poll(max_records=7, timeout_s=0.5)
+        begun = {c.partition for c in first}
+        assert len(first) > 7 and len(begun) == 1
+        delete_log_before(memory_log, table, 2)
+        rest = reader.read_all(idle_timeout_s=0.3)
+    assert counted(first + rest) == expected
+    assert "read at least once" not in caplog.text
 
 
 def test_a_hybrid_readers_late_write_whose_records_the_log_lost_comes_from_the_table(

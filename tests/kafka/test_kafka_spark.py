@@ -1,6 +1,9 @@
 """Exactly-once through the Spark sink with Kafka (the Tansu test broker): a task attempt
-that fails after producing, and a driver killed with SIGKILL after a table commit and
-restarted from its checkpoint. The scenarios live in tablelog.testing.spark_scenarios."""
+that fails after producing, and one that dies in the middle of its write. The scenarios
+live in tablelog.testing.spark_scenarios. A driver killed with SIGKILL after a table
+commit, with Kafka, is proven on the standalone cluster
+(tests/cluster/test_spark_cluster_exactly_once.py); the whole kit with
+``log.format=arrow`` runs on the file log (tests/spark/test_spark_exactly_once.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios, spark_test_session
+from tablelog.testing.spark_scenarios import SparkTaskFailureScenarios, spark_test_session
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -20,7 +23,7 @@ def spark_session() -> Iterator[Any]:
     yield spark_test_session("local[2,2]")
 
 
-class TestSparkExactlyOnceKafka(SparkExactlyOnceScenarios):
+class TestSparkExactlyOnceKafka(SparkTaskFailureScenarios):
     @pytest.fixture
     def log_options(self, kafka_bootstrap: str) -> dict[str, str]:
         return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap}

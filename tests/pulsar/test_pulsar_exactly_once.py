@@ -17,6 +17,17 @@ class TestExactlyOnceOnPulsar(ExactlyOnceScenarios):
         return {"log.system": "pulsar", "pulsar.service-url": pulsar_service_url}
 
 
+class TestExactlyOnceOnPulsarWithArrowRecords(ExactlyOnceScenarios):
+    """The same scenarios with records that hold a batch of rows each (as on Kafka, the
+    process killed after producing is left to the file log's arrow run in tests/core)."""
+
+    test_attempt_killed_in_another_process_after_producing_is_never_returned = None  # type: ignore[assignment]
+
+    @pytest.fixture
+    def log_options(self, pulsar_service_url: str) -> dict[str, str]:
+        return {"log.system": "pulsar", "pulsar.service-url": pulsar_service_url, "log.format": "arrow"}
+
+
 def test_broker_restarted_mid_stream_loses_nothing_committed_and_the_reader_resumes_once(
     tmp_path, restartable_pulsar_broker  # type: ignore[no-untyped-def]
 ) -> None:

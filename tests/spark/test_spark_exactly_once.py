@@ -1,6 +1,9 @@
-"""Exactly-once through the Spark sink on the built-in filesystem log: a task attempt that
-fails after producing, and a driver killed with SIGKILL between its table commit and
-Spark's commit log, then restarted from the checkpoint."""
+"""Exactly-once through the Spark sink on the built-in filesystem log with
+``log.format=arrow`` (records of many rows): a task attempt that fails after producing,
+one that dies in the middle of its write, and a driver killed with SIGKILL between its
+table commit and Spark's commit log, then restarted from the checkpoint. The default
+format runs the task-attempt scenarios on Kafka (tests/kafka/test_kafka_spark.py) and
+the driver kill on the cluster (tests/cluster)."""
 
 from __future__ import annotations
 
@@ -11,10 +14,10 @@ import pytest
 from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios
 
 
-class TestSparkExactlyOnceFilesystem(SparkExactlyOnceScenarios):
+class TestSparkExactlyOnceFilesystemArrow(SparkExactlyOnceScenarios):
     @pytest.fixture
     def log_options(self) -> dict[str, str]:
-        return {"log.system": "filesystem"}
+        return {"log.system": "filesystem", "log.format": "arrow"}
 
     @pytest.fixture
     def spark(self, spark: Any) -> Any:  # the session fixture of conftest.py

@@ -5,6 +5,10 @@ after it. Changes are printed a polled batch at a time and the position is taken
 between batches, so ``--limit`` polls no more than it prints, and Ctrl-C (SIGINT)
 under ``--follow`` takes effect between batches too (a second Ctrl-C while the
 reader waits stops at once; the position is still the last batch's).
+
+To print no more than ``--limit``, tail lets a poll stop inside any snapshot's partition
+(the reader's ``split_partitions``); a position there whose partition the log then loses
+gets that partition again whole from the table (at least once, with a warning).
 """
 
 from __future__ import annotations
@@ -117,7 +121,8 @@ def tail(warehouse: str, table: str, consistency: str | None, scan_mode: str | N
     The position goes to stderr as `# N change(s); position: JSON`, also when Ctrl-C
     ends --follow: pass the JSON to --position to go on with no change lost or repeated.
     With log.format=arrow a record holds many changes and is printed whole: --limit may
-    print more changes, fewer than one record's more.
+    print more changes, fewer than one record's more. A --limit position inside a
+    snapshot's partition whose rest the log later loses gets the partition again whole.
     """
     if limit is not None and limit < 0:
         raise click.BadParameter(f"must be >= 0, got {limit}", param_hint="--limit")
@@ -133,6 +138,7 @@ def tail(warehouse: str, table: str, consistency: str | None, scan_mode: str | N
     with _stop_on_interrupt() as interrupts, t.reader(
         position=position, consistency=consistency, scan_mode=scan_mode, timestamp_millis=timestamp_millis,
         columns=None if columns is None else [c.strip() for c in columns.split(",") if c.strip()],
+        split_partitions=limit is not None,
     ) as reader:
         resume_at = reader.position
         try:

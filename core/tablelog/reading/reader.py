@@ -49,6 +49,7 @@ class ChangelogReader:
         changes_from_table: bool = True,
         schema_id: int | None = None,
         columns: Sequence[str] | None = None,
+        split_partitions: bool = False,
         **option_keys: Any,
     ) -> None:
         """``partitions``: read only these log partitions (and, in the full scan, only
@@ -64,7 +65,15 @@ class ChangelogReader:
         False reports them lost instead (``verify``, which compares the log with the table).
         ``consumer_id``: record progress as a Paimon consumer (:mod:`tablelog.reading.consumer`).
         ``columns``: return only these columns (and the primary key's, and ``_kind``); an
-        ``arrow`` log decodes only those, the JSON formats select them after decoding."""
+        ``arrow`` log decodes only those, the JSON formats select them after decoding.
+
+        ``split_partitions``: a transactional poll may stop inside any snapshot's partition
+        at ``max_records``. By default it finishes a begun partition past ``max_records``
+        where the table files could not give exactly its rest should the log lose it (a
+        primary-key table, several writes in the partition, an ``arrow`` log), so that a
+        position is never inside one; with True such a position's partition is read at
+        least once if the log loses its rest (``tail --limit``, which prints no more than
+        its limit)."""
         overrides = {k.replace("_", "-") if "." not in k else k: v for k, v in option_keys.items()}
         if consistency is not None:
             overrides["log.consistency"] = getattr(consistency, "value", consistency)
@@ -120,7 +129,7 @@ class ChangelogReader:
         if self.consistency is Consistency.TRANSACTIONAL:
             # A saved position inside a snapshot: that snapshot's records cannot be counted.
             counted_from_start = self._position is None or not self._position.offsets
-            self._read = TransactionalRead(self._context, until_snapshot, counted_from_start)
+            self._read = TransactionalRead(self._context, until_snapshot, counted_from_start, split_partitions)
         else:
             self._read = EventualRead(self._context, until_positions)
 

@@ -10,7 +10,10 @@ merged (and no ``-U`` records for an ``upsert`` changelog). Only when the snapsh
 expired from the table as well are the changes gone: an error says so and what to do.
 
 A reader that had returned part of a snapshot's partition from the log gets only the
-rest where the delta is in log order, else the partition again (:func:`not_yet_returned`).
+rest where the delta is in log order, else the partition again (:func:`not_yet_returned`);
+a poll stops inside a partition only where the rest can be told (see
+``TransactionalRead._may_stop_inside``), so the second happens only to positions made
+elsewhere (``tail --limit``, a resumed reader inside a sparse range).
 """
 
 from __future__ import annotations

@@ -32,6 +32,9 @@ from tablelog.records import FetchResult, LogRecord, ProducedRange, ValuesResult
 
 _POLL_SLEEP_S = 0.01
 
+#: Changes a fetch may ask for when a poll past its budget finishes a begun partition.
+_FINISHING_CHUNK = 10_000
+
 #: Values up to this size on average decode faster all at once by Arrow's JSON reader
 #: than one by one; longer ones not (its string parsing is slower). See
 #: docs/performance.md, "Why the reader does what it does".
@@ -62,12 +65,18 @@ def _decodes_faster_at_once(values: list[bytes | None]) -> bool:
 class TransactionalRead:
     """Walks a table's snapshots in commit order and returns what each committed."""
 
-    def __init__(self, context: ReadContext, until_snapshot: int | None, counted_from_start: bool) -> None:
+    def __init__(
+        self, context: ReadContext, until_snapshot: int | None, counted_from_start: bool,
+        split_partitions: bool = False,
+    ) -> None:
         """``until_snapshot``: stop after this snapshot (a bounded read). ``counted_from_start``:
         whether the reader starts at the beginning of a snapshot (a saved position may be
-        inside one), so that its records can be counted against the committed counts."""
+        inside one), so that its records can be counted against the committed counts.
+        ``split_partitions``: a poll may stop inside any snapshot's partition (see
+        :meth:`_may_stop_inside`)."""
         self._context = context
         self._until_snapshot = until_snapshot
+        self._split_partitions = split_partitions
         self._last_seq: dict[tuple[str, int], int] = {}
         self._counts: dict[tuple[str, int], int] = defaultdict(int)
         self._counted_from_start = counted_from_start
@@ -151,7 +160,9 @@ class TransactionalRead:
             # If this partition's records are lost, what this poll took of them is dropped,
             # and the table files give what earlier polls did not return.
             resume_at, mark = position.offsets.get(partition), out.mark()
-            returned = 0 if resume_at is None else self._returned_before(partition, ranges, resume_at)
+            returned: int | None = 0
+            if resume_at is not None and resume_at > ranges[0].first:  # begun in an earlier poll
+                returned = self._returned_before(partition, ranges, resume_at)
             try:
                 if not self._read_partition(position, snapshot_id, partition, ranges, out, budget):
                     return False
@@ -164,6 +175,21 @@ class TransactionalRead:
                 out.truncate(mark)
                 self._read_from_table(position, snapshot_id, partition, ranges, out, lost, returned)
         return True
+
+    def _may_stop_inside(self, ranges: list[ProducedRange]) -> bool:
+        """Whether a poll may stop inside this snapshot's partition when its budget runs out.
+
+        Only where the table files could give exactly the rest, should the log lose it
+        (:func:`~tablelog.reading.table_changes.not_yet_returned`): an append table's
+        partition holding one write's records, each record a row. Elsewhere (a
+        primary-key table, several writes, an ``arrow`` log) a begun partition is
+        finished in the same poll, past ``max_records``: a reader's position is then
+        never inside it, and the table gives each change once whatever the log loses.
+        The cost is memory: one poll may hold a whole snapshot's partition."""
+        context = self._context
+        return self._split_partitions or (
+            not context.table.primary_key and len(ranges) == 1 and not context.codec.batched
+        )
 
     def _returned_before(self, partition: int, ranges: list[ProducedRange], resume_at: int) -> int | None:
         """How many of the partition's committed records earlier polls returned, the
@@ -204,15 +230,19 @@ class TransactionalRead:
         building_batch = self._context.building_batch
         hi = max(r.last for r in ranges)
         pos = position.offsets.get(partition, ranges[0].first)
+        may_stop_inside = self._may_stop_inside(ranges)
         while pos <= hi:
-            if len(out) >= budget:
+            over_budget = len(out) >= budget
+            if over_budget and (may_stop_inside or pos <= ranges[0].first):
                 position.offsets[partition] = pos
                 return False
             with building_batch():
                 if read_chunk == self._read_dense_chunk and partition not in self._checked_partitions:
                     pos = self._read_first_record_checked(snapshot_id, partition, ranges, pos, hi, out)
                 else:
-                    size = out.fetch_size(budget, pos, hi, self._context.records_for)
+                    # Finishing a begun partition past the budget: in chunks of a default poll's size.
+                    chunk_budget = len(out) + max(budget, _FINISHING_CHUNK) if over_budget else budget
+                    size = out.fetch_size(chunk_budget, pos, hi, self._context.records_for)
                     pos = read_chunk(snapshot_id, partition, ranges, pos, hi, size, out)
             position.offsets[partition] = pos
         return True

