@@ -13,10 +13,13 @@ For each log system, in one run, on one broker, with the same 100-byte rows
 * **read**: the raw consumer of the per-record topic with ``orjson.loads`` per record
   against the transactional reader's ``poll_arrow()`` of the arrow topic;
 * **pruning**: the transactional reader of a 20-column arrow table asked for 2
-  columns (``table.reader(columns=...)``) against the same reader with all 20;
+  columns (``table.reader(columns=...)``) against the same reader with all 20, on a
+  table written 10,000 rows a write (records of ~2,500 rows: one write's rows of one
+  partition) and on one written 100,000 rows a write (records of up to ~10,000 rows,
+  near ``log.max-record-bytes``);
 * **batch size**: the arrow writer and reader at several ``log.max-record-bytes``;
-* **columns requested**: the reader of the 20-column table asked for the first 1, 2, 5,
-  10 and 20 of its columns.
+* **columns requested**: the reader of the 20-column table (10,000-row writes) asked for
+  the first 1, 2, 5, 10 and 20 of its columns.
 
 Prints a JSON summary, writes ``bench/results/arrow_log.json`` and plots rows/s against
 the record size bound and against the columns requested (``bench.plots.arrow_log``) into
@@ -182,8 +185,10 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
     parts = batches(rows)
     wide = wide_rows(n)
     wide_parts = batches(wide)
+    big_wide_parts = batches(wide, 100_000)
     times: dict[str, list[float]] = {k: [] for k in ("raw_write", "arrow_write", "raw_read", "arrow_read",
-                                                      "all_columns", "two_columns")}
+                                                      "all_columns", "two_columns", "all_columns_big",
+                                                      "two_columns_big")}
     sweep: dict[int, dict[str, list[float]]] = {b: {"write": [], "read": []} for b in BATCH_BYTES}
     columns_sweep: dict[int, list[float]] = {k: [] for k in COLUMNS_REQUESTED}
     with raw_cls.broker() as address, tempfile.TemporaryDirectory(prefix="bench-arrow-") as warehouse:
@@ -211,14 +216,16 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
                 times["arrow_read"].append(read_arrow(table, n))
 
             def pruning_round() -> None:
-                table = tablelog.create_table(
-                    warehouse, f"bench.{unique('wide')}", wide.schema, primary_key=["id"], bucket=PARTITIONS,
-                    options={**raw.table_options(), "log.format": "arrow"})
-                write_full(table, wide_parts)
-                times["all_columns"].append(read_arrow(table, n))
-                times["two_columns"].append(read_arrow(table, n, ["c1", "c3"]))
-                for k in COLUMNS_REQUESTED:
-                    columns_sweep[k].append(read_arrow(table, n, wide.column_names[:k]))
+                for parts_, suffix in ((wide_parts, ""), (big_wide_parts, "_big")):
+                    table = tablelog.create_table(
+                        warehouse, f"bench.{unique('wide')}", wide.schema, primary_key=["id"], bucket=PARTITIONS,
+                        options={**raw.table_options(), "log.format": "arrow"})
+                    write_full(table, parts_)
+                    times["all_columns" + suffix].append(read_arrow(table, n))
+                    times["two_columns" + suffix].append(read_arrow(table, n, ["c1", "c3"]))
+                    if not suffix:
+                        for k in COLUMNS_REQUESTED:
+                            columns_sweep[k].append(read_arrow(table, n, wide.column_names[:k]))
 
             runs = [("raw", raw_round), ("arrow", arrow_round), ("pruning", pruning_round)]
             for _, run in runs[round_ % len(runs):] + runs[:round_ % len(runs)]:
@@ -239,6 +246,7 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
             "arrow_write / raw_write": rates["arrow_write"] / rates["raw_write"],
             "arrow_read / raw_read+orjson": rates["arrow_read"] / rates["raw_read"],
             "2 of 20 columns / all 20": rates["two_columns"] / rates["all_columns"],
+            "2 of 20 columns / all 20, 100,000-row writes": rates["two_columns_big"] / rates["all_columns_big"],
         },
         "batch_bytes": {str(b): {k: median_rate(n, v) for k, v in d.items()} for b, d in sweep.items()},
         "batch_bytes_runs_s": {str(b): d for b, d in sweep.items()},

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tablelog.errors import SchemaMismatchError
 from tablelog.options import ArrowCompression
@@ -47,10 +47,36 @@ _FILL = 0.9
 
 def record_schema(schema: pa.Schema, schema_id: int) -> pa.Schema:
     """The schema of a record of rows of ``schema`` (the table's, id ``schema_id``)."""
-    return pa.schema(
+    global _last_record_schema
+    last = _last_record_schema
+    # Every record of a write has the same schema: made once, not per record.
+    if last is not None and last[1] == schema_id and last[0].equals(schema, check_metadata=True):
+        return last[2]
+    made = pa.schema(
         [pa.field(KIND_COLUMN, pa.string()), *schema],
         metadata={SCHEMA_ID_KEY: str(schema_id).encode(), FORMAT_VERSION_KEY: FORMAT_VERSION},
     )
+    _last_record_schema = (schema, schema_id, made)
+    return made
+
+
+_last_record_schema: tuple[pa.Schema, int, pa.Schema] | None = None
+#: A column of one row kind, per kind, that :func:`kind_array` slices.
+_SAME_KINDS: dict[RowKind, pa.Array] = {}
+
+
+def kind_array(kinds: Sequence[RowKind]) -> pa.Array:
+    """The row kinds as a string array. Rows of one kind (every row of an insert-only
+    write) take a zero-copy slice of a column made once: converting a Python list costs
+    a writer about as much per row as routing the row to its bucket."""
+    n = len(kinds)
+    if n == 0 or kinds.count(kinds[0]) != n:
+        return pa.array(kinds, pa.string())  # a RowKind is a str holding its value
+    kind = kinds[0]
+    same = _SAME_KINDS.get(kind)
+    if same is None or len(same) < n:
+        same = _SAME_KINDS[kind] = pa.array([kind.value] * max(n, 1 << 16), pa.string())
+    return same.slice(0, n)
 
 
 def encode_records(
@@ -61,16 +87,19 @@ def encode_records(
     most ``limit`` bytes each, in order. A row that alone encodes to more is a
     :class:`SchemaMismatchError` naming its key; nothing is returned then."""
     schema = record_schema(data.schema, schema_id)
-    whole = pa.Table.from_arrays(
-        [pa.array(kinds, pa.string()), *data.columns], schema=schema
-    )
+    whole = pa.Table.from_arrays([kind_array(kinds), *data.columns], schema=schema)
+    # One thread: a record's columns are too small for compressing them in parallel to
+    # pay for handing them to Arrow's thread pool.
     options = pa.ipc.IpcWriteOptions(
-        compression=None if compression is ArrowCompression.NONE else compression.value
+        compression=None if compression is ArrowCompression.NONE else compression.value, use_threads=False
     )
     # The first guess comes from the Arrow size; each record encoded then tells how many
     # rows the next may hold at its (compressed) size per row. A chunk too large is cut
-    # again to the rows its size allows.
-    rows_per_record = _rows_within(whole.num_rows, whole.nbytes, limit)
+    # again to the rows its size allows. When the whole buffers the rows are slices of
+    # fit (a kind takes two bytes and an offset), every row goes in one record without
+    # measuring the rows' own share of them.
+    fits = data.get_total_buffer_size() + 6 * data.num_rows <= limit * _FILL
+    rows_per_record = whole.num_rows if fits else _rows_within(whole.num_rows, whole.nbytes, limit)
     records: list[bytes] = []
     start = 0
     while start < whole.num_rows:
@@ -117,12 +146,12 @@ def decode_record(value: bytes, columns: Collection[str] | None = None) -> tuple
     value is not a record of this format. ``columns``: decode only these (``_kind`` is
     always decoded; the others are neither read nor decompressed)."""
     try:
-        reader = pa.ipc.open_stream(value)
-        schema = reader.schema
-        if columns is not None:
-            wanted = {KIND_COLUMN, *columns}
-            included = [i for i, name in enumerate(schema.names) if name in wanted]
-            reader = pa.ipc.open_stream(value, options=pa.ipc.IpcReadOptions(included_fields=included))
+        if columns is None:
+            reader = pa.ipc.open_stream(value)
+            schema = reader.schema
+        else:
+            schema, options = _pruned_read(value, frozenset(columns))
+            reader = pa.ipc.open_stream(value, options=options)
         rows = reader.read_all()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as err:
         raise ValueError(f"not an Arrow IPC stream ({err})") from None
@@ -135,30 +164,89 @@ def decode_record(value: bytes, columns: Collection[str] | None = None) -> tuple
         raise ValueError(f"its schema has no integer {SCHEMA_ID_KEY.decode()}") from None
     if not rows.schema.names or rows.schema.names[0] != KIND_COLUMN or rows.schema.field(0).type != pa.string():
         raise ValueError(f"its first column is not a string {KIND_COLUMN!r}")
-    kinds = rows.column(0)
-    if kinds.null_count or (len(kinds) and not pc.all(pc.is_in(kinds, _KIND_VALUES)).as_py()):
+    if not all(_kinds_valid(chunk) for chunk in rows.column(0).chunks):
         raise ValueError(f"a {KIND_COLUMN} is not one of {_KIND_VALUES.to_pylist()}")
     return rows.replace_schema_metadata(None), schema_id
 
 
-def conform(rows: pa.Table, schema: pa.Schema, columns: frozenset[str] | None) -> pa.Table:
-    """Decoded rows as rows of ``schema`` (``_kind`` first), or ValueError when they are
-    not: every column of ``schema`` in its order and type (only those in ``columns``
-    when it is given; the others are then null)."""
-    names = rows.column_names[1:]
-    expected = [name for name in schema.names if columns is None or name in columns]
-    if names != expected:
-        raise ValueError(f"its columns {names} are not the table's {expected}")
-    arrays = [rows.column(0)]
-    for field in schema:
-        if columns is not None and field.name not in columns:
-            arrays.append(pa.nulls(rows.num_rows, field.type))
-            continue
+def _pruned_read(value: bytes, columns: frozenset[str]) -> tuple[pa.Schema, pa.ipc.IpcReadOptions]:
+    """A record's schema, and the read options that decode only ``columns`` and ``_kind``
+    of it. Remembered by the bytes of the record's schema message (every record of a
+    writer's schema has the same): else each record is opened twice, once to learn
+    which fields to read."""
+    message = _schema_message(value)
+    key = None if message is None else (message, columns)
+    found = _PRUNED_READS.get(key) if key is not None else None
+    if found is None:
+        schema = pa.ipc.open_stream(value).schema
+        wanted = {KIND_COLUMN, *columns}
+        included = [i for i, name in enumerate(schema.names) if name in wanted]
+        found = (schema, pa.ipc.IpcReadOptions(included_fields=included))
+        if key is not None:
+            if len(_PRUNED_READS) >= 64:  # schemas and column sets a process reads: a few
+                _PRUNED_READS.clear()
+            _PRUNED_READS[key] = found
+    return found
+
+
+_PRUNED_READS: dict[tuple[bytes, frozenset[str]], tuple[pa.Schema, pa.ipc.IpcReadOptions]] = {}
+_CONTINUATION = b"\xff\xff\xff\xff"
+
+
+def _schema_message(value: bytes) -> bytes | None:
+    """The bytes of an IPC stream's first message (its schema), or None when the stream
+    does not start with one in the current framing (then nothing is remembered)."""
+    if value[:4] != _CONTINUATION or len(value) < 8:
+        return None
+    end = 8 + int.from_bytes(value[4:8], "little")
+    return value[:end] if 8 < end <= len(value) else None
+
+
+#: The row kinds' two bytes each as one little-endian 16-bit code: True where valid.
+_VALID_KIND_CODES = np.zeros(1 << 16, np.bool_)
+for _kind in RowKind:
+    _VALID_KIND_CODES[int.from_bytes(_kind.value.encode(), "little")] = True
+
+
+def _kinds_valid(kinds: pa.Array) -> bool:
+    """Whether every value of a ``_kind`` array is a row kind. Read from its buffers: a
+    hash look-up per row (``pyarrow.compute.is_in``) costs a reader more than decoding a
+    pruned record's other columns. Every kind is two bytes, so the offsets step by 2 and
+    the data is one 16-bit code per row."""
+    n = len(kinds)
+    if n == 0:
+        return True
+    if kinds.null_count:
+        return False
+    _, offsets_buffer, data = kinds.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int32, n + 1, kinds.offset * 4)
+    first = int(offsets[0])
+    if int(offsets[-1]) - first != 2 * n or data is None or not (np.diff(offsets) == 2).all():
+        return False
+    return bool(_VALID_KIND_CODES[np.frombuffer(data, "<u2", n, first)].all())
+
+
+def layout(schema: pa.Schema, columns: Collection[str] | None) -> pa.Schema:
+    """What :func:`conform` makes rows of: ``_kind``, then the columns of ``schema`` (only
+    those in ``columns`` when it is given), in its order."""
+    fields = [f for f in schema if columns is None or f.name in columns]
+    return pa.schema([pa.field(KIND_COLUMN, pa.string()), *fields])
+
+
+def conform(rows: pa.Table, expected: pa.Schema) -> pa.Table:
+    """Decoded rows as rows of ``expected`` (a :func:`layout`), or ValueError when they
+    are not: its columns, in its order and types. Columns left out of the layout are
+    not made (no null columns to drop again)."""
+    if rows.schema.equals(expected, check_metadata=True):
+        return rows
+    names, wanted = rows.column_names[1:], expected.names[1:]
+    if names != wanted:
+        raise ValueError(f"its columns {names} are not the table's {wanted}")
+    for field in list(expected)[1:]:
         column = rows.column(field.name)
         if column.type != field.type:
             raise ValueError(f"column {field.name!r} is {column.type}, the table's is {field.type}")
-        arrays.append(column)
-    return pa.Table.from_arrays(arrays, schema=pa.schema([pa.field(KIND_COLUMN, pa.string()), *schema]))
+    return pa.Table.from_arrays(rows.columns, schema=expected)  # only nullability differs
 
 
 def changes_of(rows: pa.Table) -> tuple[list[Any], list[dict[str, Any]]]:

@@ -13,6 +13,8 @@ modules with ``@hookimpl(wrapper=True)`` functions, registered with
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import os
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -114,7 +116,30 @@ class Installed:
 
 
 def _entry_points() -> dict[str, metadata.EntryPoint]:
-    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    """The log systems' entry points. Finding them reads every installed distribution's
+    metadata, which costs each reader and write task that opens a log more than its
+    first records: they are found again only when ``sys.path`` or the modification time
+    of one of its entries changed (an install or uninstall adds or removes a directory
+    there), as Python's own path finder caches a directory's listing."""
+    global _entry_points_found
+    stamp = _path_stamp()
+    found = _entry_points_found
+    if found is None or found[0] != stamp:
+        found = _entry_points_found = (stamp, {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)})
+    return dict(found[1])
+
+
+_entry_points_found: tuple[tuple[tuple[str, int], ...], dict[str, metadata.EntryPoint]] | None = None
+
+
+def _path_stamp() -> tuple[tuple[str, int], ...]:
+    stamp = []
+    for entry in sys.path:
+        try:
+            stamp.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:  # not there (yet): found when it is
+            stamp.append((entry, -1))
+    return tuple(stamp)
 
 
 def installed_log_systems() -> list[Installed]:

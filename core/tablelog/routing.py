@@ -10,7 +10,7 @@ agree, so tablelog's partitions stay identical to the buckets every Paimon engin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +18,7 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from tablelog.store import PaimonTable
 
-_C1, _C2, _MASK = np.uint64(0xCC9E2D51), np.uint64(0x1B873593), np.uint64(0xFFFFFFFF)
+_C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
 _SEED = 42
 _INTEGER_WIDTHS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 
@@ -39,7 +39,8 @@ def partition_order(store: PaimonTable, data: pa.Table) -> tuple[np.ndarray | No
     keys = list(store.bucket_keys)
     if keys and all(data.schema.field(k).type in _INTEGER_WIDTHS for k in keys):
         buckets = integer_key_buckets([data.column(k) for k in keys], store.bucket)
-        order = np.argsort(buckets, kind="stable")
+        # As 16-bit integers, numpy's stable sort is a radix sort: linear in the rows.
+        order = np.argsort(buckets.astype(np.int16) if store.bucket <= 1 << 15 else buckets, kind="stable")
         sorted_buckets = buckets[order]
         starts = [0, *(np.flatnonzero(np.diff(sorted_buckets)) + 1).tolist()]
         stops = [*starts[1:], n]
@@ -61,45 +62,46 @@ def integer_key_buckets(columns: list[pa.ChunkedArray | pa.Array], num_buckets: 
 
     A BinaryRow of k fixed-width fields is 8 bytes of null bits and row kind (all
     zero here), then one 8-byte little-endian slot per field holding the value in
-    its own width, zero-padded. Murmur3 runs over its 4-byte words.
+    its own width, zero-padded. Murmur3 runs over its 4-byte words, in 32-bit
+    arithmetic (numpy's uint32 wraps as Murmur3 does: no masking). The first two words
+    are zero in every row: their hash is one number, computed once.
     """
     n = len(columns[0])
-    h1 = np.full(n, _SEED, dtype=np.uint64)
-    zero = np.zeros(n, dtype=np.uint64)
-    words = [zero, zero]
+    h1 = np.full(n, _ZERO_HEADER_H1, dtype=np.uint32)
     for column in columns:
         width = _INTEGER_WIDTHS[column.type]
-        values = column.to_numpy() if isinstance(column, pa.Array) else column.to_numpy()
-        unsigned = values.astype(np.dtype(f"int{width}")).view(np.dtype(f"uint{width}")).astype(np.uint64)
-        words.append(unsigned & _MASK)
-        words.append(unsigned >> np.uint64(32))
-    for word in words:
-        h1 = _mix_h1(h1, _mix_k1(word))
+        values = column.to_numpy()
+        unsigned = values.astype(np.dtype(f"int{width}"), copy=False).view(np.dtype(f"uint{width}"))
+        if width == 64:
+            low, high = (unsigned & np.uint64(0xFFFFFFFF)).astype(np.uint32), (unsigned >> np.uint64(32)).astype(np.uint32)
+            h1 = _mix_h1(_mix_h1(h1, _mix_k1(low)), _mix_k1(high))
+        else:
+            h1 = _mix_h1(_mix_h1(h1, _mix_k1(unsigned.astype(np.uint32))), np.uint32(0))
     h1 = _fmix(h1, 8 + 8 * len(columns))
-    signed = h1.astype(np.uint32).view(np.int32).astype(np.int64)
-    return np.abs(np.fmod(signed, num_buckets))
+    return np.abs(np.fmod(h1.view(np.int32), np.int32(num_buckets))).astype(np.int64)
 
 
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
-    return ((x << np.uint64(r)) | (x >> np.uint64(32 - r))) & _MASK
+def _rotl(x: Any, r: int) -> Any:
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
-def _mix_k1(k1: np.ndarray) -> np.ndarray:
-    k1 = (k1 * _C1) & _MASK
-    k1 = _rotl(k1, 15)
-    return (k1 * _C2) & _MASK
+def _mix_k1(k1: Any) -> Any:
+    return _rotl(k1 * _C1, 15) * _C2
 
 
-def _mix_h1(h1: np.ndarray, k1: np.ndarray) -> np.ndarray:
-    h1 = _rotl(h1 ^ k1, 13)
-    return (h1 * np.uint64(5) + np.uint64(0xE6546B64)) & _MASK
+def _mix_h1(h1: Any, k1: Any) -> Any:
+    return _rotl(h1 ^ k1, 13) * np.uint32(5) + np.uint32(0xE6546B64)
 
 
 def _fmix(h1: np.ndarray, length: int) -> np.ndarray:
-    h1 = h1 ^ np.uint64(length)
-    h1 ^= h1 >> np.uint64(16)
-    h1 = (h1 * np.uint64(0x85EBCA6B)) & _MASK
-    h1 ^= h1 >> np.uint64(13)
-    h1 = (h1 * np.uint64(0xC2B2AE35)) & _MASK
-    h1 ^= h1 >> np.uint64(16)
+    h1 = h1 ^ np.uint32(length)
+    h1 ^= h1 >> np.uint32(16)
+    h1 *= np.uint32(0x85EBCA6B)
+    h1 ^= h1 >> np.uint32(13)
+    h1 *= np.uint32(0xC2B2AE35)
+    h1 ^= h1 >> np.uint32(16)
     return h1
+
+
+with np.errstate(over="ignore"):  # Murmur3 wraps around by design
+    _ZERO_HEADER_H1 = _mix_h1(_mix_h1(np.uint32(_SEED), np.uint32(0)), np.uint32(0))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tablelog import inputs
+from tablelog.arrow_records import kind_array
 from tablelog.commit import committer, history
 from tablelog.commit.record import CommitResult, WriteReceipt, new_token
 from tablelog.errors import SchemaMismatchError
@@ -85,7 +86,7 @@ class WriteTask:
             self.table.refresh_schema()
         table = self.table
         arrow, kinds = inputs.prepare(
-            data, table.schema, table.primary_key, kind, table=table.identifier
+            data, table.codec.schema, table.primary_key, kind, table=table.identifier
         )
         if arrow.num_rows == 0:
             return 0
@@ -103,13 +104,16 @@ class WriteTask:
     def _with_kind_column(self, arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
         if not self.table.store.has_kind_field:
             return arrow
-        # A RowKind is a str holding its value: Arrow reads it without a .value per row.
-        return arrow.append_column(pa.field(KIND_FIELD, pa.string()), pa.array(kinds, pa.string()))
+        return arrow.append_column(pa.field(KIND_FIELD, pa.string()), kind_array(kinds))
 
     def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> list[ProduceBatch]:
         table = self.table
         input_rows: list[int] | None = None  # input row of each encoded row, when not the same
-        if table.changelog_mode is ChangelogMode.UPSERT and RowKind.UPDATE_BEFORE in kinds:
+        # Rows of one kind (every insert-only write): the first says whether any is a -U,
+        # without comparing every row's kind.
+        one_kind = kinds.count(kinds[0]) == len(kinds)
+        has_update_before = kinds[0] is RowKind.UPDATE_BEFORE if one_kind else RowKind.UPDATE_BEFORE in kinds
+        if table.changelog_mode is ChangelogMode.UPSERT and has_update_before:
             # upsert logs carry no -U: the +U that follows holds the new row
             input_rows = [i for i, k in enumerate(kinds) if k is not RowKind.UPDATE_BEFORE]
             arrow, kinds = arrow.take(pa.array(input_rows, pa.int64())), [kinds[i] for i in input_rows]
@@ -121,10 +125,12 @@ class WriteTask:
         order, groups = partition_order(table.store, arrow)
         if order is not None:
             arrow = arrow.take(order)
-            rows = order.tolist()
-            if kinds.count(kinds[0]) != len(kinds):
-                kinds = list(map(kinds.__getitem__, rows))
-            input_rows = rows if input_rows is None else list(map(input_rows.__getitem__, rows))
+            mixed = kinds.count(kinds[0]) != len(kinds)
+            if mixed or not table.codec.batched:  # batched: no row numbers in its errors
+                rows = order.tolist()
+                if mixed:
+                    kinds = list(map(kinds.__getitem__, rows))
+                input_rows = rows if input_rows is None else list(map(input_rows.__getitem__, rows))
         now = int(time.time() * 1000)
         limit = table.options.log_max_record_bytes
         if table.codec.batched:

@@ -252,6 +252,12 @@ def _own_record(table: Table, value: bytes) -> None:
     ("a batch of another schema", encode_records(
         pa.table({"id": ["a"], "name": ["x"]}), [RowKind.INSERT], schema_id=0,
         compression=ArrowCompression.LZ4, limit=10_000)[0]),
+    ("a row kind that is not one", encode_records(
+        pa.Table.from_pylist(rows(2), SCHEMA), ["+I", "+X"], schema_id=0,  # type: ignore[list-item]
+        compression=ArrowCompression.LZ4, limit=10_000)[0]),
+    ("a row kind longer than one", encode_records(
+        pa.Table.from_pylist(rows(2), SCHEMA), ["+I", "+Ia"], schema_id=0,  # type: ignore[list-item]
+        compression=ArrowCompression.LZ4, limit=10_000)[0]),
 ])
 def test_an_undecodable_arrow_value_is_a_foreign_record_naming_topic_partition_and_position(
     tmp_path: Path, what: str, value: bytes
@@ -324,6 +330,26 @@ def test_a_reader_given_columns_returns_records_of_an_older_schema_under_the_new
         changes = reader.read_all(idle_timeout_s=0.2)
     assert sorted((c.row["id"], c.row["label"]) for c in changes) == [(0, "v-0"), (1, "v-1"), (2, "v-2"), (9, "new")]
     assert all(list(c.row) == ["id", "label"] for c in changes)
+
+
+@pytest.mark.parametrize("consistency", ["transactional", "eventual"])
+def test_poll_arrow_given_columns_returns_only_them_for_records_before_and_after_an_alter(
+    tmp_path: Path, consistency: str
+) -> None:
+    table = make(tmp_path, **{"log.max-record-bytes": "3000"})
+    write(table, rows(30))
+    table.alter(RenameColumn("name", "label"))
+    table.alter(AddColumn("extra", pa.int32()))
+    write(table, [{"id": i, "label": f"new-{i}", "score": 1.0, "note": "x", "extra": 7} for i in range(100, 110)])
+    with table.reader(consistency=consistency, scan_mode="earliest", columns=["label", "extra"]) as reader:
+        parts = [reader.poll_arrow(max_records=15, timeout_s=0.2)]
+        while parts[-1].num_rows:
+            parts.append(reader.poll_arrow(max_records=15, timeout_s=0.2))
+    arrow = pa.concat_tables(parts)
+    assert arrow.schema.names == ["_kind", "id", "label", "extra"]
+    assert sorted(arrow.drop_columns(["_kind"]).to_pylist(), key=lambda r: r["id"]) == [
+        *({"id": i, "label": f"v-{i}", "extra": None} for i in range(30)),
+        *({"id": i, "label": f"new-{i}", "extra": 7} for i in range(100, 110))]
 
 
 @pytest.mark.parametrize("consistency", ["transactional", "eventual"])

@@ -64,3 +64,19 @@ def test_cli_error_keeps_the_bracketed_extra_in_the_install_hint(tmp_path) -> No
     result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True)
     assert result.returncode == 1
     assert 'pip install "tablelog[kafka]"' in result.stderr
+
+
+def test_a_log_system_installed_while_the_process_runs_is_found_by_the_next_lookup(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    site = tmp_path / "site"
+    site.mkdir()
+    sys.path.insert(0, str(site))
+    try:
+        assert "tl_late" not in registry.available_names()  # looked up (and remembered) before the install
+        (site / "tl_late-0.1.dist-info").mkdir()
+        (site / "tl_late-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tl-late\nVersion: 0.1\n")
+        (site / "tl_late-0.1.dist-info" / "entry_points.txt").write_text(
+            "[tablelog.log_systems]\ntl_late = tablelog.logs.filesystem\n")
+        assert "tl_late" in registry.available_names()
+    finally:
+        sys.path.remove(str(site))
+    assert "tl_late" not in registry.available_names()

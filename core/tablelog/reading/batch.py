@@ -112,10 +112,14 @@ class Batch:
         return left_out
 
     def to_arrow(self, context: ReadContext) -> pa.Table:
-        """Every part as one Arrow table (call :meth:`in_schema` first)."""
+        """Every part as one Arrow table (call :meth:`in_schema` first). A reader given
+        columns gets only those: records decode to them alone, other parts are cut to them."""
         tables = [part if not isinstance(part, list) else context.to_arrow(part) for part in self.parts]
         if not tables:
             return context.to_arrow([])
+        if context.columns is not None:
+            names = [KIND_COLUMN, *(name for name in context.codec.schema.names if name in context.columns)]
+            tables = [t if t.column_names == names else t.select(names) for t in tables]
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     def to_changes(self) -> list[Change]:

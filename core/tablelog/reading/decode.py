@@ -71,6 +71,7 @@ class Decoder:
         self._skip_foreign = options.log_foreign_records is ForeignRecords.SKIP
         #: Foreign records skipped so far (``log.foreign-records=skip``).
         self.foreign_skipped = 0
+        self._layout_of: tuple[pa.Schema, frozenset[str] | None, pa.Schema] | None = None
 
     def decode_all(
         self, values: Sequence[bytes | None], positions: Sequence[int], partition: int, snapshot_id: int | None,
@@ -132,8 +133,8 @@ class Decoder:
     def record_rows(
         self, value: bytes | None, partition: int, position: int, moved: Callable[[int], None]
     ) -> pa.Table | None:
-        """The rows of one ``arrow`` record in the reader's schema (``_kind`` first), or None
-        for a foreign record that is skipped. ``moved(before)`` is called when the record
+        """The rows of one ``arrow`` record in the reader's schema (``_kind`` first; only the
+        reader's columns when it has some), or None for a foreign record that is skipped. ``moved(before)`` is called when the record
         moves the reader to a newer schema (from ``before``), for the caller to map what
         it collected."""
         if value is None:
@@ -162,12 +163,21 @@ class Decoder:
                     if columns is not None:  # mapped by field id: names may have changed since
                         rows, _ = arrow_records.decode_record(value)
                     source = context.table.store.schema_version(written).schema
-                    rows = arrow_records.conform(rows, source, None)
+                    rows = arrow_records.conform(rows, arrow_records.layout(source, None))
                     mapped = context.mapping(written).arrow(rows.drop_columns([arrow_records.KIND_COLUMN]))
-                    return mapped.add_column(0, arrow_records.KIND_COLUMN, rows.column(0))
+                    mapped = mapped.add_column(0, arrow_records.KIND_COLUMN, rows.column(0))
+                    return mapped if columns is None else mapped.select(self._layout().names)
             except LookupError as err:  # no such schema: not a record of this table
                 raise ValueError(str(err)) from None
-        return arrow_records.conform(rows, context.codec.schema, columns)
+        return arrow_records.conform(rows, self._layout())
+
+    def _layout(self) -> pa.Schema:
+        """The reader's record layout now (its schema, its columns), made again only when
+        either changes: building it costs more than checking a record against it."""
+        schema, columns = self._context.codec.schema, self._context.columns
+        if self._layout_of is None or self._layout_of[0] is not schema or self._layout_of[1] is not columns:
+            self._layout_of = (schema, columns, arrow_records.layout(schema, columns))
+        return self._layout_of[2]
 
     def _in_reader_schema(self, row: dict[str, Any], written: Any, out: list[Change]) -> dict[str, Any]:
         """A row of schema ``written`` in the reader's schema (Python values). A newer
