@@ -58,10 +58,12 @@ class Pipeline:
     def checkpoint(self) -> Path:
         return self.work / "checkpoint"
 
-    def start_driver(self, testing: dict[str, str] | None = None, read: bool = False) -> subprocess.Popen[str]:
+    def start_driver(self, testing: dict[str, str] | None = None, read: bool = False,
+                     executors: bool = False) -> subprocess.Popen[str]:
         config = {"master": self.master, "warehouse": self.warehouse, "table": self.name,
                   "inputs": str(self.work / "in"), "checkpoint": str(self.checkpoint), "options": self.options,
-                  "testing": testing or {}, "read": str(self.work / "read") if read else None}
+                  "testing": testing or {}, "read": str(self.work / "read") if read else None,
+                  "executors": executors}
         return subprocess.Popen(
             [sys.executable, str(DRIVER), json.dumps(config)], stdout=subprocess.PIPE,
             stderr=open(self.work / "driver.log", "a"), text=True, start_new_session=True,
@@ -150,7 +152,7 @@ def test_a_worker_killed_in_the_middle_of_a_micro_batch_leaves_orphans_no_reader
 
 
 def test_a_driver_killed_between_the_table_commit_and_sparks_commit_log_commits_nothing_twice_after_restart(
-        pipeline: Pipeline) -> None:
+        pipeline: Pipeline, spark_cluster: StandaloneCluster) -> None:
     # The driver commits micro-batch 1 to the table, then sleeps before Spark's commit log
     # records it; the whole driver (Python and JVM) is killed there.
     driver = pipeline.start_driver({"testing.pause-after-commit": "1:600"})
@@ -172,7 +174,7 @@ def test_a_driver_killed_between_the_table_commit_and_sparks_commit_log_commits_
     assert [s.commit_identifier for s in log_snapshots(table)] == [1, 2]
     before_restart = eventual_count(table)
 
-    pipeline.finish(pipeline.start_driver())
+    restarted = pipeline.finish(pipeline.start_driver(executors=True))
 
     assert (pipeline.checkpoint / "commits" / "2").exists()
     # Batch 1 was replayed: its tasks produced again, its commit found its snapshot and
@@ -180,3 +182,9 @@ def test_a_driver_killed_between_the_table_commit_and_sparks_commit_log_commits_
     produced_again = sum(1 for b in input_batches()[1:] for c in b if c["_kind"] != "-U")
     assert eventual_count(table) == before_restart + produced_again
     assert_each_change_committed_once(table)
+    # The tasks ran in two executor processes of their own, one under each worker.
+    tasks = restarted["executors"]
+    assert sorted(t["partition"] for t in tasks) == list(range(8))
+    assert len({t["executor_pid"] for t in tasks}) == 2 and os.getpid() not in {t["executor_pid"] for t in tasks}
+    if spark_cluster.workers:  # started here: each executor is a child of its own worker's dir
+        assert {Path(t["executor_dir"]).parent.parent.name for t in tasks} == {"worker-0", "worker-1"}

@@ -4,7 +4,9 @@
 - ``master``, ``warehouse``, ``table``, ``inputs``, ``checkpoint``;
 - ``options``: the table's options and the connections' (``log.*``, ``kafka.*``, ``s3.*``);
 - ``testing``: ``testing.*`` options for the write (failures to inject), may be empty;
-- ``read``: a folder for the read queries' checkpoints, or null for no read.
+- ``read``: a folder for the read queries' checkpoints, or null for no read;
+- ``executors``: after the rest, run 8 tasks that report the executor they ran in
+  (:func:`where_am_i`), printed as ``"executors"``.
 
 It streams the input files into the table (the scenarios' input: three micro-batches of
 inserts, updates and deletes), then, with ``read``, reads the table back through the
@@ -16,8 +18,28 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+
+def where_am_i(_: Iterator[int]) -> Iterator[dict[str, Any]]:
+    """What a task reports about the executor it runs in (a function of this script, so
+    that Spark ships it by value: executors cannot import this folder)."""
+    import os
+
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    daemon = os.getppid()  # the Python workers' daemon, a child of the executor JVM
+    with open(f"/proc/{daemon}/stat") as stat:
+        executor_pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+    yield {
+        "partition": context.partitionId(),
+        "executor_pid": executor_pid,
+        # An executor runs in <worker work dir>/<application id>/<executor id>.
+        "executor_dir": os.getcwd(),
+    }
 
 
 def main(config: dict[str, Any]) -> None:
@@ -37,8 +59,11 @@ def main(config: dict[str, Any]) -> None:
         query.awaitTermination()
         if query.exception() is not None:
             raise RuntimeError(f"the streaming write failed: {query.exception()}")
+        report: dict[str, Any] = {"written": True}
+        if config.get("executors"):
+            report["executors"] = spark.sparkContext.parallelize(range(8), 8).mapPartitions(where_am_i).collect()
         if config["read"] is None:
-            print(json.dumps({"written": True}), flush=True)
+            print(json.dumps(report), flush=True)
             return
         read = Path(config["read"])
         transactional = collect_stream(
@@ -48,8 +73,8 @@ def main(config: dict[str, Any]) -> None:
                                           **{"log.consistency": "eventual", "scan.mode": "earliest"})
         raw = collect_stream(eventual, read / "eventual")
         normalized = collect_stream(normalize(eventual, ["id"]), read / "normalized", "update")
-        print(json.dumps({"transactional": transactional, "normalized": normalized, "eventual": len(raw)}),
-              flush=True)
+        report.update(transactional=transactional, normalized=normalized, eventual=len(raw))
+        print(json.dumps(report), flush=True)
     finally:
         spark.stop()
 
