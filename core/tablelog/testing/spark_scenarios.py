@@ -157,8 +157,8 @@ def committed_identifiers(warehouse: Path | str, name: str, log_options: dict[st
 
 
 class SparkTaskFailureScenarios:
-    """The task-attempt scenarios alone (a test module that proves the driver's in
-    another place, e.g. on a cluster); provide fixtures ``log_options`` and ``spark``."""
+    """The task-attempt scenarios alone, for a test module whose driver kill is proven
+    elsewhere (e.g. on a cluster); provide fixtures ``log_options`` and ``spark``."""
 
     @pytest.fixture
     def log_options(self) -> dict[str, str]:
@@ -260,6 +260,7 @@ class SparkTaskFailureScenarios:
         snapshots = log_snapshots(table)
         assert [len(s.tokens()) for s in snapshots] == [FILES_PER_BATCH] * BATCHES
         self._check_exactly_once(spark, table, warehouse, tmp_path, log_options)
+
 
 class SparkExactlyOnceScenarios(SparkTaskFailureScenarios):
     """Every scenario: the task attempts' and the driver killed between the table commit
