@@ -38,13 +38,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from bench.common import SCHEMA, batches, make_rows, stats, unique, write_full
+from bench.spark_sink import BUCKETS, input_stream, sink_writer, write_inputs
 from tablelog.testing import NO_COMPACTION
 
 ROOT = Path(__file__).resolve().parents[1]
-BUCKETS = 4
 SINK_TARGETS = {"arrow / none": 0.9, "json / by hand": 0.8, "arrow / by hand": 1.5}
 READ_TARGET = 3.0
 
@@ -89,23 +88,11 @@ class SinkBench:
         self.spark, self.work, self.bootstrap = spark, work, bootstrap
         self.files_per_batch = files_per_batch
         self.inputs = work / "in"
-        self.inputs.mkdir()
-        per_file = rows // files
-        self.rows = per_file * files
-        for f in range(files):
-            pq.write_table(make_rows(per_file, 100, start=1_000_000 + f * per_file), self.inputs / f"part-{f:04d}.parquet")
-
-    def _source(self) -> Any:
-        return (self.spark.readStream.schema("id long, seq long, payload string")
-                .option("maxFilesPerTrigger", self.files_per_batch).parquet(str(self.inputs)))
+        self.rows = write_inputs(self.inputs, rows, files)
 
     def tablelog(self, options: dict[str, str]) -> Timing:
-        writer = (self._source().writeStream.format("tablelog").option("warehouse", str(self.work / "wh"))
-                  .option("table", f"bench.{unique('s')}").option("primary-key", "id")
-                  .option("bucket", str(BUCKETS)).option("checkpointLocation", str(self.work / unique("ckpt"))))
-        for key, value in {**NO_COMPACTION, **options}.items():
-            writer = writer.option(key, value)
-        timing, _ = _timed_query(lambda: writer.trigger(availableNow=True).start())
+        writer = sink_writer(self.spark, self.inputs, self.work, self.files_per_batch, {**NO_COMPACTION, **options})
+        timing, _ = _timed_query(writer.start)
         return timing
 
     def by_hand(self) -> Timing:
@@ -114,7 +101,7 @@ class SinkBench:
         # Table and topic created before the clock starts, as the tablelog variants' are
         # created by the query's planning (timed there, but a few ms).
         double_write = ForeachBatchDoubleWrite(str(self.work / "wh"), SCHEMA, "id", BUCKETS, self.bootstrap)
-        writer = (self._source().writeStream.foreachBatch(double_write)
+        writer = (input_stream(self.spark, self.inputs, self.files_per_batch).writeStream.foreachBatch(double_write)
                   .option("checkpointLocation", str(self.work / unique("ckpt"))))
         timing, _ = _timed_query(lambda: writer.trigger(availableNow=True).start())
         double_write.close()
