@@ -39,7 +39,6 @@ SCHEMA_ID_KEY = b"tablelog.schema-id"
 FORMAT_VERSION_KEY = b"tablelog.format-version"
 FORMAT_VERSION = b"1"
 
-_KIND_VALUES = pa.array([k.value for k in RowKind])
 #: Records are aimed a little below the limit: the next rows may take more bytes each
 #: than the ones measured (longer strings, data that compresses worse).
 _FILL = 0.9
@@ -147,7 +146,7 @@ def decode_record(value: bytes, columns: Collection[str] | None = None) -> tuple
     always decoded; the others are neither read nor decompressed)."""
     try:
         if columns is None:
-            reader = pa.ipc.open_stream(value)
+            reader = pa.ipc.open_stream(value, options=_WHOLE_READ)
             schema = reader.schema
         else:
             schema, options = _pruned_read(value, frozenset(columns))
@@ -165,7 +164,7 @@ def decode_record(value: bytes, columns: Collection[str] | None = None) -> tuple
     if not rows.schema.names or rows.schema.names[0] != KIND_COLUMN or rows.schema.field(0).type != pa.string():
         raise ValueError(f"its first column is not a string {KIND_COLUMN!r}")
     if not all(_kinds_valid(chunk) for chunk in rows.column(0).chunks):
-        raise ValueError(f"a {KIND_COLUMN} is not one of {_KIND_VALUES.to_pylist()}")
+        raise ValueError(f"a {KIND_COLUMN} is not one of {[k.value for k in RowKind]}")
     return rows.replace_schema_metadata(None), schema_id
 
 
@@ -181,7 +180,7 @@ def _pruned_read(value: bytes, columns: frozenset[str]) -> tuple[pa.Schema, pa.i
         schema = pa.ipc.open_stream(value).schema
         wanted = {KIND_COLUMN, *columns}
         included = [i for i, name in enumerate(schema.names) if name in wanted]
-        found = (schema, pa.ipc.IpcReadOptions(included_fields=included))
+        found = (schema, pa.ipc.IpcReadOptions(included_fields=included, use_threads=False))
         if key is not None:
             if len(_PRUNED_READS) >= 64:  # schemas and column sets a process reads: a few
                 _PRUNED_READS.clear()
@@ -189,6 +188,9 @@ def _pruned_read(value: bytes, columns: frozenset[str]) -> tuple[pa.Schema, pa.i
     return found
 
 
+#: A record's columns are small: decompressing them on Arrow's thread pool costs more
+#: in hand-offs than it saves (as on the writer's side).
+_WHOLE_READ = pa.ipc.IpcReadOptions(use_threads=False)
 _PRUNED_READS: dict[tuple[bytes, frozenset[str]], tuple[pa.Schema, pa.ipc.IpcReadOptions]] = {}
 _CONTINUATION = b"\xff\xff\xff\xff"
 
