@@ -100,7 +100,11 @@ def transactional_changes(table: Table) -> Counter[tuple[str, int, str]]:
 def assert_each_change_committed_once(table: Table) -> None:
     snapshots = log_snapshots(table)
     assert [s.commit_identifier for s in snapshots] == list(range(1, BATCHES + 1))
-    assert sum(r.count for s in snapshots for r in s.ranges) == sum(expected_log().values())
+    records = sum(r.count for s in snapshots for r in s.ranges)
+    if table.codec.batched:  # an ``arrow`` record holds rows of one partition of one task
+        assert 0 < records <= sum(expected_log().values())
+    else:
+        assert records == sum(expected_log().values())
     assert table_rows(table) == expected_rows()
     assert transactional_changes(table) == expected_log()
     assert verify(table).consistent
@@ -154,7 +158,9 @@ def test_a_worker_killed_in_the_middle_of_a_micro_batch_leaves_orphans_no_reader
 def test_a_driver_killed_between_the_table_commit_and_sparks_commit_log_commits_nothing_twice_after_restart(
         pipeline: Pipeline, spark_cluster: StandaloneCluster) -> None:
     # The driver commits micro-batch 1 to the table, then sleeps before Spark's commit log
-    # records it; the whole driver (Python and JVM) is killed there.
+    # records it; the whole driver (Python and JVM) is killed there. The log holds ``arrow``
+    # records (many rows each): the worker-kill test above runs with Debezium JSON.
+    pipeline = attrs.evolve(pipeline, options={**pipeline.options, "log.format": "arrow"})
     driver = pipeline.start_driver({"testing.pause-after-commit": "1:600"})
     try:
         deadline, why = time.monotonic() + 240, ""

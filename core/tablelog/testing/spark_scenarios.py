@@ -1,7 +1,8 @@
 """Exactly-once through Spark, proven by counting, for any log system.
 
 Subclass :class:`SparkExactlyOnceScenarios` (or :class:`SparkTaskFailureScenarios`, its
-task-attempt scenarios alone) in a test module and provide two
+task-attempt scenarios alone, or :class:`SparkCombinedTaskFailures`, both task-attempt
+failures in one query) in a test module and provide two
 fixtures: ``log_options`` (the table options selecting the log system, as for
 :class:`tablelog.testing.scenarios.ExactlyOnceScenarios`) and ``spark`` (a
 SparkSession from :func:`spark_test_session`; its master must allow a task retry,
@@ -259,6 +260,38 @@ class SparkTaskFailureScenarios:
         table = open_table(str(warehouse), name, log_options)
         snapshots = log_snapshots(table)
         assert [len(s.tokens()) for s in snapshots] == [FILES_PER_BATCH] * BATCHES
+        self._check_exactly_once(spark, table, warehouse, tmp_path, log_options)
+
+
+class SparkCombinedTaskFailures(SparkTaskFailureScenarios):
+    """Both task-attempt failures in one pipeline, one query: for a log system and format
+    whose separate scenarios are proven elsewhere, at the cost of one streaming write.
+    Provide fixtures ``log_options`` and ``spark``."""
+
+    test_task_attempt_failing_after_producing_is_counted_once = None  # type: ignore[assignment]
+    test_task_attempt_failing_mid_write_is_counted_once = None  # type: ignore[assignment]
+
+    def test_attempts_failing_after_producing_and_mid_write_in_one_pipeline_are_each_counted_once(
+        self, spark: Any, log_options: dict[str, str], tmp_path: Path
+    ) -> None:
+        # Attempt 0 of partition 0 of micro-batch 1 (the second) dies after its records are
+        # durable in the log; attempt 0 of partition 1 of every micro-batch dies with records
+        # not flushed.
+        warehouse, name = tmp_path / "wh", f"db.t_{uuid.uuid4().hex[:8]}"
+        query = self._stream_write(spark, write_input(tmp_path / "in"), warehouse, name, tmp_path / "ck",
+                                   log_options, **{"testing.fail-after-finish": "1:0",
+                                                   "testing.fail-mid-write": "1"})
+        query.awaitTermination(300)
+        assert query.exception() is None, query.exception()
+        tracker = spark.sparkContext.statusTracker()
+        failed = [
+            sum(tracker.getStageInfo(s).numFailedTasks for s in tracker.getJobInfo(job).stageIds)
+            for job in tracker.getJobIdsForGroup(str(query.runId))
+        ]
+        assert failed == [1, 2, 1], failed  # each retried once
+        table = open_table(str(warehouse), name, log_options)
+        assert [len(s.tokens()) for s in log_snapshots(table)] == [FILES_PER_BATCH] * BATCHES
+        assert eventual_count(table) > sum(expected_log().values())  # the dead attempt's durable records
         self._check_exactly_once(spark, table, warehouse, tmp_path, log_options)
 
 
