@@ -6,7 +6,13 @@ import ipaddress
 
 import click
 
-from tablelog.cli.common import err_console, friendly_errors, options_option, parse_options, warehouse_option
+from tablelog.cli.common import (
+    err_console,
+    friendly_errors,
+    options_option,
+    parse_options,
+    warehouse_option,
+)
 from tablelog.errors import TablelogError
 
 
