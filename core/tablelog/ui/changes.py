@@ -96,9 +96,8 @@ class ChangelogFollowers:
         kept: collections.deque[Any] = collections.deque(maxlen=limit)
         ends = time.monotonic() + CATCH_UP_S
         while time.monotonic() < ends:
-            batch = reader.poll(max_records=10_000, timeout_s=0.05)
-            kept.extend(batch)
-            if reader.position.snapshot >= target and not batch:
+            kept.extend(reader.poll(max_records=10_000, timeout_s=0.05))
+            if reader.position.snapshot >= target:
                 break
         return list(kept)
 

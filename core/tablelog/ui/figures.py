@@ -11,16 +11,18 @@ broker run it elsewhere and pass its answer in (:mod:`tablelog.ui.probes`).
 
 from __future__ import annotations
 
+import collections
 import datetime
 import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tablelog.commit import LogCommitRecord, snapshot_commits
-from tablelog.commit.retention import PartitionRetention, retention_report
+from tablelog.commit.retention import PartitionRetention, needed_positions, retention_report
 from tablelog.errors import TablelogError
 from tablelog.options import redact
+from tablelog.records import SeekSpec
 from tablelog.store import SnapshotInfo
 from tablelog.table import Table
 
@@ -162,20 +164,38 @@ def log_retention(t: Table) -> tuple[list[PartitionRetention], str | None]:
         return [], str(err)
 
 
+def probe_log_steps(t: Table) -> Iterator[dict[str, Any] | None]:
+    """:func:`probe_log`'s answer in two steps: first what the log says (its earliest and
+    end positions, ``needed_pending``), then with what the retained snapshots need, which
+    on a first call walks every retained snapshot (cached after: new snapshots only)."""
+    if not t.options.log_enabled or t.store.latest_snapshot() is None:
+        yield None
+        return
+    partitions = list(range(t.log_partitions))
+    try:
+        with t.open_log() as log:
+            ends = log.end_positions(partitions)
+            earliest = {p: log.seek(p, SeekSpec.earliest()) for p in partitions}
+    except TablelogError as err:
+        yield {"error": str(err)}
+        return
+
+    def rows(needed: Mapping[int, int]) -> list[dict[str, Any]]:
+        held = [PartitionRetention(p, earliest[p], needed.get(p), ends.get(p, 0)) for p in partitions]
+        return [{"partition": r.partition, "earliest": r.earliest, "needed": r.needed, "end": r.end,
+                 "short": r.short} for r in held]
+
+    yield {"partitions": rows({}), "needed_pending": True}
+    yield {"partitions": rows(needed_positions(t.store))}
+
+
 def probe_log(t: Table) -> dict[str, Any] | None:
     """What the log says now, per partition: the earliest position it holds, the earliest
     the retained snapshots need, its end; or ``{"error": why}`` when it cannot be asked;
     None for a table without a log or without a snapshot (nothing needs the log yet, and
     describing a new table contacts no broker)."""
-    if not t.options.log_enabled or t.store.latest_snapshot() is None:
-        return None
-    retention, error = log_retention(t)
-    if error is not None:
-        return {"error": error}
-    return {"partitions": [
-        {"partition": r.partition, "earliest": r.earliest, "needed": r.needed, "end": r.end, "short": r.short}
-        for r in retention
-    ]}
+    answers = collections.deque(probe_log_steps(t), maxlen=1)
+    return answers[0] if answers else None
 
 
 def log_section(t: Table, latest: LogCommitRecord | None, probed: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -198,6 +218,8 @@ def log_section(t: Table, latest: LogCommitRecord | None, probed: Mapping[str, A
         rows.append({**row, "committed_end": end_committed,
                      "uncommitted": None if end_committed is None else max(row["end"] - end_committed, 0)})
     log.update(reachable=True, retention=rows)
+    if probed.get("needed_pending"):
+        log["needed_pending"] = True
     return log
 
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import attrs
 
-Probe = Callable[[], "dict[str, Any] | None"]
+#: A log query: returns its answer, or yields better and better answers (each is shown
+#: as soon as it comes: a first step that asks the log, a slower one that reads snapshots).
+Probe = Callable[[], "dict[str, Any] | None | Iterator[dict[str, Any] | None]"]
 
 
 @attrs.define
@@ -27,6 +28,7 @@ class _State:
     answered: bool = False
     at: float = 0.0
     running: Future[None] | None = None
+    first_answer: threading.Event = attrs.field(factory=threading.Event)
 
 
 class LogProbes:
@@ -54,12 +56,9 @@ class LogProbes:
         self.start(key, probe)
         with self._lock:
             state = self._states[key]
-            running, answered = state.running, state.answered
-        if not answered and running is not None:
+        if not state.answered:
             wait = (time.monotonic() + self.timeout_s if deadline is None else deadline) - time.monotonic()
-            try:
-                running.result(timeout=max(wait, 0.0))
-            except FutureTimeout:
+            if not state.first_answer.wait(max(wait, 0.0)):
                 with self._lock:
                     if not state.answered:
                         state.result = {"error": f"no answer within {self.timeout_s:g} s"}
@@ -76,8 +75,19 @@ class LogProbes:
 
     def _run(self, key: str, state: _State, probe: Probe) -> None:
         try:
-            result = probe()
+            answers = probe()
+            if isinstance(answers, Iterator):
+                for answer in answers:
+                    self._publish(state, answer)
+            else:
+                self._publish(state, answers)
         except Exception as err:  # noqa: BLE001 -- shown on the page, never raised into a request
-            result = {"error": f"{type(err).__name__}: {err}"}
+            self._publish(state, {"error": f"{type(err).__name__}: {err}"})
+        finally:
+            with self._lock:
+                state.running = None
+
+    def _publish(self, state: _State, result: dict[str, Any] | None) -> None:
         with self._lock:
-            state.result, state.answered, state.at, state.running = result, True, time.monotonic(), None
+            state.result, state.answered, state.at = result, True, time.monotonic()
+        state.first_answer.set()

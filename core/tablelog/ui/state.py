@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -16,7 +16,7 @@ from tablelog.options import split_warehouse_options
 from tablelog.store import Warehouse
 from tablelog.table import Table, open_table
 from tablelog.ui.changes import ChangelogFollowers
-from tablelog.ui.figures import probe_log, table_document, table_summary
+from tablelog.ui.figures import probe_log_steps, table_document, table_summary
 from tablelog.ui.probes import LogProbes
 from tablelog.verify import VerifyReport, verify
 
@@ -74,13 +74,13 @@ class Dashboard:
         """The log query of ``identifier``, on a table object of its own (the probe thread
         must not share the request threads' object)."""
 
-        def run() -> dict[str, Any] | None:
+        def run() -> Iterator[dict[str, Any] | None]:
             t = self._probe_tables.get(identifier)
             if t is None:
                 t = self._probe_tables[identifier] = open_table(self.warehouse, identifier, self.options)
             else:
                 t.refresh_schema()
-            return probe_log(t)
+            yield from probe_log_steps(t)
 
         return run
 
