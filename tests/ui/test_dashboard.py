@@ -164,6 +164,10 @@ def test_the_screenshots_of_the_warehouse_and_table_pages_show_the_pages(
     """With TABLELOG_UPDATE_SCREENSHOTS=1 the screenshots replace docs/images' ones."""
     target = ROOT / "docs" / "images" if os.environ.get("TABLELOG_UPDATE_SCREENSHOTS") == "1" else tmp_path
     target.mkdir(parents=True, exist_ok=True)
+    for size in (3, 8, 5, 12, 6, 9):  # a few commits of varying size for the chart
+        with kafka_table.writer("ingest") as writer:
+            writer.write([{"id": 1000 + i, "name": f"s{size}", "score": size} for i in range(size)])
+            writer.commit()
     browser.get(page(dashboard_url))
     wait_until(browser, lambda b: text_of(b, '#tables tr[data-table="db.events"] td.log-state') == "reachable")
     browser.save_screenshot(str(target / "ui-warehouse.png"))

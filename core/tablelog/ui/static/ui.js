@@ -18,6 +18,11 @@ function cell(text, cls) {
   return td;
 }
 
+// "2026-11-23T20:02:22.973+00:00" -> "2026-11-23 20:02:22" (the columns say UTC)
+function when(iso) {
+  return iso ? iso.replace("T", " ").slice(0, 19) : null;
+}
+
 function fill(tbody, rows) {
   tbody.replaceChildren(...rows);
 }
@@ -79,7 +84,7 @@ async function showWarehouse() {
     const state = logState(t.log);
     return row([
       name, health, cell(log.system || "none", "log-system"), cell(log.topic), cell(log.partitions, "num"),
-      cell(log.consistency), cell(t.latest_snapshot, "num latest"), cell(t.last_commit_time),
+      cell(log.consistency), cell(t.latest_snapshot, "num latest"), cell(when(t.last_commit_time)),
       cell(t.snapshots_per_minute, "num"), cell(state.text, state.cls), cell(verifyText(t.verify)),
     ], { "data-table": t.table });
   });
@@ -107,15 +112,15 @@ async function showTable(name) {
     `${log.consistency}: ${state.text}` : "no log (log.system = none)";
   $("log-summary").className = state.cls.includes("unreachable") ? "unreachable" : "muted";
   fill($("positions").tBodies[0], ((log && log.retention) || []).map((r) => row([
-    cell(r.partition, "num"), cell(r.earliest, "num"), cell(r.needed, "num"), cell(r.end, "num end"),
+    cell(r.partition, "num"), cell(r.earliest, "num"), cell(log.needed_pending ? "reading…" : r.needed, "num"), cell(r.end, "num end"),
     cell(r.committed_end, "num committed-end"), cell(r.uncommitted, "num uncommitted"),
   ], { "data-partition": r.partition })));
   fill($("writers").tBodies[0], doc.writers.map((w) => row([
-    cell(w.writer, "mono"), cell(w.last_commit_identifier, "num"), cell(w.snapshot, "num"), cell(w.time),
+    cell(w.writer, "mono"), cell(w.last_commit_identifier, "num"), cell(w.snapshot, "num"), cell(when(w.time)),
   ])));
   fill($("consumers").tBodies[0], doc.consumers.map((c) => row([
     cell(c.id), cell(c.next_snapshot, "num"),
-    cell(c.snapshots_behind + (c.stranded ? " (its snapshots expired)" : ""), "num"), cell(c.last_seen),
+    cell(c.snapshots_behind + (c.stranded ? " (its snapshots expired)" : ""), "num"), cell(when(c.last_seen)),
   ])));
   fill($("schema").tBodies[0], doc.schema.map((f) => row([cell(f.name), cell(f.type), cell(f.nullable)])));
   fill($("schema-history").tBodies[0], doc.schema_history.map((s) => row([
@@ -123,7 +128,7 @@ async function showTable(name) {
   ])));
   fill($("options").tBodies[0], Object.entries(doc.options).map(([k, v]) => row([cell(k, "mono"), cell(v, "mono")])));
   fill($("snapshots").tBodies[0], doc.snapshots.map((s) => row([
-    cell(s.id, "num"), cell(s.time), cell(s.kind), cell(s.rows, "num"), cell(s.changes, "num"),
+    cell(s.id, "num"), cell(when(s.time)), cell(s.kind), cell(s.rows, "num"), cell(s.changes, "num"),
     cell(s.writer ? s.writer.slice(0, 12) : null, "mono"), cell(s.commit_identifier, "num"),
     cell(s.log_end_positions ? JSON.stringify(s.log_end_positions) : null, "mono"),
   ], { "data-snapshot": s.id })));
