@@ -30,17 +30,20 @@ def wait_until(browser: Any, condition: Callable[[Any], Any], timeout: float = W
 
 
 def text_of(browser: Any, css: str) -> str:
-    found = browser.find_elements(By.CSS_SELECTOR, css)
-    return found[0].text if found else ""
+    """The element's text, read in one script run (the page replaces its rows on each
+    refresh: an element found first and read after may be gone)."""
+    return str(browser.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.innerText.trim() : '';", css))
 
 
 def partition_ends(browser: Any) -> dict[str, int]:
-    ends = {}
-    for row in browser.find_elements(By.CSS_SELECTOR, "#positions tbody tr"):
-        end = row.find_element(By.CSS_SELECTOR, "td.end").text
-        if end.isdigit():
-            ends[row.get_attribute("data-partition")] = int(end)
-    return ends
+    """Each log partition's end as the positions table shows it."""
+    ends = browser.execute_script(
+        "const ends = {};"
+        "for (const r of document.querySelectorAll('#positions tbody tr')) {"
+        "  const e = r.querySelector('td.end').textContent; if (/^[0-9]+$/.test(e)) ends[r.dataset.partition] = +e; }"
+        "return ends;")
+    return {str(k): int(v) for k, v in ends.items()}
 
 
 def test_the_warehouse_page_lists_a_filesystem_log_table_with_its_log_and_health(
@@ -66,7 +69,7 @@ def test_the_table_page_shows_a_new_kafka_snapshot_and_advancing_partition_posit
         writer.commit()
     wait_until(browser, lambda b: text_of(b, "#latest-snapshot") == str(before_snapshot + 1))
     wait_until(browser, lambda b: (ends := partition_ends(b)) and all(ends[p] > before[p] for p in before))
-    assert browser.find_element(By.CSS_SELECTOR, f'#snapshots tr[data-snapshot="{before_snapshot + 1}"]')
+    assert text_of(browser, f'#snapshots tr[data-snapshot="{before_snapshot + 1}"]')
 
 
 def test_the_changelog_view_shows_a_change_written_after_the_page_opened(
@@ -106,7 +109,7 @@ def test_a_secret_option_never_appears_in_a_page_or_a_json_response(browser: Any
         bodies.append(r.read().decode())
     for route in ("", "table/db.events", "changes/db.events"):
         browser.get(page(dashboard_url, route))
-        wait_until(browser, lambda b: int(b.find_element(By.TAG_NAME, "body").get_attribute("data-updates") or 0) > 0)
+        wait_until(browser, lambda b: b.execute_script("return +(document.body.dataset.updates || 0)") > 0)
         bodies.append(browser.page_source)
     _, table_doc = get_json(f"{dashboard_url}/api/tables/db.events")
     assert table_doc["options"]["kafka.sasl.password"] == "******"  # the option is there, redacted
@@ -144,7 +147,7 @@ def test_a_stopped_broker_shows_as_unreachable_and_the_page_still_renders(
     browser.get(page(url))
     wait_until(browser, lambda b: text_of(b, '#tables tr[data-table="db.gone"] td.log-state').startswith("unreachable: "))
     assert text_of(browser, '#tables tr[data-table="db.gone"] td.health') == "error"
-    assert browser.find_elements(By.CSS_SELECTOR, '#tables tr[data-table="db.local"]')
+    assert text_of(browser, '#tables tr[data-table="db.local"]')
     browser.get(page(url, "table/db.gone"))
     wait_until(browser, lambda b: "unreachable: " in text_of(b, "#log-summary"))
     assert text_of(browser, "#latest-snapshot") == "1" and text_of(browser, "#schema tbody")

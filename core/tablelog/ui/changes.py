@@ -10,31 +10,45 @@ brings that position takes its reader back.
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tablelog.cli.output import change_document
+from tablelog.commit import LogCommitRecord, snapshot_commits
 from tablelog.options import Consistency
 from tablelog.positions import ReaderPosition
 from tablelog.reading import ChangelogReader
+from tablelog.store import SnapshotInfo
 from tablelog.table import Table
-from tablelog.ui.figures import newest_commits
+from tablelog.ui.figures import RECENT_SNAPSHOTS, newest_commits
 
 #: How long a request may spend catching up to the latest snapshot or waiting for news.
 CATCH_UP_S = 2.0
+#: How far back the changelog view looks for its first changes.
+START_SEARCH_SNAPSHOTS = 1000
 #: Open readers not asked for this long are closed.
 IDLE_READER_S = 60.0
 
 _Key = tuple[str, tuple[str, ...] | None, str]
 
 
+def _newest_first(t: Table) -> Iterator[tuple[SnapshotInfo, LogCommitRecord | None]]:
+    """The snapshots newest first: the cached window, then older ones read one by one."""
+    window = newest_commits(t, RECENT_SNAPSHOTS)
+    yield from window
+    if window:
+        yield from snapshot_commits(t.store, newest_first=True, upto=window[-1][0].id - 1)
+
+
 def start_snapshot(t: Table, limit: int) -> int:
     """The snapshot after which the newest ``limit`` changes begin: the newest snapshots'
-    log commits counted back until they hold ``limit`` records."""
+    log commits counted back until they hold ``limit`` records (at most
+    :data:`START_SEARCH_SNAPSHOTS` snapshots back)."""
     counted, start = 0, None
-    for snapshot, record in newest_commits(t, 1000):
+    for snapshot, record in itertools.islice(_newest_first(t), START_SEARCH_SNAPSHOTS):
         start = snapshot.id - 1
         counted += sum(r.count for r in record.ranges) if record is not None else 0
         if counted >= limit:
