@@ -12,6 +12,7 @@ broker run it elsewhere and pass its answer in (:mod:`tablelog.ui.probes`).
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
 import itertools
 import threading
@@ -23,6 +24,7 @@ from tablelog.commit.retention import PartitionRetention, needed_positions, rete
 from tablelog.errors import TablelogError
 from tablelog.options import redact
 from tablelog.records import SeekSpec
+from tablelog.registry import LogClient
 from tablelog.store import SnapshotInfo
 from tablelog.table import Table
 
@@ -164,18 +166,20 @@ def log_retention(t: Table) -> tuple[list[PartitionRetention], str | None]:
         return [], str(err)
 
 
-def probe_log_steps(t: Table) -> Iterator[dict[str, Any] | None]:
+def probe_log_steps(t: Table, log: LogClient | None = None) -> Iterator[dict[str, Any] | None]:
     """:func:`probe_log`'s answer in two steps: first what the log says (its earliest and
     end positions, ``needed_pending``), then with what the retained snapshots need, which
-    on a first call walks every retained snapshot (cached after: new snapshots only)."""
+    on a first call walks every retained snapshot (cached after: new snapshots only).
+    ``log``: an open client to ask (a dashboard keeps one per table), else one is opened
+    and closed."""
     if not t.options.log_enabled or t.store.latest_snapshot() is None:
         yield None
         return
     partitions = list(range(t.log_partitions))
     try:
-        with t.open_log() as log:
-            ends = log.end_positions(partitions)
-            earliest = {p: log.seek(p, SeekSpec.earliest()) for p in partitions}
+        with contextlib.nullcontext(log) if log is not None else t.open_log() as client:
+            ends = client.end_positions(partitions)
+            earliest = {p: client.seek(p, SeekSpec.earliest()) for p in partitions}
     except TablelogError as err:
         yield {"error": str(err)}
         return

@@ -13,6 +13,7 @@ from typing import Any
 from tablelog.cli.output import json_value
 from tablelog.errors import TablelogError
 from tablelog.options import split_warehouse_options
+from tablelog.registry import LogClient
 from tablelog.store import Warehouse
 from tablelog.table import Table, open_table
 from tablelog.ui.changes import ChangelogFollowers
@@ -41,6 +42,7 @@ class Dashboard:
         self.changelogs = ChangelogFollowers()
         self._tables: dict[str, Table] = {}
         self._probe_tables: dict[str, Table] = {}
+        self._probe_logs: dict[str, LogClient] = {}
         self._verifies: dict[str, dict[str, Any]] = {}
         self._verify_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tablelog-ui-verify")
         self._lock = threading.Lock()
@@ -48,6 +50,8 @@ class Dashboard:
 
     def close(self) -> None:
         self.probes.close()
+        for log in self._probe_logs.values():
+            log.close()
         self.changelogs.close()
         self._verify_pool.shutdown(wait=False, cancel_futures=True)
 
@@ -72,7 +76,8 @@ class Dashboard:
 
     def _probe(self, identifier: str) -> Any:
         """The log query of ``identifier``, on a table object of its own (the probe thread
-        must not share the request threads' object)."""
+        must not share the request threads' object) and a log client kept open between
+        queries (a Kafka client is slow to start); a client that failed is replaced."""
 
         def run() -> Iterator[dict[str, Any] | None]:
             t = self._probe_tables.get(identifier)
@@ -80,7 +85,18 @@ class Dashboard:
                 t = self._probe_tables[identifier] = open_table(self.warehouse, identifier, self.options)
             else:
                 t.refresh_schema()
-            yield from probe_log_steps(t)
+            log = self._probe_logs.get(identifier)
+            if log is None and t.options.log_enabled:
+                try:
+                    log = self._probe_logs[identifier] = t.open_log()
+                except TablelogError as err:
+                    yield {"error": str(err)}
+                    return
+            for answer in probe_log_steps(t, log):
+                if answer is not None and "error" in answer and log is not None:
+                    self._probe_logs.pop(identifier, None)  # a new client next time
+                    log.close()
+                yield answer
 
         return run
 
