@@ -93,3 +93,20 @@ def test_only_the_ui_app_imports_the_web_framework_at_import_time() -> None:
             if any(n == w or n.startswith(w + ".") for n in names for w in web) and path.name != "app.py":
                 offenders.append(f"{path.name}: {names}")
     assert offenders == []
+
+
+def test_ui_on_a_non_loopback_host_warns_and_marks_the_dashboard_exposed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+    from click.testing import CliRunner
+
+    from tablelog.cli import cli
+
+    served: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.update(app=app, **kwargs))
+    result = CliRunner().invoke(cli, ["ui", "-w", str(tmp_path), "--host", "0.0.0.0", "--port", "8999"])
+    assert result.exit_code == 0, result.output
+    assert "no authentication" in result.output
+    assert served["host"] == "0.0.0.0" and served["port"] == 8999
+    assert served["app"].state.dashboard.exposed is True
