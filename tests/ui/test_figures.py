@@ -39,7 +39,7 @@ def test_after_a_commit_only_the_new_snapshot_is_read(tmp_path: Path, monkeypatc
     monkeypatch.setattr(type(table.store), "snapshot",
                         lambda self, snapshot_id: read.append(snapshot_id) or original(self, snapshot_id))
     assert [s.id for s, _ in newest_commits(table, 3)] == [6, 5, 4]
-    assert read == []  # the latest snapshot is read anyway; none of the older ones again
+    assert set(read) <= {6}  # the new snapshot (also read as the latest); none of the older ones again
 
 
 def test_snapshots_per_minute_is_the_commit_rate_over_the_window() -> None:
