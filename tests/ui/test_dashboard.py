@@ -18,7 +18,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 import tablelog
 from tablelog.table import Table
 from tablelog.testing.kafka_server import tansu_broker
+from tablelog.ui import state
 from tablelog.ui.state import Dashboard
+from tablelog.verify import VerifyReport
 
 from .conftest import REFRESH_MS, ROOT, SCHEMA, SENTINEL, get_json, page
 
@@ -95,9 +97,25 @@ def test_verify_on_demand_shows_its_result_on_the_table_page(browser: Any, dashb
     browser.get(page(dashboard_url, "table/db.users"))
     wait_until(browser, lambda b: text_of(b, "#table-name") == "db.users")
     browser.find_element(By.ID, "verify").click()
-    wait_until(browser, lambda b: "consistent" in text_of(b, "#verify-summary")
-               and "running" not in text_of(b, "#verify-summary"))
-    assert "inconsistent" not in text_of(browser, "#verify-summary")
+    wait_until(browser, lambda b: text_of(b, "#verify-summary").startswith("verify: consistent: table db.users"))
+
+
+def test_verify_differences_are_listed_and_mark_the_table_in_error(
+    browser: Any, serve: Callable[[Dashboard], str], warehouse: str, file_table: Table,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    report = VerifyReport("db.users", 3, 12, 10, 10, missing_from_log=[{"id": 7, "name": "lost"}],
+                          differing=[({"id": 8, "score": 1}, {"id": 8, "score": 2})])
+    monkeypatch.setattr(state, "verify", lambda table: report)
+    url = serve(Dashboard(warehouse, refresh_s=REFRESH_MS / 1000))
+    browser.get(page(url, "table/db.users"))
+    wait_until(browser, lambda b: text_of(b, "#table-name") == "db.users")
+    browser.find_element(By.ID, "verify").click()
+    wait_until(browser, lambda b: text_of(b, "#verify-summary").startswith("verify: INCONSISTENT"))
+    listed = text_of(browser, "#verify-result ul")
+    assert 'in the table, not in the log: {"id":7,"name":"lost"}' in listed
+    assert 'differs: table {"id":8,"score":1} log {"id":8,"score":2}' in listed
+    wait_until(browser, lambda b: text_of(b, "#table-health") == "error")
 
 
 def test_a_secret_option_never_appears_in_a_page_or_a_json_response(browser: Any, dashboard_url: str) -> None:
