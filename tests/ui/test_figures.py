@@ -110,3 +110,22 @@ def test_ui_on_a_non_loopback_host_warns_and_marks_the_dashboard_exposed(
     assert "no authentication" in result.output
     assert served["host"] == "0.0.0.0" and served["port"] == 8999
     assert served["app"].state.dashboard.exposed is True
+
+
+def test_a_log_that_stops_answering_turns_unreachable_after_the_timeout() -> None:
+    release = threading.Event()
+    calls = [0]
+    probes = LogProbes(timeout_s=0.2, max_age_s=0.0)
+
+    def answers_once() -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] > 1:
+            release.wait(10)
+        return {"partitions": []}
+
+    assert probes.get("t", answers_once) == {"partitions": []}
+    probes.get("t", answers_once)  # starts the query that hangs
+    time.sleep(0.3)
+    assert probes.get("t", answers_once) == {"error": "no answer within 0.2 s"}
+    release.set()
+    probes.close()

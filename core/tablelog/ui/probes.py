@@ -28,6 +28,8 @@ class _State:
     answered: bool = False
     at: float = 0.0
     running: Future[None] | None = None
+    running_since: float = 0.0
+    running_answered: bool = False  # the running query gave its first answer (the log's part)
     first_answer: threading.Event = attrs.field(factory=threading.Event)
 
 
@@ -47,24 +49,34 @@ class LogProbes:
             state = self._states.setdefault(key, _State())
             stale = not state.answered or time.monotonic() - state.at >= self.max_age_s
             if stale and state.running is None:
+                state.running_since, state.running_answered = time.monotonic(), False
                 state.running = self._executor.submit(self._run, key, state, probe)
 
     def get(self, key: str, probe: Probe, deadline: float | None = None) -> dict[str, Any] | None:
         """The latest answer for ``key`` (``{"error": ...}`` when the log did not answer in
         time); waits, until ``deadline`` (monotonic; default ``timeout_s`` from now), only
-        when nothing is known yet."""
+        when nothing is known yet. A query that has not answered ``timeout_s`` after it
+        started makes the log unreachable, whatever the previous one answered: a broker
+        that went away leaves its client retrying, not failing."""
         self.start(key, probe)
         with self._lock:
             state = self._states[key]
+            hanging = (state.running is not None and not state.running_answered
+                       and time.monotonic() - state.running_since > self.timeout_s)
+            if hanging and state.answered:
+                state.result = self._no_answer()
         if not state.answered:
             wait = (time.monotonic() + self.timeout_s if deadline is None else deadline) - time.monotonic()
             if not state.first_answer.wait(max(wait, 0.0)):
                 with self._lock:
                     if not state.answered:
-                        state.result = {"error": f"no answer within {self.timeout_s:g} s"}
+                        state.result = self._no_answer()
                         state.answered, state.at = True, time.monotonic()
         with self._lock:
             return state.result
+
+    def _no_answer(self) -> dict[str, Any]:
+        return {"error": f"no answer within {self.timeout_s:g} s"}
 
     def forget(self, key: str) -> None:
         with self._lock:
@@ -90,4 +102,5 @@ class LogProbes:
     def _publish(self, state: _State, result: dict[str, Any] | None) -> None:
         with self._lock:
             state.result, state.answered, state.at = result, True, time.monotonic()
+            state.running_answered = True
         state.first_answer.set()
