@@ -98,7 +98,8 @@ def test_describe_json_is_one_document_with_schema_redacted_options_snapshots_an
     doc = json.loads(out)
     assert "SENTINEL-pw" not in out and doc["options"]["kafka.sasl.password"] == "******"
     assert doc["table"] == "db.k" and doc["primary_key"] == ["id"] and doc["buckets"] == 2
-    assert doc["log"] == {"system": "kafka", "topic": "db.k", "partitions": 2} and doc["snapshots"] == []
+    assert doc["log"] == {"system": "kafka", "topic": "db.k", "partitions": 2, "consistency": "transactional"}
+    assert doc["snapshots"] == []
 
     doc = json.loads(run("describe", "db.users", "--format", "json")[0])
     assert [c["name"] for c in doc["schema"]][:2] == ["id", "name"]

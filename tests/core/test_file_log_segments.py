@@ -298,7 +298,8 @@ def test_describe_shows_each_partitions_retention_and_warns_when_the_log_lost_wh
     import json
 
     assert json.loads(result.output)["log"]["retention"] == [
-        {"partition": 0, "earliest": held, "needed": 0, "end": end, "short": True}
+        {"partition": 0, "earliest": held, "needed": 0, "end": end, "short": True, "committed_end": end,
+         "uncommitted": 0}
     ]
 
 

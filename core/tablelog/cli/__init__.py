@@ -19,6 +19,7 @@ from tablelog.cli.plugins import options_command, plugins
 from tablelog.cli.repeats import check_repeated_options
 from tablelog.cli.tables import create
 from tablelog.cli.tail import tail
+from tablelog.cli.ui import ui_command
 from tablelog.cli.verify import verify_command
 
 
@@ -88,7 +89,7 @@ def cli(verbose: int) -> None:
 
 
 for command in (plugins, options_command, create, alter, describe, expire_command, tail, verify_command,
-                compact_command, demo):
+                compact_command, demo, ui_command):
     cli.add_command(command)
 
 

@@ -3,8 +3,6 @@ and the table's consumers."""
 
 from __future__ import annotations
 
-import datetime
-import itertools
 import json
 import time
 from typing import Any
@@ -22,98 +20,21 @@ from tablelog.cli.common import (
     warehouse_option,
 )
 from tablelog.cli.output import FORMATS, dumps
-from tablelog.commit import LogCommitRecord, snapshot_commits
-from tablelog.commit.retention import PartitionRetention, retention_report
-from tablelog.errors import TablelogError
 from tablelog.options import redact
-from tablelog.store import SnapshotInfo
 from tablelog.table import Table, open_table
-
-
-def newest_commits(t: Table, limit: int) -> list[tuple[SnapshotInfo, LogCommitRecord | None]]:
-    """The ``limit`` newest snapshots, each with its log part."""
-    return list(itertools.islice(snapshot_commits(t.store, newest_first=True), max(limit, 0)))
-
-
-def consumer_rows(t: Table) -> list[dict[str, Any]]:
-    """The table's Paimon consumers: next snapshot, how many snapshots behind the latest,
-    when last seen, and whether expiry removed snapshots it still needed."""
-    latest = t.store.latest_snapshot()
-    latest_id = latest.id if latest is not None else 0
-    earliest = t.store.earliest_snapshot_id() or 1
-    rows = []
-    for consumer in t.store.consumers().all():
-        seen = None
-        if consumer.modified_millis is not None:
-            seen = datetime.datetime.fromtimestamp(consumer.modified_millis / 1000, datetime.timezone.utc)
-        rows.append({
-            "id": consumer.consumer_id,
-            "next_snapshot": consumer.next_snapshot,
-            "snapshots_behind": max(latest_id - consumer.next_snapshot + 1, 0),
-            "last_seen": None if seen is None else seen.isoformat(timespec="seconds"),
-            "stranded": consumer.next_snapshot < earliest,
-        })
-    return rows
+from tablelog.ui.figures import (
+    consumer_rows,
+    log_retention,
+    newest_commits,
+    probe_log,
+    table_document,
+)
 
 
 def describe_document(t: Table, limit: int) -> dict[str, Any]:
-    """Everything ``describe`` shows, as one JSON-ready document (secrets redacted)."""
-    snapshots = []
-    for snapshot, record in newest_commits(t, limit):
-        when = datetime.datetime.fromtimestamp(snapshot.time_millis / 1000, datetime.timezone.utc)
-        entry: dict[str, Any] = {
-            "id": snapshot.id,
-            "time": when.isoformat(timespec="milliseconds"),
-            "kind": snapshot.commit_kind,
-            "rows": snapshot.total_record_count,
-            "schema_id": snapshot.schema_id,
-            "writer": None, "commit_identifier": None, "log_end_positions": None, "writes": [],
-        }
-        if record is not None:
-            entry.update(
-                writer=record.writer,
-                commit_identifier=record.commit_identifier,
-                log_end_positions={str(p): e for p, e in sorted(record.end_positions.items())},
-                writes=[
-                    {"token": r.token, "partition": r.partition, "first": r.first, "last": r.last,
-                     "records": r.count}
-                    for r in record.ranges
-                ],
-            )
-        snapshots.append(entry)
-    log: dict[str, Any] | None = None
-    if t.options.log_enabled:
-        log = {"system": t.options.log_system, "topic": t.topic, "partitions": t.log_partitions}
-    if log is not None and t.store.latest_snapshot() is not None:  # else nothing needs the log yet
-        retention, error = log_retention(t)
-        log["retention"] = [
-            {"partition": r.partition, "earliest": r.earliest, "needed": r.needed, "end": r.end, "short": r.short}
-            for r in retention
-        ]
-        if error:
-            log["retention_error"] = error
-    return {
-        "table": t.identifier,
-        "warehouse": t.warehouse.path,
-        "primary_key": list(t.primary_key),
-        "buckets": t.store.bucket,
-        "schema_id": t.schema_id,
-        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in t.schema],
-        "options": dict(sorted(redact({**t.store.properties, **t.system_options}).items())),
-        "log": log,
-        "consumers": consumer_rows(t),
-        "snapshots": snapshots,
-    }
-
-
-def log_retention(t: Table) -> tuple[list[PartitionRetention], str | None]:
-    """Each log partition's earliest retained position against what the retained snapshots
-    need; (nothing, why) when the log cannot be asked."""
-    try:
-        with t.open_log() as log:
-            return retention_report(t, log), None
-    except TablelogError as err:
-        return [], str(err)
+    """Everything ``describe`` shows, as one JSON-ready document (secrets redacted): the
+    document ``tablelog ui`` serves for the table, with the log asked now."""
+    return table_document(t, limit, probe_log(t))
 
 
 def print_retention(t: Table) -> None:

@@ -55,6 +55,35 @@ def _version(table_schema: Any) -> SchemaVersion:
     return SchemaVersion(int(table_schema.id), tuple(int(f.id) for f in fields), schema)
 
 
+#: How many snapshots past the LATEST hint are looked up one by one before a listing.
+_HINT_FOLLOW_MAX = 100
+# snapshot directory -> the latest snapshot id last found there: where to start when the
+# LATEST hint is being rewritten (a writer truncates and writes it: a read may find it empty).
+_last_found: dict[str, int] = {}
+
+
+def _latest_id_from_hint(manager: Any) -> int | None:
+    """The latest snapshot id: the LATEST hint (or the id last found, while the hint is
+    being rewritten), followed past the snapshots committed since, one existence check
+    each (Java's ``SnapshotManager.findLatest``). None when there is no usable start:
+    pypaimon then lists the snapshot directory, which it also does whenever the hint lags
+    behind a commit: a read of every name in a directory of thousands of snapshots. (A
+    warehouse is a filesystem catalog: its snapshots are files, never a REST catalog's.)"""
+    file_io = manager.file_io
+    try:
+        start = int(file_io.read_file_utf8(manager.latest_file).strip())
+    except Exception:  # noqa: BLE001 -- no hint, a half-written one, any store's error
+        start = _last_found.get(manager.snapshot_dir, 0)
+    if start <= 0 or not file_io.exists(manager.get_snapshot_path(start)):
+        return None
+    for _ in range(_HINT_FOLLOW_MAX):
+        if not file_io.exists(manager.get_snapshot_path(start + 1)):
+            _last_found[manager.snapshot_dir] = start
+            return start
+        start += 1
+    return None
+
+
 @attrs.define
 class PaimonTable:
     """One Paimon table: schema, snapshots, rows at a snapshot."""
@@ -189,7 +218,13 @@ class PaimonTable:
     # -- snapshots -----------------------------------------------------------
 
     def latest_snapshot(self) -> SnapshotInfo | None:
-        snapshot = self.paimon.snapshot_manager().get_latest_snapshot()
+        manager = self.paimon.snapshot_manager()
+        hinted = _latest_id_from_hint(manager)
+        if hinted is not None:
+            snapshot = self.snapshot(hinted)
+            if snapshot is not None:
+                return snapshot
+        snapshot = manager.get_latest_snapshot()
         return None if snapshot is None else _info(snapshot)
 
     def snapshot(self, snapshot_id: int) -> SnapshotInfo | None:
@@ -202,7 +237,7 @@ class PaimonTable:
     def earliest_snapshot_id(self, *, latest_known: bool = False) -> int | None:
         """The earliest snapshot's id (None: no snapshot). ``latest_known``: the caller has
         seen a snapshot, so the latest is not read to learn the table is not empty."""
-        if not latest_known and self.paimon.snapshot_manager().get_latest_snapshot() is None:
+        if not latest_known and self.latest_snapshot() is None:
             return None  # pypaimon raises rather than answer "none" for an empty table
         return self._earliest_id_of_non_empty()
 

@@ -1,0 +1,102 @@
+"""The dashboard's routes: one page (``/``), its static files, and the JSON endpoints
+under ``/api`` that the page polls and that monitoring may scrape (documented by
+FastAPI at ``/docs``). Needs the ``ui`` extra (FastAPI)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Query
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from tablelog.cli.output import dumps
+from tablelog.errors import TablelogError
+from tablelog.ui.state import Dashboard, UnknownTable
+
+STATIC = resources.files("tablelog.ui") / "static"
+
+
+class TablelogJSON(JSONResponse):
+    """JSON as the CLI prints it (:func:`tablelog.cli.output.dumps`): every table value
+    (bytes, decimals, timestamps, NaN) as valid JSON."""
+
+    def render(self, content: Any) -> bytes:
+        return dumps(content).encode("utf-8")
+
+
+def create_app(dashboard: Dashboard) -> FastAPI:
+    """The dashboard of ``dashboard``'s warehouse as an ASGI application."""
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        dashboard.close()
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="tablelog ui",
+        description="The figures behind the tablelog dashboard: tables, snapshots, log positions, "
+                    "consumers, the live changelog and verify. No authentication.",
+        default_response_class=TablelogJSON,
+    )
+    app.state.dashboard = dashboard
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+
+    def table_or_404(name: str) -> None:
+        try:
+            dashboard.table(name)
+        except UnknownTable:
+            raise HTTPException(404, f"no table {name!r} in warehouse {dashboard.warehouse!r}") from None
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> str:
+        return (STATIC / "index.html").read_text(encoding="utf-8")
+
+    @app.get("/api/settings", summary="The dashboard's settings: warehouse, refresh interval, exposure")
+    def settings() -> dict[str, Any]:
+        return dashboard.settings()
+
+    @app.get("/api/warehouse", summary="Every table of the warehouse with its log, last commit and health")
+    def warehouse() -> dict[str, Any]:
+        return dashboard.warehouse_document()
+
+    @app.get("/api/tables/{name}", summary="A table: schema, options, snapshots, log positions, writers, "
+                                           "consumers (the document of `tablelog describe --format json`)")
+    def table(name: str, limit: int = Query(50, ge=0, le=1000, description="Newest snapshots listed")) -> Any:
+        table_or_404(name)
+        try:
+            return dashboard.table_document(name, limit)
+        except TablelogError as err:
+            return TablelogJSON({"table": name, "error": str(err)}, status_code=500)
+
+    @app.get("/api/tables/{name}/changes", summary="The live changelog: the newest changes, or those after "
+                                                   "`position`, and the position to ask from next")
+    def changes(
+        name: str,
+        limit: int = Query(100, ge=1, le=10_000, description="Changes returned at most"),
+        columns: str | None = Query(None, description="Comma-separated columns (the key's are added)"),
+        position: str | None = Query(None, description="A position this endpoint returned"),
+        consistency: str = Query("transactional", pattern="^(transactional|eventual)$"),
+        wait: float = Query(0.0, ge=0, le=5, description="Seconds to wait for a change after `position`"),
+    ) -> Any:
+        table_or_404(name)
+        chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+        try:
+            return dashboard.changelogs.changes(dashboard.table(name), limit, chosen, position, consistency, wait)
+        except TablelogError as err:
+            return TablelogJSON({"table": name, "error": str(err)}, status_code=409)
+
+    @app.post("/api/tables/{name}/verify", summary="Start `verify` on the table (replay the log, compare)")
+    def start_verify(name: str) -> dict[str, Any]:
+        table_or_404(name)
+        return dashboard.start_verify(name)
+
+    @app.get("/api/tables/{name}/verify", summary="The table's last verify run: running, done or error")
+    def verify_result(name: str) -> dict[str, Any]:
+        table_or_404(name)
+        return dashboard.verify_result(name) or {"state": "never"}
+
+    return app

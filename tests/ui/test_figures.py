@@ -1,0 +1,131 @@
+"""The dashboard's figures and its guards, without a browser."""
+
+from __future__ import annotations
+
+import ast
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tablelog
+from tablelog.cli.ui import is_loopback
+from tablelog.store import SnapshotInfo
+from tablelog.ui.figures import health, newest_commits, snapshots_per_minute
+from tablelog.ui.probes import LogProbes
+
+from .conftest import SCHEMA
+
+
+def snapshot(snapshot_id: int, millis: int) -> SnapshotInfo:
+    return SnapshotInfo(snapshot_id, millis, "user", snapshot_id, "APPEND", 0, {})
+
+
+def test_after_a_commit_only_the_new_snapshot_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = tablelog.create_table(str(tmp_path), "db.t", SCHEMA, primary_key=["id"],
+                                  options={"log.system": "filesystem", "num-sorted-run.compaction-trigger": "100"})
+    for i in range(5):
+        with table.writer() as writer:
+            writer.write([{"id": i, "name": "n", "score": i}])
+            writer.commit()
+    assert [s.id for s, _ in newest_commits(table, 3)] == [5, 4, 3]
+    with table.writer() as writer:
+        writer.write([{"id": 9, "name": "n", "score": 9}])
+        writer.commit()
+    read: list[int] = []
+    original = type(table.store).snapshot
+    monkeypatch.setattr(type(table.store), "snapshot",
+                        lambda self, snapshot_id: read.append(snapshot_id) or original(self, snapshot_id))
+    assert [s.id for s, _ in newest_commits(table, 3)] == [6, 5, 4]
+    assert set(read) <= {6}  # the new snapshot (also read as the latest); none of the older ones again
+
+
+def test_snapshots_per_minute_is_the_commit_rate_over_the_window() -> None:
+    commits: list[Any] = [(snapshot(i, 1_000_000 + i * 15_000), None) for i in range(9, 0, -1)]
+    assert snapshots_per_minute(commits) == 4.0
+    assert snapshots_per_minute(commits[:1]) is None
+
+
+def test_an_unreachable_log_marks_the_table_in_error() -> None:
+    marked = health({"reachable": False, "error": "down"}, [], None)
+    assert marked == {"mark": "error", "reasons": ["log unreachable: down"]}
+
+
+def test_a_stranded_consumer_marks_the_table_with_a_warning() -> None:
+    consumer = {"id": "job", "snapshots_behind": 3, "stranded": True}
+    assert health(None, [consumer], None)["mark"] == "warning"
+
+
+def test_a_log_that_does_not_answer_costs_one_bounded_wait_then_none() -> None:
+    release = threading.Event()
+    probes = LogProbes(timeout_s=0.2, max_age_s=0.0)
+
+    def hanging() -> dict[str, Any]:
+        release.wait(10)
+        return {"partitions": []}
+
+    began = time.monotonic()
+    assert probes.get("t", hanging) == {"error": "no answer within 0.2 s"}
+    assert probes.get("t", hanging) == {"error": "no answer within 0.2 s"}
+    assert time.monotonic() - began < 1.0
+    release.set()
+    probes.close()
+
+
+@pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("::1", True), ("localhost", True),
+                                                 ("0.0.0.0", False), ("192.168.1.5", False)])
+def test_only_loopback_addresses_count_as_private(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_only_the_ui_app_imports_the_web_framework_at_import_time() -> None:
+    """``import tablelog`` (and the CLI) works without the ui extra: FastAPI and uvicorn
+    are imported at module level by tablelog.ui.app alone, which no module imports at
+    module level."""
+    web = ("fastapi", "uvicorn", "starlette", "tablelog.ui.app")
+    offenders = []
+    for path in sorted(Path(tablelog.__file__).parent.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:  # module level only
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == w or n.startswith(w + ".") for n in names for w in web) and path.name != "app.py":
+                offenders.append(f"{path.name}: {names}")
+    assert offenders == []
+
+
+def test_ui_on_a_non_loopback_host_warns_and_marks_the_dashboard_exposed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+    from click.testing import CliRunner
+
+    from tablelog.cli import cli
+
+    served: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.update(app=app, **kwargs))
+    result = CliRunner().invoke(cli, ["ui", "-w", str(tmp_path), "--host", "0.0.0.0", "--port", "8999"])
+    assert result.exit_code == 0, result.output
+    assert "no authentication" in result.output
+    assert served["host"] == "0.0.0.0" and served["port"] == 8999
+    assert served["app"].state.dashboard.exposed is True
+
+
+def test_a_log_that_stops_answering_turns_unreachable_after_the_timeout() -> None:
+    release = threading.Event()
+    calls = [0]
+    probes = LogProbes(timeout_s=0.2, max_age_s=0.0)
+
+    def answers_once() -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] > 1:
+            release.wait(10)
+        return {"partitions": []}
+
+    assert probes.get("t", answers_once) == {"partitions": []}
+    probes.get("t", answers_once)  # starts the query that hangs
+    time.sleep(0.3)
+    assert probes.get("t", answers_once) == {"error": "no answer within 0.2 s"}
+    release.set()
+    probes.close()
