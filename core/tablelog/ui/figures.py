@@ -76,8 +76,9 @@ def iso_time(millis: int) -> str:
 
 
 def snapshot_entry(snapshot: SnapshotInfo, record: LogCommitRecord | None) -> dict[str, Any]:
-    """One snapshot as the documents show it; ``changes``: the records its commit put in
-    the log (None: a snapshot tablelog did not write, such as a compaction)."""
+    """One snapshot as the documents show it; ``log_records``: the records its commit put
+    in the log (a change each with the JSON formats, many with ``arrow``; None: a snapshot
+    tablelog did not write, such as a compaction)."""
     entry: dict[str, Any] = {
         "id": snapshot.id,
         "time": iso_time(snapshot.time_millis),
@@ -85,7 +86,7 @@ def snapshot_entry(snapshot: SnapshotInfo, record: LogCommitRecord | None) -> di
         "kind": snapshot.commit_kind,
         "rows": snapshot.total_record_count,
         "schema_id": snapshot.schema_id,
-        "writer": None, "commit_identifier": None, "log_end_positions": None, "writes": [], "changes": None,
+        "writer": None, "commit_identifier": None, "log_end_positions": None, "writes": [], "log_records": None,
     }
     if record is not None:
         entry.update(
@@ -96,7 +97,7 @@ def snapshot_entry(snapshot: SnapshotInfo, record: LogCommitRecord | None) -> di
                 {"token": r.token, "partition": r.partition, "first": r.first, "last": r.last, "records": r.count}
                 for r in record.ranges
             ],
-            changes=sum(r.count for r in record.ranges),
+            log_records=sum(r.count for r in record.ranges),
         )
     return entry
 

@@ -128,7 +128,7 @@ async function showTable(name) {
   ])));
   fill($("options").tBodies[0], Object.entries(doc.options).map(([k, v]) => row([cell(k, "mono"), cell(v, "mono")])));
   fill($("snapshots").tBodies[0], doc.snapshots.map((s) => row([
-    cell(s.id, "num"), cell(when(s.time)), cell(s.kind), cell(s.rows, "num"), cell(s.changes, "num"),
+    cell(s.id, "num"), cell(when(s.time)), cell(s.kind), cell(s.rows, "num"), cell(s.log_records, "num"),
     cell(s.writer ? s.writer.slice(0, 12) : null, "mono"), cell(s.commit_identifier, "num"),
     cell(s.log_end_positions ? JSON.stringify(s.log_end_positions) : null, "mono"),
   ], { "data-snapshot": s.id })));
@@ -164,7 +164,7 @@ function drawTimeline(snapshots) {
   const ordered = snapshots.slice().reverse();
   const labels = ordered.map((s) => String(s.id));
   const gaps = ordered.map((s, i) => (i === 0 ? null : (s.time_millis - ordered[i - 1].time_millis) / 1000));
-  const data = [ordered.map((s) => s.rows), ordered.map((s) => s.changes), gaps];
+  const data = [ordered.map((s) => s.rows), ordered.map((s) => s.log_records), gaps];
   if (typeof Chart === "undefined") return;
   if (chart === null) {
     chart = new Chart($("timeline"), {
@@ -172,7 +172,7 @@ function drawTimeline(snapshots) {
       data: { labels, datasets: [
         { label: "rows in the table", data: data[0], type: "line", yAxisID: "rows", borderColor: "#2f6fde",
           pointRadius: 0 },
-        { label: "changes committed", data: data[1], yAxisID: "changes", backgroundColor: "#7cc48a" },
+        { label: "log records committed", data: data[1], yAxisID: "records", backgroundColor: "#7cc48a" },
         { label: "seconds since the previous commit", data: data[2], type: "line", yAxisID: "seconds",
           borderColor: "#d98b2b", pointRadius: 1 },
       ] },
@@ -181,7 +181,7 @@ function drawTimeline(snapshots) {
         scales: {
           x: { title: { display: true, text: "snapshot" } },
           rows: { position: "left", beginAtZero: true, title: { display: true, text: "rows" } },
-          changes: { position: "right", beginAtZero: true, title: { display: true, text: "changes" } },
+          records: { position: "right", beginAtZero: true, title: { display: true, text: "log records" } },
           seconds: { position: "right", beginAtZero: true, title: { display: true, text: "s" },
                      grid: { drawOnChartArea: false } },
         },
