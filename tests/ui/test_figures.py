@@ -12,8 +12,15 @@ import pytest
 
 import tablelog
 from tablelog.cli.ui import is_loopback
+from tablelog.commit import LogCommitRecord
 from tablelog.store import SnapshotInfo
-from tablelog.ui.figures import health, newest_commits, snapshots_per_minute
+from tablelog.ui.figures import (
+    commit_latency_ms,
+    health,
+    newest_commits,
+    snapshot_entry,
+    snapshots_per_minute,
+)
 from tablelog.ui.probes import LogProbes
 
 from .conftest import SCHEMA
@@ -40,6 +47,27 @@ def test_after_a_commit_only_the_new_snapshot_is_read(tmp_path: Path, monkeypatc
                         lambda self, snapshot_id: read.append(snapshot_id) or original(self, snapshot_id))
     assert [s.id for s, _ in newest_commits(table, 3)] == [6, 5, 4]
     assert set(read) <= {6}  # the new snapshot (also read as the latest); none of the older ones again
+
+
+def test_a_commit_records_when_it_began_and_its_latency_is_measured_to_the_snapshot_time(tmp_path: Path) -> None:
+    table = tablelog.create_table(str(tmp_path), "db.t", SCHEMA, primary_key=["id"],
+                                  options={"log.system": "filesystem"})
+    before = time.time_ns() // 1_000_000
+    with table.writer() as writer:
+        writer.write([{"id": 1, "name": "n", "score": 1}])
+        writer.commit()
+    after = time.time_ns() // 1_000_000
+    [(latest, record)] = newest_commits(table, 1)
+    assert record is not None and record.commit_started_ms is not None
+    assert before <= record.commit_started_ms <= latest.time_millis <= after
+    assert snapshot_entry(latest, record)["commit_ms"] == latest.time_millis - record.commit_started_ms
+
+
+def test_a_snapshot_of_an_older_version_has_no_commit_latency() -> None:
+    properties = {"tablelog.version": "1", "tablelog.writer": "w", "tablelog.commit-identifier": "1"}
+    record = LogCommitRecord.from_properties(properties)
+    assert record is not None and record.commit_started_ms is None
+    assert commit_latency_ms(snapshot(1, 1_000), record) is None
 
 
 def test_snapshots_per_minute_is_the_commit_rate_over_the_window() -> None:

@@ -44,13 +44,14 @@ def commit(
 ) -> CommitResult:
     """Commit ``receipts`` as one snapshot, once per (writer_id, commit_identifier)
     (see :meth:`tablelog.table.Table.commit`)."""
+    started_ms = time.time_ns() // 1_000_000
     if table.store.on_object_store:
-        result = _commit_racing(table, writer_id, commit_identifier, receipts, log_pool)
+        result = _commit_racing(table, writer_id, commit_identifier, receipts, log_pool, started_ms)
     else:
         # The check and the commit hold the table's commit lock: two committers of
         # the same identifier (a replay racing the original) cannot both commit.
         with table.store.commit_lock():
-            result = _commit_once(table, writer_id, commit_identifier, receipts, log_pool)
+            result = _commit_once(table, writer_id, commit_identifier, receipts, log_pool, started_ms)
     if result.committed and result.snapshot_id is not None:
         # After the lock: expiry never holds up other committers, and never fails this commit.
         expire_after_commit(table, result.snapshot_id)
@@ -74,7 +75,7 @@ class _LostRace(Exception):
 
 def _commit_racing(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
-    log_pool: LogPool | None,
+    log_pool: LogPool | None, started_ms: int,
 ) -> CommitResult:
     for attempt in range(MAX_COMMIT_ATTEMPTS):
         # The latest id is read before the identifier is checked, so every snapshot up to
@@ -82,7 +83,7 @@ def _commit_racing(
         latest = table.store.latest_snapshot()
         next_id = (latest.id if latest is not None else 0) + 1
         try:
-            return _commit_once(table, writer_id, commit_identifier, receipts, log_pool, next_id)
+            return _commit_once(table, writer_id, commit_identifier, receipts, log_pool, started_ms, next_id)
         except _LostRace:
             time.sleep(random.uniform(0, min(MAX_BACKOFF_S, 0.02 * 2**attempt)))
     raise CommitError(
@@ -94,7 +95,7 @@ def _commit_racing(
 
 def _commit_once(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
-    log_pool: LogPool | None, snapshot_id: int | None = None,
+    log_pool: LogPool | None, started_ms: int, snapshot_id: int | None = None,
 ) -> CommitResult:
     """Check the identifier, then commit; ``snapshot_id``: on an object store, the one
     id this attempt may create (:class:`_LostRace` when another committer has it)."""
@@ -124,6 +125,7 @@ def _commit_once(
             topic=table.topic if log is not None else "",
             ranges=ranges,
             end_positions=_end_positions(table, log),
+            commit_started_ms=started_ms,
         )
         snapshot = _commit_snapshot(table, writer_id, commit_identifier, messages, record, snapshot_id)
     except BaseException:

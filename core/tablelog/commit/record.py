@@ -31,6 +31,8 @@ P_RANGES = "tablelog.log.ranges"
 # Indices into the ranges of those the log system reported contiguous; a property of
 # its own, so that the ranges keep the format every reader understands.
 P_CONTIGUOUS = "tablelog.log.contiguous-ranges"
+# When the committer began (epoch ms): with the snapshot's own time, the commit's latency.
+P_COMMIT_STARTED = "tablelog.commit.started-ms"
 
 
 def new_token(prefix: str = "") -> str:
@@ -50,6 +52,8 @@ class LogCommitRecord:
     topic: str
     ranges: tuple[ProducedRange, ...]
     end_positions: Mapping[int, int]
+    #: When the committer began this commit (epoch ms; None in snapshots of older versions).
+    commit_started_ms: int | None = None
 
     def tokens(self) -> set[str]:
         return {r.token for r in self.ranges}
@@ -77,6 +81,7 @@ class LogCommitRecord:
                 separators=(",", ":"),
             ),
             **({P_CONTIGUOUS: json.dumps(contiguous, separators=(",", ":"))} if contiguous else {}),
+            **({P_COMMIT_STARTED: str(self.commit_started_ms)} if self.commit_started_ms is not None else {}),
         }
 
     @classmethod
@@ -95,6 +100,7 @@ class LogCommitRecord:
             topic=properties.get(P_TOPIC, ""),
             ranges=ranges,
             end_positions={int(p): int(e) for p, e in json.loads(properties.get(P_END, "{}")).items()},
+            commit_started_ms=int(properties[P_COMMIT_STARTED]) if P_COMMIT_STARTED in properties else None,
         )
 
 

@@ -87,6 +87,7 @@ def snapshot_entry(snapshot: SnapshotInfo, record: LogCommitRecord | None) -> di
         "rows": snapshot.total_record_count,
         "schema_id": snapshot.schema_id,
         "writer": None, "commit_identifier": None, "log_end_positions": None, "writes": [], "log_records": None,
+        "commit_ms": None,
     }
     if record is not None:
         entry.update(
@@ -98,8 +99,18 @@ def snapshot_entry(snapshot: SnapshotInfo, record: LogCommitRecord | None) -> di
                 for r in record.ranges
             ],
             log_records=sum(r.count for r in record.ranges),
+            commit_ms=commit_latency_ms(snapshot, record),
         )
     return entry
+
+
+def commit_latency_ms(snapshot: SnapshotInfo, record: LogCommitRecord) -> int | None:
+    """From the committer's start (its lock wait, the commit identifier's check, the log's
+    end positions, the manifests) to the snapshot's own time; None for snapshots of versions
+    that did not record the start."""
+    if record.commit_started_ms is None:
+        return None
+    return max(snapshot.time_millis - record.commit_started_ms, 0)
 
 
 def snapshots_per_minute(commits: list[Commit]) -> float | None:

@@ -163,8 +163,7 @@ function verifyNodes(v) {
 function drawTimeline(snapshots) {
   const ordered = snapshots.slice().reverse();
   const labels = ordered.map((s) => String(s.id));
-  const gaps = ordered.map((s, i) => (i === 0 ? null : (s.time_millis - ordered[i - 1].time_millis) / 1000));
-  const data = [ordered.map((s) => s.rows), ordered.map((s) => s.log_records), gaps];
+  const data = [ordered.map((s) => s.rows), ordered.map((s) => s.log_records), ordered.map((s) => s.commit_ms)];
   if (typeof Chart === "undefined") return;
   if (chart === null) {
     chart = new Chart($("timeline"), {
@@ -173,7 +172,7 @@ function drawTimeline(snapshots) {
         { label: "rows in the table", data: data[0], type: "line", yAxisID: "rows", borderColor: "#2f6fde",
           pointRadius: 0 },
         { label: "log records committed", data: data[1], yAxisID: "records", backgroundColor: "#7cc48a" },
-        { label: "seconds since the previous commit", data: data[2], type: "line", yAxisID: "seconds",
+        { label: "commit latency (ms)", data: data[2], type: "line", yAxisID: "ms",
           borderColor: "#d98b2b", pointRadius: 1 },
       ] },
       options: {
@@ -182,7 +181,7 @@ function drawTimeline(snapshots) {
           x: { title: { display: true, text: "snapshot" } },
           rows: { position: "left", beginAtZero: true, title: { display: true, text: "rows" } },
           records: { position: "right", beginAtZero: true, title: { display: true, text: "log records" } },
-          seconds: { position: "right", beginAtZero: true, title: { display: true, text: "s" },
+          ms: { position: "right", beginAtZero: true, title: { display: true, text: "ms" },
                      grid: { drawOnChartArea: false } },
         },
       },
