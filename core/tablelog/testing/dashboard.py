@@ -1,0 +1,81 @@
+"""What ``tablelog ui`` shows of a table, for any log system and warehouse.
+
+Subclass :class:`DashboardScenarios` in a test module and provide a fixture
+``log_options`` (the table options selecting the log system, as for
+:class:`tablelog.testing.scenarios.ExactlyOnceScenarios`); override the fixture
+``warehouse`` for a warehouse that is not a local directory (an ``s3://`` one, whose
+settings then belong in ``log_options`` too). The figures are the dashboard's own
+(:class:`tablelog.ui.state.Dashboard`, which the page and the JSON endpoints serve);
+no web framework or browser is needed: ``tests/ui`` drives the page itself.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tablelog.commit import log_commits
+from tablelog.table import create_table
+from tablelog.testing.scenarios import SCHEMA, rows
+
+#: Seconds the dashboard may take to read a log that answers.
+LOG_ANSWER_S = 20.0
+
+
+def settled_table_document(dashboard: Any, identifier: str) -> dict[str, Any]:
+    """The table document once the log has answered with every figure (right after start,
+    what the retained snapshots need is still being read)."""
+    deadline = time.monotonic() + LOG_ANSWER_S
+    while True:
+        doc: dict[str, Any] = dashboard.table_document(identifier, 10)
+        log = doc.get("log") or {}
+        retention = log.get("retention") or []
+        if log.get("reachable") and retention and all(r.get("needed") is not None for r in retention):
+            return doc
+        assert time.monotonic() < deadline, f"the dashboard never read the log: {log}"
+        time.sleep(0.1)
+
+
+class DashboardScenarios:
+    """The dashboard's figures of a table on this log system."""
+
+    @pytest.fixture
+    def log_options(self) -> dict[str, str]:
+        raise NotImplementedError("provide a `log_options` fixture with log.system and its options")
+
+    @pytest.fixture
+    def warehouse(self, tmp_path: Path) -> str:
+        return str(tmp_path / "warehouse")
+
+    def test_the_dashboard_shows_each_partitions_log_end_against_the_latest_snapshot(
+        self, warehouse: str, log_options: dict[str, str]
+    ) -> None:
+        from tablelog.ui.state import Dashboard
+
+        name = f"db.ui_{uuid.uuid4().hex[:8]}"
+        table = create_table(warehouse, name, SCHEMA, primary_key=["id"], bucket=2, options=log_options)
+        for start in (0, 40):
+            with table.writer("loader") as writer:
+                writer.write(rows(40, start=start))
+                writer.commit()
+        latest = table.store.latest_snapshot()
+        assert latest is not None
+        committed_ends = [r for _, r in log_commits(table.store, newest_first=True)][0].end_positions
+
+        dashboard = Dashboard(warehouse, log_options, log_timeout_s=LOG_ANSWER_S)
+        try:
+            doc = settled_table_document(dashboard, name)
+            listed = {t["table"]: t for t in dashboard.warehouse_document()["tables"]}
+        finally:
+            dashboard.close()
+        assert [s["id"] for s in doc["snapshots"]][:1] == [latest.id]
+        assert doc["snapshots"][0]["writer"] == "loader" and doc["snapshots"][0]["commit_ms"] is not None
+        ends = {r["partition"]: r for r in doc["log"]["retention"]}
+        assert {p: r["committed_end"] for p, r in ends.items()} == dict(committed_ends)
+        assert all(r["uncommitted"] == 0 and r["end"] == r["committed_end"] for r in ends.values())
+        assert doc["health"]["mark"] == "ok", doc["health"]
+        assert listed[name]["log"]["reachable"] and listed[name]["latest_snapshot"] == latest.id
