@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tablelog.commit import log_commits
 from tablelog.table import create_table
-from tablelog.testing.scenarios import SCHEMA, rows
+from tablelog.testing.scenarios import SCHEMA, LogSystemFixtures, rows
 
 #: Seconds the dashboard may take to read a log that answers.
 LOG_ANSWER_S = 20.0
@@ -40,16 +37,8 @@ def settled_table_document(dashboard: Any, identifier: str) -> dict[str, Any]:
         time.sleep(0.1)
 
 
-class DashboardScenarios:
+class DashboardScenarios(LogSystemFixtures):
     """The dashboard's figures of a table on this log system."""
-
-    @pytest.fixture
-    def log_options(self) -> dict[str, str]:
-        raise NotImplementedError("provide a `log_options` fixture with log.system and its options")
-
-    @pytest.fixture
-    def warehouse(self, tmp_path: Path) -> str:
-        return str(tmp_path / "warehouse")
 
     def test_the_dashboard_shows_each_partitions_log_end_against_the_latest_snapshot(
         self, warehouse: str, log_options: dict[str, str]

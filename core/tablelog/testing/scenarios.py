@@ -59,8 +59,9 @@ def read_transactional(table: Table, **kwargs: Any) -> list[Change]:
         return reader.read_all(idle_timeout_s=0.5)
 
 
-class ExactlyOnceScenarios:
-    """Provide fixture ``log_options``; the tests below need nothing else."""
+class LogSystemFixtures:
+    """The fixtures a suite of table scenarios asks of its subclass: ``log_options`` (to
+    provide) and ``warehouse`` (a local directory unless overridden)."""
 
     @pytest.fixture
     def log_options(self) -> dict[str, str]:
@@ -69,6 +70,10 @@ class ExactlyOnceScenarios:
     @pytest.fixture
     def warehouse(self, tmp_path: Path) -> str:
         return str(tmp_path / "warehouse")
+
+
+class ExactlyOnceScenarios(LogSystemFixtures):
+    """Provide fixture ``log_options``; the tests below need nothing else."""
 
     @pytest.fixture
     def table(self, warehouse: str, log_options: dict[str, str]) -> Table:
