@@ -23,6 +23,7 @@ from tablelog.cli.output import FORMATS, dumps
 from tablelog.options import redact
 from tablelog.table import Table, open_table
 from tablelog.ui.figures import (
+    commit_latency_ms,
     consumer_rows,
     log_retention,
     newest_commits,
@@ -89,18 +90,19 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
         if t.store.latest_snapshot() is not None:
             print_retention(t)
     snaps = RichTable("snapshot", "time", "kind", "rows", "writer", "commit", "writes", "records",
-                      "log end positions", title="snapshots (newest first)")
+                      "commit ms", "log end positions", title="snapshots (newest first)")
     commits = newest_commits(t, limit)
     for snapshot, record in commits:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time_millis / 1000))
         if record is None:
             snaps.add_row(str(snapshot.id), when, snapshot.commit_kind, str(snapshot.total_record_count),
-                          "-", "-", "-", "-", "-")
+                          "-", "-", "-", "-", "-", "-")
             continue
         snaps.add_row(
             str(snapshot.id), when, snapshot.commit_kind, str(snapshot.total_record_count),
             record.writer[:12], str(record.commit_identifier), str(len(record.tokens())),
             str(sum(r.count for r in record.ranges)),
+            _or_dash(commit_latency_ms(snapshot, record)),
             json.dumps({str(p): e for p, e in sorted(record.end_positions.items())}),
         )
     console.print(snaps)
@@ -119,3 +121,7 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
             for r in record.ranges if record else ():
                 writes.add_row(str(snapshot.id), r.token, str(r.partition), str(r.first), str(r.last), str(r.count))
         console.print(writes)
+
+
+def _or_dash(value: int | None) -> str:
+    return "-" if value is None else str(value)
