@@ -106,11 +106,19 @@ class PartitionRetention:
 
 def retention_report(table: TableView, log: LogClient) -> list[PartitionRetention]:
     """Per log partition: what the log holds against what the retained snapshots need."""
+    needed = needed_positions(table.store)
+    return retention_against(held_positions(table, log), needed)
+
+
+def held_positions(table: TableView, log: LogClient) -> dict[int, tuple[int, int]]:
+    """Per log partition: the earliest position the log holds, and its end."""
     from tablelog.records import SeekSpec
 
     partitions = list(range(table.log_partitions))
-    needed = needed_positions(table.store)
     ends = log.end_positions(partitions)
-    return [
-        PartitionRetention(p, log.seek(p, SeekSpec.earliest()), needed.get(p), ends.get(p, 0)) for p in partitions
-    ]
+    return {p: (log.seek(p, SeekSpec.earliest()), ends.get(p, 0)) for p in partitions}
+
+
+def retention_against(held: Mapping[int, tuple[int, int]], needed: Mapping[int, int]) -> list[PartitionRetention]:
+    """:func:`held_positions` against the positions the retained snapshots need."""
+    return [PartitionRetention(p, earliest, needed.get(p), end) for p, (earliest, end) in held.items()]

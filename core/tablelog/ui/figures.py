@@ -20,10 +20,15 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tablelog.commit import LogCommitRecord, snapshot_commits
-from tablelog.commit.retention import PartitionRetention, needed_positions, retention_report
+from tablelog.commit.retention import (
+    PartitionRetention,
+    held_positions,
+    needed_positions,
+    retention_against,
+    retention_report,
+)
 from tablelog.errors import TablelogError
 from tablelog.options import redact
-from tablelog.records import SeekSpec
 from tablelog.registry import LogClient
 from tablelog.store import SnapshotInfo
 from tablelog.table import Table
@@ -187,19 +192,16 @@ def probe_log_steps(t: Table, log: LogClient | None = None) -> Iterator[dict[str
     if not t.options.log_enabled or t.store.latest_snapshot() is None:
         yield None
         return
-    partitions = list(range(t.log_partitions))
     try:
         with contextlib.nullcontext(log) if log is not None else t.open_log() as client:
-            ends = client.end_positions(partitions)
-            earliest = {p: client.seek(p, SeekSpec.earliest()) for p in partitions}
+            held = held_positions(t, client)
     except TablelogError as err:
         yield {"error": str(err)}
         return
 
     def rows(needed: Mapping[int, int]) -> list[dict[str, Any]]:
-        held = [PartitionRetention(p, earliest[p], needed.get(p), ends.get(p, 0)) for p in partitions]
         return [{"partition": r.partition, "earliest": r.earliest, "needed": r.needed, "end": r.end,
-                 "short": r.short} for r in held]
+                 "short": r.short} for r in retention_against(held, needed)]
 
     yield {"partitions": rows({}), "needed_pending": True}
     yield {"partitions": rows(needed_positions(t.store))}
