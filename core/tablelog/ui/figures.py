@@ -19,6 +19,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import pyarrow as pa
+
 from tablelog.commit import LogCommitRecord, snapshot_commits
 from tablelog.commit.retention import (
     PartitionRetention,
@@ -167,10 +169,12 @@ def schema_history(t: Table) -> list[dict[str, Any]]:
             version = t.store.schema_version(schema_id)
         except LookupError:
             continue
-        history.append({"id": schema_id, "fields": [
-            {"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in version.schema
-        ]})
+        history.append({"id": schema_id, "fields": schema_fields(version.schema)})
     return history
+
+
+def schema_fields(schema: pa.Schema) -> list[dict[str, Any]]:
+    return [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]
 
 
 def log_retention(t: Table) -> tuple[list[PartitionRetention], str | None]:
@@ -267,23 +271,21 @@ def table_document(t: Table, limit: int, probed: Mapping[str, Any] | None,
     """Everything known of a table, as one JSON-ready document (secrets redacted):
     ``describe --format json`` and the dashboard's table endpoint."""
     window = newest_commits(t, max(limit, RECENT_SNAPSHOTS))
-    latest_record = next((record for _, record in window if record is not None), None)
-    log = log_section(t, latest_record, probed)
-    consumers = consumer_rows(t)
+    log, consumers, marked = _log_and_health(t, window, probed, verified)
     return {
         "table": t.identifier,
         "warehouse": t.warehouse.path,
         "primary_key": list(t.primary_key),
         "buckets": t.store.bucket,
         "schema_id": t.schema_id,
-        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in t.schema],
+        "schema": schema_fields(t.schema),
         "schema_history": schema_history(t),
         "options": dict(sorted(redact({**t.store.properties, **t.system_options}).items())),
         "log": log,
         "consumers": consumers,
         "writers": writer_rows(window),
         "snapshots_per_minute": snapshots_per_minute(window),
-        "health": health(log, consumers, verified),
+        "health": marked,
         "verify": verified,
         "snapshots": [snapshot_entry(s, r) for s, r in window[:limit]],
     }
@@ -293,15 +295,24 @@ def table_summary(t: Table, probed: Mapping[str, Any] | None,
                   verified: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One row of the warehouse page: the table's log, last commit, rate and health."""
     window = newest_commits(t, RECENT_SNAPSHOTS)
-    latest_record = next((record for _, record in window if record is not None), None)
-    log = log_section(t, latest_record, probed)
-    consumers = consumer_rows(t)
+    log, _, marked = _log_and_health(t, window, probed, verified)
     return {
         "table": t.identifier,
         "log": log,
         "latest_snapshot": window[0][0].id if window else None,
         "last_commit_time": iso_time(window[0][0].time_millis) if window else None,
         "snapshots_per_minute": snapshots_per_minute(window),
-        "health": health(log, consumers, verified),
+        "health": marked,
         "verify": verified,
     }
+
+
+def _log_and_health(
+    t: Table, window: list[Commit], probed: Mapping[str, Any] | None, verified: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict[str, Any]]:
+    """The log section (against the newest log commit in ``window``), the consumers, and
+    the health mark they make with ``verified``."""
+    latest_record = next((record for _, record in window if record is not None), None)
+    log = log_section(t, latest_record, probed)
+    consumers = consumer_rows(t)
+    return log, consumers, health(log, consumers, verified)
