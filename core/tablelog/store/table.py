@@ -63,22 +63,22 @@ _last_found: dict[str, int] = {}
 
 
 def _latest_id_from_hint(manager: Any) -> int | None:
-    """The latest snapshot id: the LATEST hint (or the id last found, while the hint is
-    being rewritten), followed past the snapshots committed since, one existence check
-    each (Java's ``SnapshotManager.findLatest``). None when there is no usable start:
-    pypaimon then lists the snapshot directory, which it also does whenever the hint lags
-    behind a commit: a read of every name in a directory of thousands of snapshots. (A
-    warehouse is a filesystem catalog: its snapshots are files, never a REST catalog's.)"""
+    """The latest snapshot id, if the snapshot of that id can be read: the LATEST hint (or
+    the id last found, while the hint is being rewritten), followed past the snapshots
+    committed since, one existence check each (Java's ``SnapshotManager.findLatest``).
+    None when there is no usable start: pypaimon then lists the snapshot directory, which
+    it also does whenever the hint lags behind a commit: a read of every name in a
+    directory of thousands of snapshots. (A warehouse is a filesystem catalog: its
+    snapshots are files, never a REST catalog's.)"""
     file_io = manager.file_io
     try:
         start = int(file_io.read_file_utf8(manager.latest_file).strip())
     except Exception:  # noqa: BLE001 -- no hint, a half-written one, any store's error
         start = _last_found.get(manager.snapshot_dir, 0)
-    if start <= 0 or not file_io.exists(manager.get_snapshot_path(start)):
+    if start <= 0:
         return None
     for _ in range(_HINT_FOLLOW_MAX):
         if not file_io.exists(manager.get_snapshot_path(start + 1)):
-            _last_found[manager.snapshot_dir] = start
             return start
         start += 1
     return None
@@ -221,8 +221,10 @@ class PaimonTable:
         manager = self.paimon.snapshot_manager()
         hinted = _latest_id_from_hint(manager)
         if hinted is not None:
+            # Reading the snapshot checks it exists: only an id read here is remembered.
             snapshot = self.snapshot(hinted)
             if snapshot is not None:
+                _last_found[manager.snapshot_dir] = snapshot.id
                 return snapshot
         snapshot = manager.get_latest_snapshot()
         return None if snapshot is None else _info(snapshot)
