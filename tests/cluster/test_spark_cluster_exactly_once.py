@@ -27,6 +27,7 @@ from tablelog.testing.spark_cluster import StandaloneCluster, spark_environment
 from tablelog.testing.spark_scenarios import (
     BATCHES,
     FILES_PER_BATCH,
+    assert_committed_records,
     committed_identifiers,
     eventual_count,
     expected_log,
@@ -100,11 +101,7 @@ def transactional_changes(table: Table) -> Counter[tuple[str, int, str]]:
 def assert_each_change_committed_once(table: Table) -> None:
     snapshots = log_snapshots(table)
     assert [s.commit_identifier for s in snapshots] == list(range(1, BATCHES + 1))
-    records = sum(r.count for s in snapshots for r in s.ranges)
-    if table.codec.batched:  # an ``arrow`` record holds rows of one partition of one task
-        assert 0 < records <= sum(expected_log().values())
-    else:
-        assert records == sum(expected_log().values())
+    assert_committed_records(table, snapshots)
     assert table_rows(table) == expected_rows()
     assert transactional_changes(table) == expected_log()
     assert verify(table).consistent

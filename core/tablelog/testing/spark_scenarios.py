@@ -116,6 +116,25 @@ def log_snapshots(table: Table) -> list[LogCommitRecord]:
     return [record for _, record in log_commits(table.store)]
 
 
+def assert_committed_records(table: Table, snapshots: list[LogCommitRecord]) -> None:
+    """The snapshots committed one log record per expected change, or with ``arrow``
+    (a record holds rows of one partition of one task) at most that many."""
+    records = sum(r.count for s in snapshots for r in s.ranges)
+    if table.codec.batched:
+        assert 0 < records <= sum(expected_log().values())
+    else:
+        assert records == sum(expected_log().values())
+
+
+def failed_tasks_per_batch(spark: Any, query: Any) -> list[int]:
+    """How many task attempts failed in each micro-batch of ``query`` (its Spark jobs)."""
+    tracker = spark.sparkContext.statusTracker()
+    return [
+        sum(tracker.getStageInfo(s).numFailedTasks for s in tracker.getJobInfo(job).stageIds)
+        for job in tracker.getJobIdsForGroup(str(query.runId))
+    ]
+
+
 def eventual_count(table: Table) -> int:
     with table.reader(consistency="eventual", scan_mode="earliest") as reader:
         return len(reader.read_all(idle_timeout_s=0.5))
@@ -192,11 +211,7 @@ class SparkTaskFailureScenarios:
         snapshots = log_snapshots(table)
         assert [s.commit_identifier for s in snapshots] == list(range(1, BATCHES + 1))
         assert len({s.writer for s in snapshots}) == 1 and snapshots[0].writer.startswith("spark-")
-        records = sum(r.count for s in snapshots for r in s.ranges)
-        if table.codec.batched:  # an ``arrow`` record holds rows of one partition of one task
-            assert 0 < records <= sum(expected_log().values())
-        else:
-            assert records == sum(expected_log().values())
+        assert_committed_records(table, snapshots)
         assert table_rows(table) == expected_rows()  # each row once, the last version
         # A transactional read through the Spark source: each committed change once.
         changes = collect_stream(
@@ -206,13 +221,13 @@ class SparkTaskFailureScenarios:
         assert replay(changes) == expected_rows()
 
     def _failing_write(
-        self, spark: Any, log_options: dict[str, str], tmp_path: Path, option: str, value: str
+        self, spark: Any, log_options: dict[str, str], tmp_path: Path, testing: dict[str, str]
     ) -> tuple[Path, str, Any]:
-        """A streaming write of the input with one ``testing.`` failure option, run to its
+        """A streaming write of the input with ``testing.`` failure options, run to its
         end (Spark retries the failed attempts); the query must not fail."""
         warehouse, name = tmp_path / "wh", f"db.t_{uuid.uuid4().hex[:8]}"
         query = self._stream_write(spark, write_input(tmp_path / "in"), warehouse, name, tmp_path / "ck",
-                                   log_options, **{option: value})
+                                   log_options, **testing)
         query.awaitTermination(300)
         assert query.exception() is None, query.exception()
         return warehouse, name, query
@@ -223,7 +238,7 @@ class SparkTaskFailureScenarios:
         from tablelog.spark import normalize
 
         # attempt 0 of partition 0 of micro-batch 1 dies after its records are durable in the log
-        warehouse, name, _ = self._failing_write(spark, log_options, tmp_path, "testing.fail-after-finish", "1:0")
+        warehouse, name, _ = self._failing_write(spark, log_options, tmp_path, {"testing.fail-after-finish": "1:0"})
         table = open_table(str(warehouse), name, log_options)
         tokens = [len(s.tokens()) for s in log_snapshots(table)]
         assert tokens == [FILES_PER_BATCH] * BATCHES, tokens  # every batch ran two tasks
@@ -250,12 +265,8 @@ class SparkTaskFailureScenarios:
         # Attempt 0 of partition 1 in every micro-batch dies with records produced and not
         # flushed. Workers are reused and keep log connections for the next task: the dead
         # attempt's connection must not take its records into anyone's receipt.
-        warehouse, name, query = self._failing_write(spark, log_options, tmp_path, "testing.fail-mid-write", "1")
-        tracker = spark.sparkContext.statusTracker()
-        failed = [
-            sum(tracker.getStageInfo(s).numFailedTasks for s in tracker.getJobInfo(job).stageIds)
-            for job in tracker.getJobIdsForGroup(str(query.runId))
-        ]
+        warehouse, name, query = self._failing_write(spark, log_options, tmp_path, {"testing.fail-mid-write": "1"})
+        failed = failed_tasks_per_batch(spark, query)
         assert failed == [1] * BATCHES, failed  # one dead attempt per micro-batch, each retried
         table = open_table(str(warehouse), name, log_options)
         snapshots = log_snapshots(table)
@@ -277,17 +288,9 @@ class SparkCombinedTaskFailures(SparkTaskFailureScenarios):
         # Attempt 0 of partition 0 of micro-batch 1 (the second) dies after its records are
         # durable in the log; attempt 0 of partition 1 of every micro-batch dies with records
         # not flushed.
-        warehouse, name = tmp_path / "wh", f"db.t_{uuid.uuid4().hex[:8]}"
-        query = self._stream_write(spark, write_input(tmp_path / "in"), warehouse, name, tmp_path / "ck",
-                                   log_options, **{"testing.fail-after-finish": "1:0",
-                                                   "testing.fail-mid-write": "1"})
-        query.awaitTermination(300)
-        assert query.exception() is None, query.exception()
-        tracker = spark.sparkContext.statusTracker()
-        failed = [
-            sum(tracker.getStageInfo(s).numFailedTasks for s in tracker.getJobInfo(job).stageIds)
-            for job in tracker.getJobIdsForGroup(str(query.runId))
-        ]
+        warehouse, name, query = self._failing_write(
+            spark, log_options, tmp_path, {"testing.fail-after-finish": "1:0", "testing.fail-mid-write": "1"})
+        failed = failed_tasks_per_batch(spark, query)
         assert failed == [1, 2, 1], failed  # each retried once
         table = open_table(str(warehouse), name, log_options)
         assert [len(s.tokens()) for s in log_snapshots(table)] == [FILES_PER_BATCH] * BATCHES
