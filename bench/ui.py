@@ -16,12 +16,10 @@ import contextlib
 import functools
 import json
 import platform
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -33,6 +31,8 @@ import pyarrow as pa
 
 import tablelog
 from tablelog.table import Table
+from tablelog.testing.dashboard import serving
+from tablelog.ui.state import Dashboard
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TABLE = "bench.ui"
@@ -70,21 +70,8 @@ def snapshot_count(warehouse: str) -> int:
     return latest.id if latest is not None else 0
 
 
-def serve(warehouse: str) -> tuple[str, Any]:
-    import uvicorn
-
-    from tablelog.ui.app import create_app
-    from tablelog.ui.state import Dashboard
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(Dashboard(warehouse, refresh_s=2.0)), host="127.0.0.1",
-                                           port=port, log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.02)
-    return f"http://127.0.0.1:{port}", server
+def figures_line(name: str, f: dict[str, Any]) -> str:
+    return f"{name:<52} first {f['first_ms']:7.1f} ms  median {f['median_ms']:6.1f} ms  p95 {f['p95_ms']:6.1f} ms"
 
 
 def timed_get(url: str) -> tuple[float, bytes]:
@@ -170,7 +157,8 @@ def main() -> None:
     built_s = time.monotonic() - began
     latest = table.store.latest_snapshot().id  # type: ignore[union-attr]
     print(f"built: {latest} snapshots in {built_s:.0f} s; timing the endpoints", flush=True)
-    base, server = serve(warehouse)
+    served = contextlib.ExitStack()
+    base = served.enter_context(serving(Dashboard(warehouse, refresh_s=2.0)))
     quoted = urllib.parse.quote(TABLE)
     # In the order a browser asks, so that each "first" is that request on a new server.
     endpoints = {
@@ -189,24 +177,20 @@ def main() -> None:
             _, changes = timed_get(f"{base}/api/tables/{quoted}/changes?limit=100")
             path = f"/api/tables/{quoted}/changes?position={urllib.parse.quote(json.loads(changes)['position'])}"
         figures[name] = measure(base + path, args.repeats)
-        f = figures[name]
-        print(f"{name:<52} first {f['first_ms']:7.1f} ms  median {f['median_ms']:6.1f} ms  "
-              f"p95 {f['p95_ms']:6.1f} ms", flush=True)
+        print(figures_line(name, figures[name]), flush=True)
     for name, path in (("/api/warehouse while a writer commits", "/api/warehouse"),
                        ("/api/tables/{name}?limit=50 while a writer commits", f"/api/tables/{quoted}?limit=50")):
         with committing(warehouse) as latest_snapshot:
             made = latest_snapshot()
             figures[name] = measure(base + path, args.repeats, min_seconds=10.0)
             made = latest_snapshot() - made
-        f = figures[name]
-        print(f"{name:<52} first {f['first_ms']:7.1f} ms  median {f['median_ms']:6.1f} ms  "
-              f"p95 {f['p95_ms']:6.1f} ms  ({made} snapshots meanwhile)", flush=True)
+        print(f"{figures_line(name, figures[name])}  ({made} snapshots meanwhile)", flush=True)
     needed_s = full_walk_seconds(table)
     print(f"what the retained snapshots need of the log, the one full walk (in the background): {needed_s:.1f} s",
           flush=True)
     described = describe_seconds(warehouse)
     print(f"tablelog describe --format json (a new process, reads them all): {described:.1f} s", flush=True)
-    server.should_exit = True
+    served.close()
     worst = max(f["p95_ms"] for f in figures.values())
     result = {
         "command": f"python -m bench.ui --snapshots {args.snapshots} --repeats {args.repeats}",

@@ -3,10 +3,9 @@ loopback port in this process, and one headless Chromium (Debian's) for the sess
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
-import socket
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ import pytest
 
 import tablelog
 from tablelog.table import Table
+from tablelog.testing.dashboard import serving
 from tablelog.ui.state import Dashboard
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,40 +60,12 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         driver.quit()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def serve() -> Iterator[Callable[[Dashboard], str]]:
     """Serves a dashboard on a free loopback port in a thread; returns its base URL.
     Every server started is stopped at the end of the session."""
-    import uvicorn
-
-    from tablelog.ui.app import create_app
-
-    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
-
-    def start(dashboard: Dashboard) -> str:
-        port = _free_port()
-        server = uvicorn.Server(uvicorn.Config(create_app(dashboard), host="127.0.0.1", port=port,
-                                               log_level="warning", lifespan="on"))
-        thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "the dashboard did not start"
-            time.sleep(0.02)
-        servers.append((server, thread))
-        return f"http://127.0.0.1:{port}"
-
-    yield start
-    for server, _ in servers:
-        server.should_exit = True
-    for _, thread in servers:
-        thread.join(timeout=5)
+    with contextlib.ExitStack() as servers:
+        yield lambda dashboard: servers.enter_context(serving(dashboard))
 
 
 @pytest.fixture(scope="session")

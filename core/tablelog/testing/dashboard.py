@@ -11,16 +11,45 @@ no web framework or browser is needed: ``tests/ui`` drives the page itself.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from tablelog.commit import log_commits
 from tablelog.table import create_table
+from tablelog.testing.processes import free_port
 from tablelog.testing.scenarios import SCHEMA, LogSystemFixtures, rows
 
 #: Seconds the dashboard may take to read a log that answers.
 LOG_ANSWER_S = 20.0
+
+
+@contextlib.contextmanager
+def serving(dashboard: Any) -> Iterator[str]:
+    """``dashboard`` (a :class:`tablelog.ui.state.Dashboard`) served by uvicorn on a free
+    loopback port in a thread of this process, as ``tablelog ui`` serves it; yields its
+    base URL and stops it on leaving. Needs the ``ui`` extra."""
+    import uvicorn
+
+    from tablelog.ui.app import create_app
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(dashboard), host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the dashboard did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=5)
 
 
 def settled_table_document(dashboard: Any, identifier: str) -> dict[str, Any]:
