@@ -62,6 +62,12 @@ def _decodes_faster_at_once(values: list[bytes | None]) -> bool:
     return sum(map(len, values)) <= _AT_ONCE_MAX_AVERAGE_BYTES * len(values)  # type: ignore[arg-type]
 
 
+def _begun(ranges: list[ProducedRange], position: int) -> bool:
+    """Whether a reader at ``position`` has taken some of the partition's records
+    (``ranges`` sorted by first position)."""
+    return position > ranges[0].first
+
+
 class TransactionalRead:
     """Walks a table's snapshots in commit order and returns what each committed."""
 
@@ -161,7 +167,7 @@ class TransactionalRead:
             # and the table files give what earlier polls did not return.
             resume_at, mark = position.offsets.get(partition), out.mark()
             returned: int | None = 0
-            if resume_at is not None and resume_at > ranges[0].first:  # begun in an earlier poll
+            if resume_at is not None and _begun(ranges, resume_at):  # in an earlier poll
                 returned = self._returned_before(partition, ranges, resume_at)
             try:
                 if not self._read_partition(position, snapshot_id, partition, ranges, out, budget):
@@ -233,7 +239,7 @@ class TransactionalRead:
         may_stop_inside = self._may_stop_inside(ranges)
         while pos <= hi:
             over_budget = len(out) >= budget
-            if over_budget and (may_stop_inside or pos <= ranges[0].first):
+            if over_budget and (may_stop_inside or not _begun(ranges, pos)):
                 position.offsets[partition] = pos
                 return False
             with building_batch():
