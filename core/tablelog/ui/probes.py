@@ -78,10 +78,6 @@ class LogProbes:
     def _no_answer(self) -> dict[str, Any]:
         return {"error": f"no answer within {self.timeout_s:g} s"}
 
-    def forget(self, key: str) -> None:
-        with self._lock:
-            self._states.pop(key, None)
-
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
