@@ -34,7 +34,6 @@ from typing import Any
 
 import attrs
 import orjson
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
@@ -141,7 +140,11 @@ class RecordCodec:
         a dumps call per row, which matters because encoding sits on the writer's
         hot path between Arrow and the log client. Polars writes NaN and infinities
         as null, so the rare rows holding one are encoded again here, one by one.
+        Polars is imported here, by writers only: readers (Spark's planner and tasks
+        among them, a fresh process each query) never pay its import.
         """
+        import polars as pl
+
         self._check_per_row()
         json_level = pa.Table.from_arrays(
             [to_json_array(data.column(i)) for i in range(data.num_columns)], names=data.schema.names

@@ -22,11 +22,11 @@ class ConsumerInfo:
 class Consumers:
     """The consumers of one table."""
 
-    def __init__(self, paimon: Any) -> None:
+    def __init__(self, file_io: Any, table_path: str) -> None:
         from pypaimon.consumer import ConsumerManager
 
-        self._file_io = paimon.file_io
-        self._manager = ConsumerManager(paimon.file_io, str(paimon.table_path))
+        self._file_io = file_io
+        self._manager = ConsumerManager(file_io, table_path)
 
     def record(self, consumer_id: str, next_snapshot: int) -> None:
         """Write ``consumer_id``'s next snapshot (which also marks it seen now)."""

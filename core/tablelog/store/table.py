@@ -1,12 +1,18 @@
 """One Paimon table: its schema, properties, snapshots, rows, bucket routing, and the
-writes and commits of its data files (:mod:`tablelog.store.writes`)."""
+writes and commits of its data files (:mod:`tablelog.store.writes`).
+
+The schema, properties and snapshots are read with pypaimon's file IO, schema manager
+and snapshot manager alone; pypaimon's table object (:attr:`PaimonTable.paimon`) is
+built on the first read or write of rows. Importing it imports ``pyarrow.dataset`` and
+pandas, seconds in a fresh process: a process that only follows snapshots and the log
+(Spark's planner of a streaming read, its tasks, ``tail``) never pays them."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -18,6 +24,7 @@ from tablelog.store.consumers import Consumers
 from tablelog.store.deltas import ROW_KIND, read_delta
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
+from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.writes import TableWrite, abort_files, commit_files
 
@@ -89,18 +96,39 @@ class PaimonTable:
     """One Paimon table: schema, snapshots, rows at a snapshot."""
 
     identifier: str
-    paimon: Any  # pypaimon FileStoreTable
+    #: pypaimon's file IO of the warehouse.
+    file_io: Any
+    #: The table's directory (a local path or an ``s3://`` URL).
+    path: str
+    #: The pypaimon ``TableSchema`` this object reads and writes with.
+    table_schema: Any
+    #: Builds pypaimon's ``FileStoreTable`` of ``table_schema`` (called once, when needed).
+    _data_table: Callable[[Any], Any] = attrs.field(repr=False)
     #: The boto3 client of an object-store warehouse (None: a local one, committing under a lock).
     s3_client: Any = None
+    _paimon: Any = attrs.field(default=None, init=False, repr=False, eq=False)
+    _schemas: Any = attrs.field(init=False, repr=False, eq=False)
+    _snapshots: Any = attrs.field(init=False, repr=False, eq=False)
     _versions: dict[int, SchemaVersion] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._schemas = MainBranchSchemas(self.file_io, self.path)
+        self._snapshots = MainBranchSnapshots(self.file_io, self.path)
+
+    @property
+    def paimon(self) -> Any:
+        """pypaimon's ``FileStoreTable``, for reads and writes of rows and data files."""
+        if self._paimon is None:
+            self._paimon = self._data_table(self.table_schema)
+        return self._paimon
 
     @property
     def primary_key(self) -> tuple[str, ...]:
-        return tuple(self.paimon.table_schema.primary_keys or ())
+        return tuple(self.table_schema.primary_keys or ())
 
     @property
     def properties(self) -> dict[str, str]:
-        return dict(self.paimon.options.options.to_map())
+        return {str(k): str(v) for k, v in (self.table_schema.options or {}).items()}
 
     @property
     def bucket(self) -> int:
@@ -109,15 +137,12 @@ class PaimonTable:
     @property
     def schema(self) -> pa.Schema:
         """The user-visible schema (without the row-kind column)."""
-        from pypaimon.schema.data_types import PyarrowFieldParser
-
-        full = PyarrowFieldParser.from_paimon_schema(self.paimon.table_schema.fields)
-        return pa.schema([f for f in full if f.name != KIND_FIELD])
+        return self.version.schema
 
     @property
     def schema_id(self) -> int:
         """The id of the schema this object reads and writes with (Paimon's ``schema-<id>``)."""
-        return int(self.paimon.table_schema.id)
+        return int(self.table_schema.id)
 
     @property
     def version(self) -> SchemaVersion:
@@ -128,7 +153,7 @@ class PaimonTable:
         """The table's schema ``schema_id`` (a schema is never rewritten: cached for good)."""
         cached = self._versions.get(schema_id)
         if cached is None:
-            stored = self.paimon.schema_manager.get_schema(schema_id)
+            stored = self.table_schema if schema_id == self.schema_id else self._schemas.get_schema(schema_id)
             if stored is None:
                 raise LookupError(f"table {self.identifier!r} has no schema {schema_id}")
             cached = self._versions[schema_id] = _version(stored)
@@ -140,13 +165,12 @@ class PaimonTable:
 
     def latest_schema_id(self) -> int:
         """The id of the table's latest schema (a listing of its schema files)."""
-        return max(self.paimon.schema_manager._list_versioned_files(), default=self.schema_id)
+        return max(self._schemas._list_versioned_files(), default=self.schema_id)
 
     def has_newer_schema(self) -> bool:
         """Whether the table was altered since this object was opened. Schema ids are
         consecutive, so this is one look-up of the next schema file, not a listing."""
-        manager = self.paimon.schema_manager
-        return bool(self.paimon.file_io.exists(manager._to_schema_path(self.schema_id + 1)))
+        return bool(self.file_io.exists(self._schemas._to_schema_path(self.schema_id + 1)))
 
     def alter(self, changes: list[SchemaChange]) -> int:
         """Commit ``changes`` as the table's next schema (checked by the caller); returns
@@ -157,16 +181,11 @@ class PaimonTable:
     def has_kind_field(self) -> bool:
         return self.properties.get("rowkind.field") == KIND_FIELD
 
-    @property
-    def path(self) -> str:
-        return str(self.paimon.table_path)
-
     def first_schema_text(self) -> str:
         """The text of the table's oldest schema file (``schema-0`` unless expired):
         written once when the table was created, never rewritten."""
-        manager = self.paimon.schema_manager
-        first = min(manager._list_versioned_files())
-        return str(self.paimon.file_io.read_file_utf8(manager._to_schema_path(first)))
+        first = min(self._schemas._list_versioned_files())
+        return str(self.file_io.read_file_utf8(self._schemas._to_schema_path(first)))
 
     @property
     def on_object_store(self) -> bool:
@@ -213,12 +232,12 @@ class PaimonTable:
 
     def consumers(self) -> Consumers:
         """The table's Paimon consumers (:mod:`tablelog.store.consumers`)."""
-        return Consumers(self.paimon)
+        return Consumers(self.file_io, self.path)
 
     # -- snapshots -----------------------------------------------------------
 
     def latest_snapshot(self) -> SnapshotInfo | None:
-        manager = self.paimon.snapshot_manager()
+        manager = self._snapshots
         hinted = _latest_id_from_hint(manager)
         if hinted is not None:
             # Reading the snapshot checks it exists: only an id read here is remembered.
@@ -231,7 +250,7 @@ class PaimonTable:
 
     def snapshot(self, snapshot_id: int) -> SnapshotInfo | None:
         try:
-            snapshot = self.paimon.snapshot_manager().get_snapshot_by_id(snapshot_id)
+            snapshot = self._snapshots.get_snapshot_by_id(snapshot_id)
         except FileNotFoundError:
             return None
         return None if snapshot is None else _info(snapshot)
@@ -245,11 +264,11 @@ class PaimonTable:
 
     def _earliest_id_of_non_empty(self) -> int | None:
         """The earliest snapshot's id, for a caller that has seen a latest snapshot."""
-        snapshot = self.paimon.snapshot_manager().try_get_earliest_snapshot()
+        snapshot = self._snapshots.try_get_earliest_snapshot()
         return None if snapshot is None else int(snapshot.id)
 
     def snapshot_at_or_before(self, millis: int) -> SnapshotInfo | None:
-        snapshot = self.paimon.snapshot_manager().earlier_or_equal_time_mills(millis)
+        snapshot = self._snapshots.earlier_or_equal_time_mills(millis)
         return None if snapshot is None else _info(snapshot)
 
     def snapshots(
@@ -291,7 +310,7 @@ class PaimonTable:
         way the caller decides by reading the snapshots again."""
         from tablelog.store.s3 import ConditionalSnapshotCommit
 
-        conditional = ConditionalSnapshotCommit(self.paimon.snapshot_manager(), self.s3_client, snapshot_id)
+        conditional = ConditionalSnapshotCommit(self._snapshots, self.s3_client, snapshot_id)
         try:
             commit_files(self.paimon, messages, commit_user, commit_identifier, properties, conditional)
         except Exception:
@@ -329,7 +348,7 @@ class PaimonTable:
     @property
     def bucket_keys(self) -> tuple[str, ...]:
         """The columns whose hash chooses a row's bucket."""
-        return tuple(self.paimon.table_schema.bucket_keys)
+        return tuple(self.table_schema.bucket_keys)
 
     def bucket_rows(self, data: pa.Table) -> list[tuple[int, list[int]]]:
         """Row indices per bucket (buckets ascending, rows in input order), as Paimon's own

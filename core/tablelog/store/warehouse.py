@@ -11,6 +11,7 @@ they are given again when a table is opened.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import urllib.parse
@@ -23,6 +24,7 @@ import pyarrow as pa
 
 from tablelog.errors import OptionError, TableNotFoundError
 from tablelog.options import is_secret
+from tablelog.store.metadata import MainBranchSchemas
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.table import PaimonTable
 
@@ -155,6 +157,18 @@ class Warehouse:
         return client
 
     @cached_property
+    def file_io(self) -> Any:
+        """pypaimon's file IO of this warehouse, as its catalog makes it, without the
+        catalog: importing that imports pandas (see :mod:`tablelog.store.table`)."""
+        from pypaimon.common.file_io import FileIO
+        from pypaimon.common.options import Options
+
+        if self.on_object_store:
+            self.s3_client  # noqa: B018 -- boto3 present and the store safe, before any table file
+            return FileIO.get(self.path, Options({"warehouse": self.path, **self.s3_settings}))
+        return FileIO.get(self.path, Options({"warehouse": self.path}))
+
+    @cached_property
     def catalog(self) -> Any:
         from pypaimon import CatalogFactory
 
@@ -170,7 +184,7 @@ class Warehouse:
     def _is_dir(self, location: str) -> bool:
         if not self.on_object_store:
             return os.path.isdir(location)
-        return bool(self.catalog.file_io.exists(location))
+        return bool(self.file_io.exists(location))
 
     def _list_dirs(self, location: str) -> list[str]:
         if not self.on_object_store:
@@ -226,11 +240,28 @@ class Warehouse:
         return self.open(identifier)
 
     def open(self, identifier: str) -> PaimonTable:
-        parse_identifier(identifier)
-        if not self.exists(identifier):
+        db, name = parse_identifier(identifier)
+        path = self._join(f"{db}.db", name)
+        schema = MainBranchSchemas(self.file_io, path).latest() if self.exists(identifier) else None
+        if schema is None:
             raise TableNotFoundError(f"table {identifier!r} does not exist in warehouse {self.path!r}")
-        paimon = self.catalog.get_table(identifier)
-        return PaimonTable(identifier, paimon, self.s3_client if self.on_object_store else None)
+        return PaimonTable(identifier, self.file_io, path, schema, functools.partial(self._data_table, identifier),
+                           self.s3_client if self.on_object_store else None)
+
+    def _data_table(self, identifier: str, table_schema: Any) -> Any:
+        """pypaimon's ``FileStoreTable`` of ``identifier`` in ``table_schema``, as its
+        filesystem catalog's ``get_table`` builds it for the latest schema."""
+        from pypaimon.catalog.catalog_environment import CatalogEnvironment
+        from pypaimon.catalog.filesystem_catalog_loader import FileSystemCatalogLoader
+        from pypaimon.common.identifier import Identifier
+        from pypaimon.table.file_store_table import FileStoreTable
+
+        catalog = self.catalog
+        name = Identifier.from_string(identifier)
+        environment = CatalogEnvironment(identifier=name, uuid=None,
+                                         catalog_loader=FileSystemCatalogLoader(catalog.catalog_context),
+                                         supports_version_management=False)
+        return FileStoreTable(catalog.file_io, name, catalog.get_table_path(name), table_schema, environment)
 
     def tables(self) -> Iterator[str]:
         for entry in self._list_dirs(self.path):
