@@ -1,9 +1,9 @@
-"""Exactly-once through the Spark sink with Kafka (the Tansu test broker), with Debezium JSON
-and with ``arrow`` records: a task attempt that fails after producing and one that dies in
-the middle of its write, in one pipeline (tablelog.testing.spark_scenarios). Each scenario
-alone, with the eventual read normalized in Spark, runs on the file log
-(tests/spark/test_spark_exactly_once.py); a driver killed with SIGKILL after a table commit
-and a worker killed mid-batch, with Kafka, on the standalone cluster
+"""Exactly-once through the Spark sink with Kafka (the Tansu test broker)
+(tablelog.testing.spark_scenarios): with ``arrow`` records, a task attempt that fails after
+producing and one that dies in the middle of its write, each in its own pipeline; with
+Debezium JSON, both in one pipeline (each alone runs on the file log,
+tests/spark/test_spark_exactly_once.py). A driver killed with SIGKILL after a table commit
+and a worker killed mid-batch, with Kafka and ``arrow``, run on the standalone cluster
 (tests/cluster/test_spark_cluster_exactly_once.py)."""
 
 from __future__ import annotations
@@ -13,7 +13,11 @@ from typing import Any
 
 import pytest
 
-from tablelog.testing.spark_scenarios import SparkCombinedTaskFailures, spark_test_session
+from tablelog.testing.spark_scenarios import (
+    SparkCombinedTaskFailures,
+    SparkTaskFailureScenarios,
+    spark_test_session,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -24,10 +28,20 @@ def spark_session() -> Iterator[Any]:
     yield spark_test_session("local[2,2]")
 
 
-class TestSparkExactlyOnceKafka(SparkCombinedTaskFailures):
-    @pytest.fixture(params=["debezium-json", "arrow"])
-    def log_options(self, request: pytest.FixtureRequest, kafka_bootstrap: str) -> dict[str, str]:
-        return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "log.format": request.param}
+class TestSparkExactlyOnceKafkaWithArrowRecords(SparkTaskFailureScenarios):
+    @pytest.fixture
+    def log_options(self, kafka_bootstrap: str) -> dict[str, str]:
+        return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "log.format": "arrow"}
+
+    @pytest.fixture
+    def spark(self, spark_session: Any) -> Any:
+        return spark_session
+
+
+class TestSparkExactlyOnceKafkaWithDebeziumJson(SparkCombinedTaskFailures):
+    @pytest.fixture
+    def log_options(self, kafka_bootstrap: str) -> dict[str, str]:
+        return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "log.format": "debezium-json"}
 
     @pytest.fixture
     def spark(self, spark_session: Any) -> Any:

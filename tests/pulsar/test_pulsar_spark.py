@@ -1,7 +1,7 @@
-"""Exactly-once through the Spark sink with Pulsar (pulsar-lite) and ``log.format=arrow``:
-a task attempt that fails after producing and one that dies in the middle of its write,
-in one pipeline (tablelog.testing.spark_scenarios). Each scenario alone, and the driver
-killed with SIGKILL, run on the file log and Kafka (tests/spark, tests/kafka, tests/cluster)."""
+"""Exactly-once through the Spark sink with Pulsar (pulsar-lite) and ``log.format=arrow``,
+every scenario of tablelog.testing.spark_scenarios, each in its own pipeline: a task
+attempt that fails after producing, one that dies in the middle of its write, and the
+driver killed with SIGKILL after a table commit and restarted."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tablelog.testing.spark_scenarios import SparkCombinedTaskFailures, spark_test_session
+from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios, spark_test_session
 
 pytestmark = [pytest.mark.pulsar, pytest.mark.spark]
 
@@ -21,7 +21,7 @@ def spark_session() -> Iterator[Any]:
     yield spark_test_session("local[2,2]")
 
 
-class TestSparkExactlyOnceOnPulsarWithArrowRecords(SparkCombinedTaskFailures):
+class TestSparkExactlyOnceOnPulsarWithArrowRecords(SparkExactlyOnceScenarios):
     @pytest.fixture
     def log_options(self, pulsar_service_url: str) -> dict[str, str]:
         return {"log.system": "pulsar", "pulsar.service-url": pulsar_service_url, "log.format": "arrow"}
