@@ -113,6 +113,10 @@ def run_spark(size: dict[str, int]) -> dict[str, Any]:
     if java_available() is None:
         return {"skipped": "no Java for Spark"}
     from bench import brokers, spark_sink
+    from bench.common import cache_bytecode
+
+    if note := cache_bytecode():
+        log(note)
 
     with brokers.kafka() as address:
         log(f"spark: {size['spark_rows']:,} rows, log.system=kafka vs none")

@@ -29,6 +29,21 @@ def envelope_overhead() -> int:
     return 90
 
 
+def cache_bytecode() -> str | None:
+    """Let this process and the processes it starts (Spark's JVM, its Python planner and
+    workers) write compiled bytecode, as a pip-installed environment has it. With
+    ``PYTHONDONTWRITEBYTECODE`` set and an installer that does not compile (uv), every
+    fresh Python process compiles pyspark, pyarrow and the rest from source, and a
+    query's start-up measures that rather than the library. Returns a note to print when
+    the variable was set."""
+    import sys
+
+    if not os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+        return None
+    sys.dont_write_bytecode = False
+    return "PYTHONDONTWRITEBYTECODE was set: unset for this run, so that processes reuse compiled bytecode"
+
+
 def make_rows(n: int, record_bytes: int, start: int = 1_000_000) -> pa.Table:
     """``n`` rows whose Debezium-json value is about ``record_bytes`` long."""
     payload_len = max(1, record_bytes - envelope_overhead())

@@ -39,7 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from bench.common import SCHEMA, batches, make_rows, stats, unique, write_full
+from bench.common import SCHEMA, batches, cache_bytecode, make_rows, stats, unique, write_full
 from bench.spark_sink import BUCKETS, input_stream, sink_writer, write_inputs
 from tablelog.testing import NO_COMPACTION
 
@@ -200,6 +200,9 @@ def main() -> None:
     args = parser.parse_args()
     from bench import brokers
     from tablelog.spark.session import local_session
+
+    if note := cache_bytecode():
+        log(note)
 
     out = ROOT / "bench" / "results" / "spark_arrow.json"
     out.parent.mkdir(parents=True, exist_ok=True)
