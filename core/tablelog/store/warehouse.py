@@ -261,7 +261,9 @@ class Warehouse:
         environment = CatalogEnvironment(identifier=name, uuid=None,
                                          catalog_loader=FileSystemCatalogLoader(catalog.catalog_context),
                                          supports_version_management=False)
-        return FileStoreTable(catalog.file_io, name, catalog.get_table_path(name), table_schema, environment)
+        # The warehouse's one file IO (the catalog makes an equal one): the table's data
+        # files and its metadata go through the same client.
+        return FileStoreTable(self.file_io, name, catalog.get_table_path(name), table_schema, environment)
 
     def tables(self) -> Iterator[str]:
         for entry in self._list_dirs(self.path):
