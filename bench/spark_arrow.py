@@ -14,7 +14,9 @@ One Tansu broker, one ``local[2]`` session, 100-byte rows (``bench.common.make_r
 * **read**: the same rows written by tablelog into a Kafka-logged table per format
   (in 4 commits), read with ``readStream.format("tablelog")`` (transactional,
   ``scan.mode=earliest``: every row comes from the log) into the ``noop`` sink,
-  ``trigger(availableNow=True)``; ``arrow`` against ``debezium-json``, alternating.
+  ``trigger(availableNow=True)``; ``arrow`` against ``debezium-json``, alternating;
+  then the same query on a Python source that reads nothing (``bench.spark_floor``):
+  Spark's own cost of a query, which both formats pay.
 
 The tablelog sink variants run with compaction off: the committer's compaction of a
 micro-batch rewrites every bucket on the driver, whichever variant's round it falls in,
@@ -186,7 +188,25 @@ def measure_read(spark: Any, bootstrap: str, rows: int, rounds: int) -> dict[str
                 timings[fmt].append(read_stream(spark, warehouse, tables[fmt], Path(tmp) / unique("ck"), rows))
             log(f"read round {round_ + 1}, rows/s (wall; micro-batches): " + " ".join(
                 f"{k}={rows / v[-1].wall:,.0f}; {rows / v[-1].batches:,.0f}" for k, v in timings.items()))
-    return _summary({"rows": rows, "rounds": rounds}, _rates(rows, timings), [("arrow", "debezium-json")])
+        floor = [read_nothing(spark, Path(tmp) / unique("ck")) for _ in range(rounds)]
+        log("a Python source reading nothing, s (wall; micro-batches): " + " ".join(
+            f"{t.wall:.2f}; {t.batches:.2f}" for t in floor))
+    return _summary({"rows": rows, "rounds": rounds,
+                     "nothing_source_seconds": {clock: stats([getattr(t, clock) for t in floor])
+                                                for clock in ("wall", "batches")}},
+                    _rates(rows, timings), [("arrow", "debezium-json")])
+
+
+def read_nothing(spark: Any, checkpoint: Path) -> Timing:
+    """The query of ``read_stream`` on a Python source that reads nothing
+    (``bench.spark_floor``): Spark's own cost of a Python source's query."""
+    from bench.spark_floor import FORMAT, NothingSource
+
+    spark.dataSource.register(NothingSource)
+    writer = spark.readStream.format(FORMAT).load().writeStream.format("noop").option(
+        "checkpointLocation", str(checkpoint))
+    timing, _ = _timed_query(lambda: writer.trigger(availableNow=True).start())
+    return timing
 
 
 def main() -> None:
