@@ -118,7 +118,7 @@ class Batch:
         if not tables:
             return context.to_arrow([])
         if context.columns is not None:
-            names = [KIND_COLUMN, *(name for name in context.codec.schema.names if name in context.columns)]
+            names = context.layout.names
             tables = [t if t.column_names == names else t.select(names) for t in tables]
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from tablelog import arrow_records
 from tablelog.errors import LogDataLostError, PositionOutOfRangeError, TopicError
 from tablelog.formats import RecordCodec
 from tablelog.reading.decode import Change, Decoder
@@ -63,6 +64,16 @@ class ReadContext:
         #: What the building of each batch is wrapped in (``log.reader.pause-gc``).
         self.building_batch = batch_guard(options.log_reader_pause_gc)
         self._log: LogClient | None = None
+        self._layout: tuple[RecordCodec, pa.Schema] | None = None
+
+    @property
+    def layout(self) -> pa.Schema:
+        """What the reader returns now: ``_kind``, then the columns of its schema (only
+        :attr:`columns`, when given). Made again only when the reader's schema moves:
+        building it costs more than checking a record against it."""
+        if self._layout is None or self._layout[0] is not self.codec:
+            self._layout = (self.codec, arrow_records.layout(self.codec.schema, self.columns))
+        return self._layout[1]
 
     def _codec_of(self, schema_id: int) -> RecordCodec:
         table = self.table

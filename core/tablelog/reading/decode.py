@@ -55,6 +55,9 @@ class ReaderSchema(Protocol):
     columns: frozenset[str] | None
     rows_per_record: int
 
+    @property
+    def layout(self) -> pa.Schema: ...
+
     def upgrade(self, schema_id: int) -> bool: ...
 
     def mapping(self, source_id: int) -> SchemaMapping: ...
@@ -71,7 +74,6 @@ class Decoder:
         self._skip_foreign = options.log_foreign_records is ForeignRecords.SKIP
         #: Foreign records skipped so far (``log.foreign-records=skip``).
         self.foreign_skipped = 0
-        self._layout_of: tuple[pa.Schema, frozenset[str] | None, pa.Schema] | None = None
 
     def decode_all(
         self, values: Sequence[bytes | None], positions: Sequence[int], partition: int, snapshot_id: int | None,
@@ -166,18 +168,10 @@ class Decoder:
                     rows = arrow_records.conform(rows, arrow_records.layout(source, None))
                     mapped = context.mapping(written).arrow(rows.drop_columns([arrow_records.KIND_COLUMN]))
                     mapped = mapped.add_column(0, arrow_records.KIND_COLUMN, rows.column(0))
-                    return mapped if columns is None else mapped.select(self._layout().names)
+                    return mapped if columns is None else mapped.select(context.layout.names)
             except LookupError as err:  # no such schema: not a record of this table
                 raise ValueError(str(err)) from None
-        return arrow_records.conform(rows, self._layout())
-
-    def _layout(self) -> pa.Schema:
-        """The reader's record layout now (its schema, its columns), made again only when
-        either changes: building it costs more than checking a record against it."""
-        schema, columns = self._context.codec.schema, self._context.columns
-        if self._layout_of is None or self._layout_of[0] is not schema or self._layout_of[1] is not columns:
-            self._layout_of = (schema, columns, arrow_records.layout(schema, columns))
-        return self._layout_of[2]
+        return arrow_records.conform(rows, context.layout)
 
     def _in_reader_schema(self, row: dict[str, Any], written: Any, out: list[Change]) -> dict[str, Any]:
         """A row of schema ``written`` in the reader's schema (Python values). A newer

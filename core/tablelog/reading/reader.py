@@ -152,10 +152,7 @@ class ChangelogReader:
     @property
     def schema(self) -> pa.Schema:
         """The columns of the changes the reader returns now (after ``_kind``)."""
-        schema = self._context.codec.schema
-        if self._columns is None:
-            return schema
-        return pa.schema([f for f in schema if f.name in self._columns])
+        return pa.schema(list(self._context.layout)[1:])
 
     def schema_mapping(self, source_id: int) -> SchemaMapping:
         """From rows of the table's schema ``source_id`` to the reader's schema."""
