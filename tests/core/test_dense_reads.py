@@ -21,7 +21,7 @@ import pytest
 
 from tablelog import registry
 from tablelog.errors import ForeignRecordError, LogDataLostError
-from tablelog.reading.transactional import dense as _dense
+from tablelog.reading.committed import dense as _dense
 from tablelog.records import ProducedRange
 from tablelog.table import Table, create_table
 from tablelog.testing.memory_log import MemoryLog
