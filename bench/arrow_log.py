@@ -1,6 +1,7 @@
 """The Arrow log format against the raw per-record clients (issue #17's targets).
 
     python -m bench.arrow_log [--rows 300000] [--rounds 3] [--systems kafka,pulsar,filesystem]
+                              [--compression lz4|zstd|none]
 
 For each log system, in one run, on one broker, with the same 100-byte rows
 (``bench.common.make_rows``), alternating the variants every round:
@@ -179,6 +180,16 @@ def median_rate(rows: int, seconds: list[float]) -> float:
     return rows / statistics.median(seconds)
 
 
+#: ``log.arrow.compression`` of the arrow tables (``--compression``; None: the table default).
+COMPRESSION: str | None = None
+
+
+def arrow_options() -> dict[str, str]:
+    """The options that make a table of the measured ``arrow`` records."""
+    chosen = {} if COMPRESSION is None else {"log.arrow.compression": COMPRESSION}
+    return {"log.format": "arrow", **chosen}
+
+
 def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
     raw_cls = SYSTEMS[system]
     rows = make_rows(n, 100)
@@ -211,7 +222,7 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
                 assert got >= n, (got, n)  # Kafka: the raw warm-up record too
 
             def arrow_round() -> None:
-                table = create_table(warehouse, PARTITIONS, {**raw.table_options(), "log.format": "arrow"})
+                table = create_table(warehouse, PARTITIONS, {**raw.table_options(), **arrow_options()})
                 times["arrow_write"].append(timed_write_then_commit(table, parts))
                 times["arrow_read"].append(read_arrow(table, n))
 
@@ -219,7 +230,7 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
                 for parts_, suffix in ((wide_parts, ""), (big_wide_parts, "_big")):
                     table = tablelog.create_table(
                         warehouse, f"bench.{unique('wide')}", wide.schema, primary_key=["id"], bucket=PARTITIONS,
-                        options={**raw.table_options(), "log.format": "arrow"})
+                        options={**raw.table_options(), **arrow_options()})
                     write_full(table, parts_)
                     times["all_columns" + suffix].append(read_arrow(table, n))
                     times["two_columns" + suffix].append(read_arrow(table, n, ["c1", "c3"]))
@@ -232,7 +243,7 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
                 run()
             for size in BATCH_BYTES:
                 table = create_table(warehouse, PARTITIONS, {
-                    **raw.table_options(), "log.format": "arrow", "log.max-record-bytes": str(size)})
+                    **raw.table_options(), **arrow_options(), "log.max-record-bytes": str(size)})
                 sweep[size]["write"].append(timed_write_then_commit(table, parts))
                 sweep[size]["read"].append(read_arrow(table, n))
         if system == "pulsar":  # the raw reader needs positions: read a tablelog-written per-record topic
@@ -277,7 +288,11 @@ def main() -> None:
     parser.add_argument("--systems", default="kafka,pulsar,filesystem")
     parser.add_argument("--no-docs", action="store_true", help="do not copy the plots to docs/performance/")
     parser.add_argument("--plots-only", action="store_true", help="plot bench/results/arrow_log.json again")
+    parser.add_argument("--compression", choices=("lz4", "zstd", "none"), default=None,
+                        help="log.arrow.compression of the arrow tables (default: the table default)")
     args = parser.parse_args()
+    global COMPRESSION
+    COMPRESSION = args.compression
     out = ROOT / "bench" / "results" / "arrow_log.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.plots_only:
@@ -285,7 +300,7 @@ def main() -> None:
     else:
         results = []
         for system in args.systems.split(","):
-            results.append(measure(system, args.rows, args.rounds))
+            results.append({**measure(system, args.rows, args.rounds), "compression": args.compression})
             out.write_text(json.dumps({"results": results}, indent=1))  # kept if a later system fails
         print(json.dumps([{"system": r["system"], "ratios": r["ratios"], "rows_per_s": r["rows_per_s"]}
                           for r in results], indent=1))
