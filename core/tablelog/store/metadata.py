@@ -8,7 +8,8 @@ its tasks, ``tail``) needs none of it. These subclasses set what the constructor
 the main branch (a table's own directory; tablelog writes no other branch) and inherit
 every read: the hint handling, the listings, the JSON parsing.
 ``tests/core/test_import_cost.py`` checks that reading a table's changes imports no
-pandas, and the rest of the suite that these read what pypaimon's own managers read.
+pandas, ``tests/core/test_store_metadata.py`` that these read what pypaimon's own
+managers read.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pypaimon.snapshot.snapshot_manager import SnapshotManager
 class MainBranchSchemas(SchemaManager):
     """The ``schema-<id>`` files of the table at ``table_path``."""
 
-    def __init__(self, file_io: Any, table_path: str) -> None:  # noqa: D107
+    def __init__(self, file_io: Any, table_path: str) -> None:
         # Not calling super().__init__ on purpose: it imports pypaimon.branch (see above).
         self.schema_prefix = "schema-"
         self.file_io = file_io
@@ -41,7 +42,7 @@ class MainBranchSnapshots(SnapshotManager):
     """The ``snapshot-<id>`` files and the ``LATEST`` / ``EARLIEST`` hints of the table at
     ``table_path``."""
 
-    def __init__(self, file_io: Any, table_path: str) -> None:  # noqa: D107
+    def __init__(self, file_io: Any, table_path: str) -> None:
         # Not calling super().__init__ on purpose: it imports pypaimon.branch (see above).
         self.file_io = file_io
         self.table_path = table_path.rstrip("/")
