@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import time
 import uuid
 
 import pulsar
@@ -76,6 +77,11 @@ def test_real_broker_ids_encode_in_order_and_rebuild_exactly(pulsar_service_url:
         for i in range(300):
             producer.send_async(f"batched-{i}".encode(), lambda res, mid: acked.append(mid))
         producer.flush()
+        # flush() returns once the broker acknowledged every send; the client runs the
+        # send_async callbacks on its own thread, possibly a moment later.
+        deadline = time.monotonic() + 10
+        while len(acked) < 305 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert len(acked) == 305
         encoded = [positions.encode_message_id(mid) for mid in acked]
         assert encoded == sorted(encoded) and len(set(encoded)) == len(encoded)
