@@ -4,7 +4,7 @@ import their constructors make.
 Both constructors import ``pypaimon.branch``, whose package imports pypaimon's catalog,
 its readers, ``pyarrow.dataset`` and through it pandas: seconds in a fresh process. A
 process that only reads schemas and snapshots (the planner of a Spark streaming read,
-its tasks, ``tail``) needs none of it. These subclasses set what the constructors set for
+its tasks, ``describe``) needs none of it. These subclasses set what the constructors set for
 the main branch (a table's own directory; tablelog writes no other branch) and inherit
 every read: the hint handling, the listings, the JSON parsing.
 ``tests/core/test_import_cost.py`` checks that reading a table's changes imports no

@@ -5,7 +5,7 @@ The schema, properties and snapshots are read with pypaimon's file IO, schema ma
 and snapshot manager alone; pypaimon's table object (:attr:`PaimonTable.paimon`) is
 built on the first read or write of rows. Importing it imports ``pyarrow.dataset`` and
 pandas, seconds in a fresh process: a process that only follows snapshots and the log
-(Spark's planner of a streaming read, its tasks, ``tail``) never pays them."""
+(Spark's planner of a streaming read, its tasks, ``describe``) never pays them."""
 
 from __future__ import annotations
 
