@@ -15,8 +15,9 @@ One Tansu broker, one ``local[2]`` session, 100-byte rows (``bench.common.make_r
   (in 4 commits), read with ``readStream.format("tablelog")`` (transactional,
   ``scan.mode=earliest``: every row comes from the log) into the ``noop`` sink,
   ``trigger(availableNow=True)``; ``arrow`` against ``debezium-json``, alternating;
-  then the same query on a Python source that reads nothing (``bench.spark_floor``):
-  Spark's own cost of a query, which both formats pay.
+  then the same query on Python sources that do no work (``bench.spark_floor``): one
+  that returns no row, and one that returns as many prebuilt rows of the same shape:
+  Spark's own cost of a query and of its rows, which both formats pay.
 
 The tablelog sink variants run with compaction off: the committer's compaction of a
 micro-batch rewrites every bucket on the driver, whichever variant's round it falls in,
@@ -188,24 +189,36 @@ def measure_read(spark: Any, bootstrap: str, rows: int, rounds: int) -> dict[str
                 timings[fmt].append(read_stream(spark, warehouse, tables[fmt], Path(tmp) / unique("ck"), rows))
             log(f"read round {round_ + 1}, rows/s (wall; micro-batches): " + " ".join(
                 f"{k}={rows / v[-1].wall:,.0f}; {rows / v[-1].batches:,.0f}" for k, v in timings.items()))
-        floor = [read_nothing(spark, Path(tmp) / unique("ck")) for _ in range(rounds)]
-        log("a Python source reading nothing, s (wall; micro-batches): " + " ".join(
-            f"{t.wall:.2f}; {t.batches:.2f}" for t in floor))
+        floors: dict[str, list[Timing]] = {"nothing": [], "given_rows": []}
+        for _ in range(rounds):
+            floors["nothing"].append(read_doing_nothing(spark, Path(tmp) / unique("ck"), 0))
+            floors["given_rows"].append(read_doing_nothing(spark, Path(tmp) / unique("ck"), rows))
+        log("Python sources doing no work, s (wall; micro-batches): " + "  ".join(
+            f"{k}: " + " ".join(f"{t.wall:.2f}; {t.batches:.2f}" for t in v) for k, v in floors.items()))
     return _summary({"rows": rows, "rounds": rounds,
-                     "nothing_source_seconds": {clock: stats([getattr(t, clock) for t in floor])
-                                                for clock in ("wall", "batches")}},
+                     "sources_doing_no_work_seconds": {
+                         name: {clock: stats([getattr(t, clock) for t in runs]) for clock in ("wall", "batches")}
+                         for name, runs in floors.items()}},
                     _rates(rows, timings), [("arrow", "debezium-json")])
 
 
-def read_nothing(spark: Any, checkpoint: Path) -> Timing:
-    """The query of ``read_stream`` on a Python source that reads nothing
-    (``bench.spark_floor``): Spark's own cost of a Python source's query."""
-    from bench.spark_floor import FORMAT, NothingSource
+def read_doing_nothing(spark: Any, checkpoint: Path, rows: int) -> Timing:
+    """The query of ``read_stream`` on a Python source that does no work
+    (``bench.spark_floor``): with ``rows`` 0, one that returns no row; else one that
+    returns ``rows`` prebuilt rows of a tablelog read's shape in as many partitions as
+    the tables have log partitions. Spark's own cost of a Python source's query."""
+    from bench.spark_floor import GIVEN_ROWS, NOTHING, GivenRowsSource, NothingSource
 
     spark.dataSource.register(NothingSource)
-    writer = spark.readStream.format(FORMAT).load().writeStream.format("noop").option(
-        "checkpointLocation", str(checkpoint))
-    timing, _ = _timed_query(lambda: writer.trigger(availableNow=True).start())
+    spark.dataSource.register(GivenRowsSource)
+    reader = spark.readStream.format(GIVEN_ROWS if rows else NOTHING)
+    if rows:
+        reader = reader.option("rows", str(rows)).option("partitions", str(BUCKETS))
+    writer = reader.load().writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+    timing, query = _timed_query(lambda: writer.trigger(availableNow=True).start())
+    seen = sum(p["numInputRows"] for p in query.recentProgress)
+    if seen != rows:
+        raise RuntimeError(f"the source returned {seen} rows of {rows}")
     return timing
 
 

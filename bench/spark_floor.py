@@ -1,20 +1,31 @@
-"""A Python streaming source that reads nothing: what any Python source's query costs
-Spark before the source does any work (``bench.spark_arrow`` measures it beside the
-tablelog reads). It imports pyspark alone, so that Spark's planner process loads nothing
-else; Spark's workers find it by the module path (run the benchmark from the
-repository's root)."""
+"""Python streaming sources that do no work, for what any Python source's query costs
+Spark whatever the source does (``bench.spark_arrow`` times them beside the tablelog
+reads): :class:`NothingSource` returns no row, :class:`GivenRowsSource` returns
+``rows`` rows shaped as a tablelog read of ``bench.common.SCHEMA`` returns them
+(``_kind``, ``id``, ``seq``, ``payload``), in ``partitions`` Spark partitions, as the
+same prebuilt Arrow batch again and again. They import pyspark and pyarrow alone, so that
+Spark's planner process loads nothing else; Spark's workers find them by the module path
+(run the benchmark from the repository's root)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-FORMAT = "tablelog-bench-floor"
+NOTHING = "tablelog-bench-nothing"
+GIVEN_ROWS = "tablelog-bench-given-rows"
+_BATCH_ROWS = 10_000
 
 
-class _NothingReader(DataSourceStreamReader):
+class _OnceReader(DataSourceStreamReader):
+    """One micro-batch: ``partitions`` partitions of ``rows`` rows in all."""
+
+    def __init__(self, rows: int, partitions: int) -> None:
+        self.rows, self.count = rows, partitions
+
     def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark's names)
         return {"at": 0}
 
@@ -22,10 +33,25 @@ class _NothingReader(DataSourceStreamReader):
         return {"at": 1}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
-        return [InputPartition(0)]
+        return [InputPartition(self.rows // self.count + (i < self.rows % self.count)) for i in range(self.count)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        return iter(())
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        rows: int = partition.value
+        while rows > 0:
+            batch = _batch()
+            yield batch if rows >= batch.num_rows else batch.slice(0, rows)
+            rows -= batch.num_rows
+
+
+@cache
+def _batch() -> Any:
+    import pyarrow as pa
+
+    n = _BATCH_ROWS
+    return pa.RecordBatch.from_arrays(
+        [pa.array(["+I"] * n, pa.string()), pa.array(range(n), pa.int64()), pa.array(range(n), pa.int64()),
+         pa.array(["x" * 10] * n, pa.string())],
+        names=["_kind", "id", "seq", "payload"])
 
 
 class NothingSource(DataSource):
@@ -33,10 +59,24 @@ class NothingSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
-        return FORMAT
+        return NOTHING
 
     def schema(self) -> str:
         return "id long"
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802
-        return _NothingReader()
+        return _OnceReader(0, 1)
+
+
+class GivenRowsSource(DataSource):
+    """One micro-batch of options ``rows`` rows in ``partitions`` partitions (default 4)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return GIVEN_ROWS
+
+    def schema(self) -> str:
+        return "_kind string, id long, seq long, payload string"
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802
+        return _OnceReader(int(self.options.get("rows", 0)), int(self.options.get("partitions", 4)))
