@@ -25,7 +25,6 @@ from tablelog.table import Table, open_table
 from tablelog.ui.figures import (
     commit_latency_ms,
     consumer_rows,
-    log_retention,
     newest_commits,
     probe_log,
     table_document,
@@ -38,20 +37,24 @@ def describe_document(t: Table, limit: int) -> dict[str, Any]:
     return table_document(t, limit, probe_log(t))
 
 
-def print_retention(t: Table) -> None:
-    retention, error = log_retention(t)
-    if error:
-        console.print(f"[yellow]log retention not checked: {escape(error)}[/]")
+def print_retention(probed: dict[str, Any] | None) -> None:
+    """The log's retention as :func:`probe_log` found it (None: nothing needs the log yet)."""
+    if probed is None:
+        return
+    if "error" in probed:
+        console.print(f"[yellow]log retention not checked: {escape(probed['error'])}[/]")
         return
     rows = RichTable("partition", "earliest held", "needed by the oldest snapshot", "end",
                      title="log retention")
+    retention = probed["partitions"]
     for r in retention:
-        needed = "-" if r.needed is None else str(r.needed)
-        rows.add_row(str(r.partition), str(r.earliest), needed, str(r.end), style="red" if r.short else None)
+        needed = "-" if r["needed"] is None else str(r["needed"])
+        rows.add_row(str(r["partition"]), str(r["earliest"]), needed, str(r["end"]),
+                     style="red" if r["short"] else None)
     console.print(rows)
-    short = [r for r in retention if r.short]
+    short = [r for r in retention if r["short"]]
     if short:
-        lost = ", ".join(f"{r.partition} (holds from {r.earliest}, needed from {r.needed})" for r in short)
+        lost = ", ".join(f"{r['partition']} (holds from {r['earliest']}, needed from {r['needed']})" for r in short)
         console.print(
             f"[bold red]warning:[/] the log's retention is shorter than the table's snapshots: partition(s) "
             f"{lost}. Readers starting at the oldest snapshots will find records lost; keep the log longer "
@@ -87,8 +90,7 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
     console.print(opts)
     if t.options.log_enabled:
         console.print(f"log: {t.options.log_system} topic {t.topic!r}, {t.log_partitions} partition(s)")
-        if t.store.latest_snapshot() is not None:
-            print_retention(t)
+        print_retention(probe_log(t))
     snaps = RichTable("snapshot", "time", "kind", "rows", "writer", "commit", "writes", "records",
                       "commit ms", "log end positions", title="snapshots (newest first)")
     commits = newest_commits(t, limit)

@@ -22,13 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from tablelog.commit import LogCommitRecord, snapshot_commits
-from tablelog.commit.retention import (
-    PartitionRetention,
-    held_positions,
-    needed_positions,
-    retention_against,
-    retention_report,
-)
+from tablelog.commit.retention import held_positions, needed_positions, retention_against
 from tablelog.errors import TablelogError
 from tablelog.options import redact
 from tablelog.registry import LogClient
@@ -145,7 +139,7 @@ def consumer_rows(t: Table) -> list[dict[str, Any]]:
     when last seen, and whether expiry removed snapshots it still needed."""
     latest = t.store.latest_snapshot()
     latest_id = latest.id if latest is not None else 0
-    earliest = t.store.earliest_snapshot_id() or 1
+    earliest = (t.store.earliest_snapshot_id(latest_known=True) if latest is not None else None) or 1
     rows = []
     for consumer in t.store.consumers().all():
         seen = None
@@ -175,16 +169,6 @@ def schema_history(t: Table) -> list[dict[str, Any]]:
 
 def schema_fields(schema: pa.Schema) -> list[dict[str, Any]]:
     return [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]
-
-
-def log_retention(t: Table) -> tuple[list[PartitionRetention], str | None]:
-    """Each log partition's earliest retained position against what the retained snapshots
-    need; (nothing, why) when the log cannot be asked."""
-    try:
-        with t.open_log() as log:
-            return retention_report(t, log), None
-    except TablelogError as err:
-        return [], str(err)
 
 
 def probe_log_steps(t: Table, log: LogClient | None = None) -> Iterator[dict[str, Any] | None]:
