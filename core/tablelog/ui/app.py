@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -45,11 +45,10 @@ def create_app(dashboard: Dashboard) -> FastAPI:
     app.state.dashboard = dashboard
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
-    def table_or_404(name: str) -> None:
-        try:
-            dashboard.table(name)
-        except UnknownTable:
-            raise HTTPException(404, f"no table {name!r} in warehouse {dashboard.warehouse!r}") from None
+    @app.exception_handler(UnknownTable)
+    def unknown_table(request: Request, err: UnknownTable) -> TablelogJSON:
+        return TablelogJSON({"detail": f"no table {err.args[0]!r} in warehouse {dashboard.warehouse!r}"},
+                            status_code=404)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> str:
@@ -66,7 +65,6 @@ def create_app(dashboard: Dashboard) -> FastAPI:
     @app.get("/api/tables/{name}", summary="A table: schema, options, snapshots, log positions, writers, "
                                            "consumers (the document of `tablelog describe --format json`)")
     def table(name: str, limit: int = Query(50, ge=0, le=1000, description="Newest snapshots listed")) -> Any:
-        table_or_404(name)
         try:
             return dashboard.table_document(name, limit)
         except TablelogError as err:
@@ -82,7 +80,6 @@ def create_app(dashboard: Dashboard) -> FastAPI:
         consistency: str = Query("transactional", pattern="^(transactional|eventual)$"),
         wait: float = Query(0.0, ge=0, le=5, description="Seconds to wait for a change after `position`"),
     ) -> Any:
-        table_or_404(name)
         chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
         try:
             return dashboard.changelogs.changes(dashboard.table(name), limit, chosen, position, consistency, wait)
@@ -91,12 +88,11 @@ def create_app(dashboard: Dashboard) -> FastAPI:
 
     @app.post("/api/tables/{name}/verify", summary="Start `verify` on the table (replay the log, compare)")
     def start_verify(name: str) -> dict[str, Any]:
-        table_or_404(name)
         return dashboard.start_verify(name)
 
     @app.get("/api/tables/{name}/verify", summary="The table's last verify run: running, done or error")
     def verify_result(name: str) -> dict[str, Any]:
-        table_or_404(name)
+        dashboard.table(name)  # an unknown table: 404
         return dashboard.verify_result(name) or {"state": "never"}
 
     return app
