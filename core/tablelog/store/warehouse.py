@@ -242,7 +242,7 @@ class Warehouse:
     def open(self, identifier: str) -> PaimonTable:
         db, name = parse_identifier(identifier)
         path = self._join(f"{db}.db", name)
-        schema = MainBranchSchemas(self.file_io, path).latest() if self.exists(identifier) else None
+        schema = MainBranchSchemas(self.file_io, path).latest()  # None: no schema directory
         if schema is None:
             raise TableNotFoundError(f"table {identifier!r} does not exist in warehouse {self.path!r}")
         return PaimonTable(identifier, self.file_io, path, schema, functools.partial(self._data_table, identifier),
