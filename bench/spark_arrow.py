@@ -207,13 +207,12 @@ def read_doing_nothing(spark: Any, checkpoint: Path, rows: int) -> Timing:
     (``bench.spark_floor``): with ``rows`` 0, one that returns no row; else one that
     returns ``rows`` prebuilt rows of a tablelog read's shape in as many partitions as
     the tables have log partitions. Spark's own cost of a Python source's query."""
-    from bench.spark_floor import GIVEN_ROWS, NOTHING, GivenRowsSource, NothingSource
+    from bench.spark_floor import FORMAT, NoWorkSource
 
-    spark.dataSource.register(NothingSource)
-    spark.dataSource.register(GivenRowsSource)
-    reader = spark.readStream.format(GIVEN_ROWS if rows else NOTHING)
+    spark.dataSource.register(NoWorkSource)
+    reader = spark.readStream.format(FORMAT).option("rows", str(rows))
     if rows:
-        reader = reader.option("rows", str(rows)).option("partitions", str(BUCKETS))
+        reader = reader.option("partitions", str(BUCKETS))
     writer = reader.load().writeStream.format("noop").option("checkpointLocation", str(checkpoint))
     timing, query = _timed_query(lambda: writer.trigger(availableNow=True).start())
     seen = sum(p["numInputRows"] for p in query.recentProgress)

@@ -1,11 +1,11 @@
-"""Python streaming sources that do no work, for what any Python source's query costs
-Spark whatever the source does (``bench.spark_arrow`` times them beside the tablelog
-reads): :class:`NothingSource` returns no row, :class:`GivenRowsSource` returns
-``rows`` rows shaped as a tablelog read of ``bench.common.SCHEMA`` returns them
-(``_kind``, ``id``, ``seq``, ``payload``), in ``partitions`` Spark partitions, as the
-same prebuilt Arrow batch again and again. They import pyspark and pyarrow alone, so that
-Spark's planner process loads nothing else; Spark's workers find them by the module path
-(run the benchmark from the repository's root)."""
+"""A Python streaming source that does no work, for what any Python source's query costs
+Spark whatever the source does (``bench.spark_arrow`` times it beside the tablelog
+reads): :class:`NoWorkSource` returns ``rows`` rows (none by default) shaped as a
+tablelog read of ``bench.common.SCHEMA`` returns them (``_kind``, ``id``, ``seq``,
+``payload``), in ``partitions`` Spark partitions, as the same prebuilt Arrow batch again
+and again. It imports pyspark and pyarrow alone, so that Spark's planner process loads
+nothing else; Spark's workers find it by the module path (run the benchmark from the
+repository's root)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-NOTHING = "tablelog-bench-nothing"
-GIVEN_ROWS = "tablelog-bench-given-rows"
+FORMAT = "tablelog-bench-no-work"
 _BATCH_ROWS = 10_000
 
 
@@ -54,29 +53,16 @@ def _batch() -> Any:
         names=["_kind", "id", "seq", "payload"])
 
 
-class NothingSource(DataSource):
-    """One micro-batch of one empty partition."""
+class NoWorkSource(DataSource):
+    """One micro-batch of options ``rows`` rows (default 0) in ``partitions`` partitions
+    (default 1)."""
 
     @classmethod
     def name(cls) -> str:
-        return NOTHING
-
-    def schema(self) -> str:
-        return "id long"
-
-    def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802
-        return _OnceReader(0, 1)
-
-
-class GivenRowsSource(DataSource):
-    """One micro-batch of options ``rows`` rows in ``partitions`` partitions (default 4)."""
-
-    @classmethod
-    def name(cls) -> str:
-        return GIVEN_ROWS
+        return FORMAT
 
     def schema(self) -> str:
         return "_kind string, id long, seq long, payload string"
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802
-        return _OnceReader(int(self.options.get("rows", 0)), int(self.options.get("partitions", 4)))
+        return _OnceReader(int(self.options.get("rows", 0)), int(self.options.get("partitions", 1)))
