@@ -67,12 +67,13 @@ class CommittedRecords:
         self._checked_partitions.discard(partition)
 
     def read_chunk(
-        self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int,
+        self, snapshot_id: int, partition: int, ranges: list[ProducedRange], is_dense: bool, pos: int, hi: int,
         max_records: int, out: Batch,
     ) -> int:
         """Append the committed changes of one fetch at ``pos`` (at most ``max_records``
-        records, up to ``hi``) to ``out``; returns where to go on."""
-        if not dense(ranges):
+        records, up to ``hi``) to ``out``; returns where to go on. ``is_dense``:
+        :func:`dense` of ``ranges`` (the caller's, once per partition)."""
+        if not is_dense:
             return self._read_sparse_chunk(snapshot_id, partition, ranges, pos, hi, max_records, out)
         if partition not in self._checked_partitions:
             return self._read_first_record_checked(snapshot_id, partition, ranges, pos, hi, out)

@@ -200,6 +200,7 @@ class TransactionalRead:
         """Append one partition's committed changes to ``out``, a chunk at a time; False if
         the budget ran out first."""
         building_batch = self._context.building_batch
+        is_dense = dense(ranges)
         hi = max(r.last for r in ranges)
         pos = position.offsets.get(partition, ranges[0].first)
         may_stop_inside = self._may_stop_inside(ranges)
@@ -212,6 +213,6 @@ class TransactionalRead:
             chunk_budget = len(out) + max(budget, _FINISHING_CHUNK) if over_budget else budget
             size = out.fetch_size(chunk_budget, pos, hi, self._context.records_for)
             with building_batch():
-                pos = self._records.read_chunk(snapshot_id, partition, ranges, pos, hi, size, out)
+                pos = self._records.read_chunk(snapshot_id, partition, ranges, is_dense, pos, hi, size, out)
             position.offsets[partition] = pos
         return True
