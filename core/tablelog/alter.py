@@ -65,8 +65,10 @@ def check_changes(
     primary_key: Sequence[str],
     bucket_key: Sequence[str],
     changes: Sequence[SchemaChange],
+    projected: Sequence[str] = (),
 ) -> None:
-    """Raise :class:`SchemaChangeError` for the first change the table cannot take."""
+    """Raise :class:`SchemaChangeError` for the first change the table cannot take.
+    ``projected``: the columns named in ``log.arrow.projection``."""
     if not changes:
         raise SchemaChangeError(f"table {identifier!r}: the alter names no change")
     fields = {f.name: f for f in schema}
@@ -114,6 +116,8 @@ def check_changes(
             if change.name in primary_key:
                 raise refuse(change, "it is a primary-key column; the log's record key is the primary key "
                                      "as JSON, so one row would have two keys in the log")
+            if change.name in projected:
+                raise refuse(change, _projected_why(projected))
             if change.new_name != change.name:
                 new_name(change, change.new_name)
             del fields[change.name]
@@ -127,6 +131,8 @@ def check_changes(
             if change.name in bucket_key:
                 raise refuse(change, f"it is in the bucket key ({', '.join(bucket_key)}), whose values choose "
                                      "each row's bucket and log partition")
+            if change.name in projected:
+                raise refuse(change, _projected_why(projected))
             if len(order) == 1:
                 raise refuse(change, "it is the table's last column")
             del fields[change.name]
@@ -143,6 +149,11 @@ def check_changes(
             _check_option(change, refuse)
         else:  # pragma: no cover - a programming error
             raise TypeError(f"not a schema change: {change!r}")
+
+
+def _projected_why(projected: Sequence[str]) -> str:
+    return (f"it is in log.arrow.projection ({', '.join(projected)}), which names the columns of the log's "
+            "projection stream and is fixed when the table is created")
 
 
 def _check_option(change: SetOption, refuse: Callable[[SchemaChange, str], SchemaChangeError]) -> None:

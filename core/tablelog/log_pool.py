@@ -82,10 +82,11 @@ class LogPool:
         #: Connections this pool opened (tests and metrics look at it).
         self.opened = 0
 
-    def checkout(self, table: TableView) -> LogClient:
+    def checkout(self, table: TableView, config: LogConfig | None = None) -> LogClient:
         """A connection to ``table``'s log whose topic is ensured, for the caller alone
-        until it is checked in or discarded. Raises what ``open_log``/``ensure_topic`` raise."""
-        config = table.log_config()
+        until it is checked in or discarded. Raises what ``open_log``/``ensure_topic`` raise.
+        ``config``: another of the table's topics (its projection stream's)."""
+        config = table.log_config() if config is None else config
         key = pool_key(config)
         stale: list[LogClient] = []
         client: LogClient | None = None

@@ -121,6 +121,13 @@ def _consumer_id(value: Any) -> str | None:
 NO_MAXIMUM = 2**31 - 1
 
 
+def _columns(value: Any) -> tuple[str, ...]:
+    """Column names, comma-separated (or a tuple of them already)."""
+    if isinstance(value, tuple):
+        return value
+    return tuple(c.strip() for c in str(value).split(",") if c.strip())
+
+
 def _bucket(value: Any) -> int:
     text = str(value).strip()
     if text in ("-1", "-2"):
@@ -179,6 +186,13 @@ class TableOptions:
         "IPC body compression of `log.format=arrow` records: `lz4`, `zstd` or `none` (each record "
         "names its own: readers need no setting).",
         _enum(ArrowCompression),
+    )
+    log_arrow_projection: tuple[str, ...] = option(
+        "log.arrow.projection", (),
+        "Columns, comma-separated, of a narrow second stream of an `arrow` log (topic "
+        "`<topic>.projection`, with the key and row kind): a transactional reader asking only for "
+        "these columns reads it and fetches only their bytes. Costs the writer their bytes again.",
+        _columns, fixed=True,
     )
     log_key_format: KeyFormat = option(
         "log.key.format", KeyFormat.JSON, "Record key format (the primary key): `json`.",
@@ -274,7 +288,7 @@ class TableOptions:
     )
     primary_key: tuple[str, ...] = option(
         "primary-key", (), "Primary key columns, comma-separated (table creation).",
-        lambda v: v if isinstance(v, tuple) else tuple(c.strip() for c in str(v).split(",") if c.strip()),
+        _columns,
         fixed=True,
     )
     bucket: int = option(

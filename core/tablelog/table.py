@@ -29,6 +29,7 @@ from tablelog.options import (
     split_system_options,
     split_warehouse_options,
 )
+from tablelog.projection import check_projection, projected_columns, projection_topic
 from tablelog.records import LogConfig
 from tablelog.store import (
     PaimonTable,
@@ -106,6 +107,7 @@ def create_table(
         return existing
     definition.check_columns(schema)
     definition.check_paimon_options(paimon_options, schema, parsed.primary_key)
+    check_projection(parsed, schema, parsed.primary_key)
     if parsed.log_system_partitions is not None and parsed.log_system_partitions < parsed.bucket:
         raise OptionError(
             f"log.system.partitions={parsed.log_system_partitions} is fewer than bucket={parsed.bucket}; "
@@ -144,8 +146,12 @@ def _register_topic(
         options=split_system_options(system, system_options),
         warehouse=wh.path,
     )
-    with registry.load_log_system(system).open(config) as log:
+    system_plugin = registry.load_log_system(system)
+    with system_plugin.open(config) as log:
         if create:
+            log.ensure_topic()
+    if create and options.log_arrow_projection:
+        with system_plugin.open(attrs.evolve(config, topic=projection_topic(config.topic))) as log:
             log.ensure_topic()
 
 
@@ -275,7 +281,8 @@ class Table:
                 definition.check_paimon_options(paimon_options, self.schema, self.primary_key)
         with self.store.commit_lock():
             latest = self.warehouse.open(self.identifier)
-            check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes)
+            check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes,
+                          projected=self.options.log_arrow_projection)
             try:
                 schema_id = latest.alter(list(changes))
             except Exception as err:  # pypaimon's own refusal (its RuntimeError wraps a ValueError)
@@ -312,6 +319,22 @@ class Table:
             raise OptionError(f"table {self.identifier!r} has log.system=none: it has no log")
         system = registry.load_log_system(self.options.log_system)
         return system.open(self.log_config())
+
+    @property
+    def projection(self) -> tuple[str, ...]:
+        """The columns of the log's projection stream (key columns first among them, in
+        schema order); empty when the table has none (:mod:`tablelog.projection`)."""
+        named = self.options.log_arrow_projection
+        if not named:
+            return ()
+        return tuple(projected_columns(self.schema, self.primary_key, named))
+
+    def projection_log_config(self) -> LogConfig:
+        return attrs.evolve(self.log_config(), topic=projection_topic(self.topic))
+
+    def open_projection_log(self) -> LogClient:
+        system = registry.load_log_system(self.options.log_system)
+        return system.open(self.projection_log_config())
 
     # -- writing ---------------------------------------------------------------
 

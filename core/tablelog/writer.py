@@ -56,7 +56,10 @@ class WriteTask:
         self.token = new_token(table.token_prefix)
         self.rows = 0
         self._seq: dict[int, int] = defaultdict(int)
+        self._projection_seq: dict[int, int] = defaultdict(int)
         self._log: LogClient | None = None
+        #: The log's projection stream (:mod:`tablelog.projection`), when the table has one.
+        self._projection_log: LogClient | None = None
         self._log_pool = log_pool
         self._paimon_write: Any = None  # a TableWrite, opened on first use
         self._finished = False
@@ -71,6 +74,12 @@ class WriteTask:
             else:
                 self._log = self.table.open_log()
                 self._log.ensure_topic()
+        if self._projection_log is None and self.table.projection:
+            if self._log_pool is not None:
+                self._projection_log = self._log_pool.checkout(self.table, self.table.projection_log_config())
+            else:
+                self._projection_log = self.table.open_projection_log()
+                self._projection_log.ensure_topic()
 
     def write(self, data: Any, kind: RowKind | str | None = None) -> int:
         """Write rows (Arrow, pandas, dicts, or (kind, dict) pairs); returns how many.
@@ -92,12 +101,14 @@ class WriteTask:
             return 0
         if table.options.log_enabled:
             table.codec.check_values(arrow)
-        batches = self._encode(arrow, kinds) if table.options.log_enabled else []
+        batches, projected = self._encode(arrow, kinds) if table.options.log_enabled else ([], [])
         self._open()
         self._paimon_write.write_arrow(self._with_kind_column(arrow, kinds))
         assert self._log is not None or not batches
         for batch in batches:
             self._log.produce(batch)  # type: ignore[union-attr]
+        for batch in projected:
+            self._projection_log.produce(batch)  # type: ignore[union-attr]
         self.rows += arrow.num_rows
         return arrow.num_rows
 
@@ -106,7 +117,8 @@ class WriteTask:
             return arrow
         return arrow.append_column(pa.field(KIND_FIELD, pa.string()), kind_array(kinds))
 
-    def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> list[ProduceBatch]:
+    def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
+        """The batches of the table topic and of its projection stream."""
         table = self.table
         input_rows: list[int] | None = None  # input row of each encoded row, when not the same
         # Rows of one kind (every insert-only write): the first says whether any is a -U,
@@ -118,7 +130,7 @@ class WriteTask:
             input_rows = [i for i, k in enumerate(kinds) if k is not RowKind.UPDATE_BEFORE]
             arrow, kinds = arrow.take(pa.array(input_rows, pa.int64())), [kinds[i] for i in input_rows]
         if arrow.num_rows == 0:
-            return []
+            return [], []
         # Encode the rows grouped by partition: each partition's batch is then a slice
         # of the encoded lists (a per-row look-up to split them cost ~0.3 µs a record,
         # as much as the JSON encoding itself).
@@ -149,27 +161,41 @@ class WriteTask:
             self._next_batch(partition, encoded.keys if whole else encoded.keys[start:stop],
                              encoded.values if whole else encoded.values[start:stop], now)
             for partition, start, stop in groups
-        ]
+        ], []
 
     def _encode_batches(
         self, arrow: pa.Table, kinds: list[RowKind], groups: list[tuple[int, int, int]], now: int, limit: int
-    ) -> list[ProduceBatch]:
+    ) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
         """Each partition's rows as records holding a batch of rows each (``log.format=arrow``):
-        sequence numbers count records, each committed or not as a whole."""
+        sequence numbers count records, each committed or not as a whole. With a projection
+        stream, its records too: the same rows, its columns only."""
+        codec, projection = self.table.codec, self.table.projection
         encoded = [
-            (partition, self.table.codec.encode_batches(arrow.slice(start, stop - start), kinds[start:stop], limit))
+            (partition, codec.encode_batches(arrow.slice(start, stop - start), kinds[start:stop], limit))
             for partition, start, stop in groups
         ]  # all encoded before any is produced: a row too large fails the write with nothing sent
-        return [self._next_batch(partition, [None] * len(values), values, now) for partition, values in encoded]
+        projected = [
+            (partition, codec.encode_batches(
+                arrow.slice(start, stop - start).select(projection), kinds[start:stop], limit))
+            for partition, start, stop in groups
+        ] if projection else []
+        return (
+            [self._next_batch(partition, [None] * len(values), values, now) for partition, values in encoded],
+            [self._next_batch(partition, [None] * len(values), values, now, self._projection_seq)
+             for partition, values in projected],
+        )
 
     def _next_batch(
-        self, partition: int, keys: Sequence[bytes | None], values: Sequence[bytes], now: int
+        self, partition: int, keys: Sequence[bytes | None], values: Sequence[bytes], now: int,
+        seq: dict[int, int] | None = None,
     ) -> ProduceBatch:
-        """This attempt's next records in ``partition``: their sequence numbers follow the
-        ones it produced there before."""
+        """This attempt's next records in ``partition`` (of the table topic, or of the stream
+        whose sequence numbers ``seq`` holds): their sequence numbers follow the ones it
+        produced there before."""
+        seq = self._seq if seq is None else seq
         batch = ProduceBatch(token=self.token, partition=partition, keys=keys, values=values,
-                             timestamp_ms=now, first_seq=self._seq[partition])
-        self._seq[partition] += len(values)
+                             timestamp_ms=now, first_seq=seq[partition])
+        seq[partition] += len(values)
         return batch
 
     def finish(self) -> WriteReceipt:
@@ -180,25 +206,15 @@ class WriteTask:
             raise RuntimeError("this write task is already finished")
         self._finished = True
         ranges: list[ProducedRange] = []
+        projection_ranges: list[ProducedRange] = []
         messages: list[Any] = []
         own_only = reusable = False
         try:
             if self._log is not None:
-                flushed = self._log.flush(self.table.options.log_flush_timeout_ms / 1000)
-                # A flush reports every (token, partition) produced on the connection since
-                # its last flush. Only this attempt's token may reach the receipt: records
-                # of any other token (an attempt that died on a reused connection without
-                # flushing) must never be committed.
-                ranges = [r for r in flushed if r.token == self.token]
-                if len(ranges) != len(flushed):
-                    foreign = sorted({r.token for r in flushed if r.token != self.token})
-                    log.warning(
-                        "table %r: the log flush of write task %s (token %s) also reported "
-                        "records of token(s) %s; they are left out of its receipt and the "
-                        "connection is closed", self.table.identifier, self.task, self.token, foreign,
-                    )
-                else:
-                    own_only = True
+                ranges, own_only = self._flush(self._log)
+            if self._projection_log is not None:
+                projection_ranges, projection_own = self._flush(self._projection_log)
+                own_only = own_only and projection_own
             if self._paimon_write is not None:
                 messages = list(self._paimon_write.prepare_commit(self.commit_identifier))
             reusable = own_only  # only a task that finished cleanly hands its connection on
@@ -206,8 +222,27 @@ class WriteTask:
             self._close(reuse_log=reusable)
         return WriteReceipt(
             token=self.token, task=self.task, rows=self.rows, ranges=tuple(ranges),
-            paimon_messages=messages,
+            paimon_messages=messages, projection_ranges=tuple(projection_ranges),
         )
+
+    def _flush(self, client: LogClient) -> tuple[list[ProducedRange], bool]:
+        """This attempt's ranges on one of its log connections, flushed; and whether the
+        flush reported no other token's."""
+        flushed = client.flush(self.table.options.log_flush_timeout_ms / 1000)
+        # A flush reports every (token, partition) produced on the connection since
+        # its last flush. Only this attempt's token may reach the receipt: records
+        # of any other token (an attempt that died on a reused connection without
+        # flushing) must never be committed.
+        ranges = [r for r in flushed if r.token == self.token]
+        if len(ranges) == len(flushed):
+            return ranges, True
+        foreign = sorted({r.token for r in flushed if r.token != self.token})
+        log.warning(
+            "table %r: the log flush of write task %s (token %s) also reported "
+            "records of token(s) %s; they are left out of its receipt and the "
+            "connection is closed", self.table.identifier, self.task, self.token, foreign,
+        )
+        return ranges, False
 
     def abort(self) -> None:
         """Give up this attempt: nothing it wrote is ever committed."""
@@ -223,7 +258,11 @@ class WriteTask:
                 self._paimon_write = None
         finally:
             client, self._log = self._log, None
-            release(client, self._log_pool, reusable=reuse_log)
+            projection, self._projection_log = self._projection_log, None
+            try:
+                release(client, self._log_pool, reusable=reuse_log)
+            finally:
+                release(projection, self._log_pool, reusable=reuse_log)
 
 
 class Writer:
@@ -243,7 +282,7 @@ class Writer:
         self._task: WriteTask | None = None
         # One log connection for every write and commit round, not a new one per round:
         # opening costs a topic check and, on Kafka, a new idempotent producer's start.
-        self._log_pool = LogPool(max_idle=1)
+        self._log_pool = LogPool(max_idle=2)  # the table topic's, and its projection stream's
 
     @property
     def task(self) -> WriteTask:

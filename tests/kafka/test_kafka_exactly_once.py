@@ -9,6 +9,7 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 import tablelog
+from tablelog.testing.projection_scenarios import ProjectionScenarios
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 
 
@@ -68,3 +69,9 @@ class TestExactlyOnceOnKafkaWithArrowRecords(ExactlyOnceScenarios):
     @pytest.fixture
     def log_options(self, kafka_bootstrap: str) -> dict[str, str]:
         return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "log.format": "arrow"}
+
+
+class TestProjectionOnKafka(ProjectionScenarios):
+    @pytest.fixture
+    def log_options(self, kafka_bootstrap: str) -> dict[str, str]:
+        return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap}

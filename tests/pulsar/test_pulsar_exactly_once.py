@@ -8,6 +8,7 @@ import pytest
 
 import tablelog
 from tablelog.errors import ProduceError
+from tablelog.testing.projection_scenarios import ProjectionScenarios
 from tablelog.testing.scenarios import ExactlyOnceScenarios, ids, rows
 
 
@@ -65,3 +66,9 @@ def test_broker_restarted_mid_stream_loses_nothing_committed_and_the_reader_resu
     assert ids(rest) == Counter(range(100, 150))
     with reopened.reader(consistency="transactional", scan_mode="earliest") as from_start:
         assert ids(from_start.read_all()) == Counter(range(150))  # nothing committed was lost
+
+
+class TestProjectionOnPulsar(ProjectionScenarios):
+    @pytest.fixture
+    def log_options(self, pulsar_service_url: str) -> dict[str, str]:
+        return {"log.system": "pulsar", "pulsar.service-url": pulsar_service_url}

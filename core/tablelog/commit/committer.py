@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from tablelog.commit.compaction import compact_after_commit
 from tablelog.commit.history import find_commit, find_commit_or_expired, last_end_positions
 from tablelog.commit.hook import rerun_commit_hook, run_commit_hook
-from tablelog.commit.record import CommitResult, LogCommitRecord, WriteReceipt
+from tablelog.commit.record import CommitResult, LogCommitRecord, LogProjection, WriteReceipt
 from tablelog.commit.retention import truncate_log_after_commit
 from tablelog.errors import CommitError
 from tablelog.expiry import expire_after_commit
@@ -126,6 +126,7 @@ def _commit_once(
             ranges=ranges,
             end_positions=_end_positions(table, log),
             commit_started_ms=started_ms,
+            projection=_projection(table, receipts) if log is not None else None,
         )
         snapshot = _commit_snapshot(table, writer_id, commit_identifier, messages, record, snapshot_id)
     except BaseException:
@@ -135,10 +136,26 @@ def _commit_once(
     if log is not None:  # the snapshot is durable: from here on the commit has happened
         # Still under the commit lock (local warehouse): a commit's check of its records
         # (_check_not_deleted) and a deletion never interleave.
-        truncate_log_after_commit(table, log)
+        truncate_log_after_commit(table, log, log_pool)
         committed = CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions)
         hook_error = run_commit_hook(table, log, log_pool, committed)
     return CommitResult(snapshot.id, committed=True, rows=rows, records=records, hook_error=hook_error)
+
+
+def _projection(table: TableView, receipts: Sequence[WriteReceipt]) -> LogProjection | None:
+    """The projection stream's part of the commit; None when the table has no projection
+    stream, or when a receipt's projection records do not cover its table-topic records'
+    partitions (a receipt of a writer that wrote none): readers then read the snapshot
+    from the table topic, which always has every row."""
+    if not table.projection:
+        return None
+    for receipt in receipts:
+        if {(r.token, r.partition) for r in receipt.ranges} != {(r.token, r.partition) for r in receipt.projection_ranges}:
+            return None
+    return LogProjection(
+        topic=table.projection_log_config().topic, columns=table.projection,
+        ranges=tuple(rng for r in receipts for rng in r.projection_ranges),
+    )
 
 
 def _commit_snapshot(

@@ -31,6 +31,8 @@ P_RANGES = "tablelog.log.ranges"
 # Indices into the ranges of those the log system reported contiguous; a property of
 # its own, so that the ranges keep the format every reader understands.
 P_CONTIGUOUS = "tablelog.log.contiguous-ranges"
+# The projection stream's part (tablelog.projection): its topic, columns and ranges.
+P_PROJECTION = "tablelog.log.projection"
 # When the committer began (epoch ms): with the snapshot's own time, the commit's latency.
 P_COMMIT_STARTED = "tablelog.commit.started-ms"
 
@@ -40,6 +42,38 @@ def new_token(prefix: str = "") -> str:
     after ``prefix``: the table's tag (:func:`tablelog.identity.token_prefix`), which
     lets eventual readers of a shared topic leave out other tables' records."""
     return prefix + secrets.token_hex(8)
+
+
+def _ranges_json(ranges: Sequence[ProducedRange]) -> list[list[Any]]:
+    return [[r.token, r.partition, r.first, r.last, r.count] for r in ranges]
+
+
+def _ranges_of(encoded: Sequence[Sequence[Any]], contiguous: set[int]) -> tuple[ProducedRange, ...]:
+    return tuple(
+        ProducedRange(token, int(p), int(first), int(last), int(count), i in contiguous)
+        for i, (token, p, first, last, count) in enumerate(encoded)
+    )
+
+
+@attrs.frozen
+class LogProjection:
+    """Where a snapshot's records of the log's projection stream are (:mod:`tablelog.projection`)."""
+
+    topic: str
+    #: Its columns (the key's among them), by name in the schema the snapshot was written with.
+    columns: tuple[str, ...]
+    ranges: tuple[ProducedRange, ...]
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "topic": self.topic, "columns": list(self.columns), "ranges": _ranges_json(self.ranges),
+            "contiguous": [i for i, r in enumerate(self.ranges) if r.contiguous],
+        }, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> LogProjection:
+        data = json.loads(text)
+        return cls(data["topic"], tuple(data["columns"]), _ranges_of(data["ranges"], set(data.get("contiguous", []))))
 
 
 @attrs.frozen
@@ -54,6 +88,9 @@ class LogCommitRecord:
     end_positions: Mapping[int, int]
     #: When the committer began this commit (epoch ms; None in snapshots of older versions).
     commit_started_ms: int | None = None
+    #: The projection stream's records of this snapshot (None: the table has none, or
+    #: the snapshot was written without it).
+    projection: LogProjection | None = None
 
     def tokens(self) -> set[str]:
         return {r.token for r in self.ranges}
@@ -76,23 +113,24 @@ class LogCommitRecord:
             P_SYSTEM: self.system,
             P_TOPIC: self.topic,
             P_END: json.dumps({str(p): e for p, e in sorted(self.end_positions.items())}),
-            P_RANGES: json.dumps(
-                [[r.token, r.partition, r.first, r.last, r.count] for r in self.ranges],
-                separators=(",", ":"),
-            ),
+            P_RANGES: json.dumps(_ranges_json(self.ranges), separators=(",", ":")),
             **({P_CONTIGUOUS: json.dumps(contiguous, separators=(",", ":"))} if contiguous else {}),
             **({P_COMMIT_STARTED: str(self.commit_started_ms)} if self.commit_started_ms is not None else {}),
+            **({P_PROJECTION: self.projection.to_json()} if self.projection is not None else {}),
         }
+
+    def in_projection(self) -> LogCommitRecord:
+        """This snapshot's commit as the projection stream has it: its topic and ranges."""
+        assert self.projection is not None
+        return attrs.evolve(self, topic=self.projection.topic, ranges=self.projection.ranges)
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> LogCommitRecord | None:
         if P_VERSION not in properties:
             return None
         contiguous = set(json.loads(properties.get(P_CONTIGUOUS, "[]")))
-        ranges = tuple(
-            ProducedRange(token, int(p), int(first), int(last), int(count), i in contiguous)
-            for i, (token, p, first, last, count) in enumerate(json.loads(properties.get(P_RANGES, "[]")))
-        )
+        ranges = _ranges_of(json.loads(properties.get(P_RANGES, "[]")), contiguous)
+        projection = properties.get(P_PROJECTION)
         return cls(
             writer=properties[P_WRITER],
             commit_identifier=int(properties[P_COMMIT]),
@@ -101,6 +139,7 @@ class LogCommitRecord:
             ranges=ranges,
             end_positions={int(p): int(e) for p, e in json.loads(properties.get(P_END, "{}")).items()},
             commit_started_ms=int(properties[P_COMMIT_STARTED]) if P_COMMIT_STARTED in properties else None,
+            projection=LogProjection.from_json(projection) if projection else None,
         )
 
 
@@ -117,6 +156,8 @@ class WriteReceipt:
     rows: int
     ranges: tuple[ProducedRange, ...]
     paimon_messages: Sequence[Any] = attrs.field(repr=False)
+    #: Where its records of the log's projection stream landed (:mod:`tablelog.projection`).
+    projection_ranges: tuple[ProducedRange, ...] = ()
 
 
 @attrs.frozen

@@ -21,8 +21,10 @@ import attrs
 
 from tablelog.commit.history import log_commits
 from tablelog.identity import TABLE_ID_PROPERTY
+from tablelog.log_pool import release
 
 if TYPE_CHECKING:
+    from tablelog.log_pool import LogPool
     from tablelog.registry import LogClient
     from tablelog.store import PaimonTable
     from tablelog.table_view import TableView
@@ -30,22 +32,32 @@ if TYPE_CHECKING:
 logger = logging.getLogger("tablelog.retention")
 
 # (table path, table id) -> (earliest snapshot id, newest snapshot walked, needed
-# positions): after each commit only the new snapshots are walked, until expiry moves the
-# earliest. The table id tells a table created again at the same path from the old one.
-_walked: dict[tuple[str, str], tuple[int, int, dict[int, int]]] = {}
+# positions of the table topic, of the projection stream): after each commit only the new
+# snapshots are walked, until expiry moves the earliest. The table id tells a table
+# created again at the same path from the old one.
+_Needs = tuple[dict[int, int], dict[int, int]]
+_walked: dict[tuple[str, str], tuple[int, int, _Needs]] = {}
 _walked_lock = threading.Lock()
 
 
-def needed_positions(store: PaimonTable) -> dict[int, int]:
+def needed_positions(store: PaimonTable, *, projection: bool = False) -> dict[int, int]:
     """Per partition, the earliest log position a retained snapshot needs (partitions no
-    retained snapshot has committed to are absent: nothing there may be deleted)."""
+    retained snapshot has committed to are absent: nothing there may be deleted).
+    ``projection``: of the log's projection stream (:mod:`tablelog.projection`)."""
+    return _needs(store)[1 if projection else 0]
+
+
+def _needs(store: PaimonTable) -> _Needs:
     earliest = store.earliest_snapshot_id()
     if earliest is None:
-        return {}
+        return {}, {}
     key = (store.path, store.properties.get(TABLE_ID_PROPERTY, ""))
     with _walked_lock:
         cached = _walked.get(key)
-    after, needed = (cached[1], dict(cached[2])) if cached and cached[0] == earliest else (earliest - 1, {})
+    if cached and cached[0] == earliest:
+        after, needed, projected = cached[1], dict(cached[2][0]), dict(cached[2][1])
+    else:
+        after, needed, projected = earliest - 1, {}, {}
     newest = after
     for snapshot, record in log_commits(store, after=after):
         newest = snapshot.id
@@ -53,10 +65,12 @@ def needed_positions(store: PaimonTable) -> dict[int, int]:
             needed[partition] = min(needed.get(partition, end), end)
         for produced in record.ranges:
             needed[produced.partition] = min(needed.get(produced.partition, produced.first), produced.first)
+        for produced in record.projection.ranges if record.projection is not None else ():
+            projected[produced.partition] = min(projected.get(produced.partition, produced.first), produced.first)
     if store.earliest_snapshot_id() == earliest:  # not expired meanwhile: the walk covered all
         with _walked_lock:
-            _walked[key] = (earliest, newest, dict(needed))
-    return needed
+            _walked[key] = (earliest, newest, (dict(needed), dict(projected)))
+    return needed, projected
 
 
 def earliest_of(*needs: Mapping[int, int]) -> dict[int, int]:
@@ -77,15 +91,33 @@ def truncate_log(table: TableView, log: LogClient, needed: Mapping[int, int] | N
     return log.delete_before(wanted)
 
 
-def truncate_log_after_commit(table: TableView, log: LogClient) -> None:
-    """The committer's retention run, with the log client of the commit. Never raises:
-    the commit has happened, and what is not deleted now is deleted after a later commit."""
+def truncate_log_after_commit(table: TableView, log: LogClient, log_pool: LogPool | None = None) -> None:
+    """The committer's retention run, with the log client of the commit (and, for the
+    projection stream, one from ``log_pool``). Never raises: the commit has happened,
+    and what is not deleted now is deleted after a later commit."""
     if not log.deletes_before:
         return
     try:
         truncate_log(table, log)
+        if table.projection:
+            truncate_projection(table, log_pool)
     except Exception as err:  # noqa: BLE001 -- retention must not fail the commit
         logger.warning("table %r: log retention after commit failed (the commit stands): %s", table.identifier, err)
+
+
+def truncate_projection(table: TableView, log_pool: LogPool | None) -> None:
+    """Delete what the projection stream holds before the retained snapshots' need of it."""
+    needed = needed_positions(table.store, projection=True)
+    if not needed:
+        return
+    config = table.projection_log_config()
+    client = log_pool.checkout(table, config) if log_pool is not None else table.open_projection_log()
+    reusable = False
+    try:
+        client.delete_before(needed)
+        reusable = True
+    finally:
+        release(client, log_pool, reusable=reusable)
 
 
 @attrs.frozen

@@ -62,6 +62,11 @@ class CommittedRecords:
         self.last_seq.clear()
         self.counts.clear()
 
+    def stream_changed(self) -> None:
+        """The next snapshot is read from the other stream (:mod:`tablelog.projection`):
+        check each partition's first record there again."""
+        self._checked_partitions.clear()
+
     def log_changed(self, partition: int) -> None:
         """The partition's records were found lost: check its first record again."""
         self._checked_partitions.discard(partition)

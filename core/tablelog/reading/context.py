@@ -64,6 +64,10 @@ class ReadContext:
         #: What the building of each batch is wrapped in (``log.reader.pause-gc``).
         self.building_batch = batch_guard(options.log_reader_pause_gc)
         self._log: LogClient | None = None
+        #: Whether the snapshot being read comes from the log's projection stream
+        #: (:mod:`tablelog.projection`); set by the transactional read.
+        self.projecting = False
+        self._projection_log: LogClient | None = None
         self._layout: tuple[RecordCodec, pa.Schema] | None = None
 
     @property
@@ -112,10 +116,24 @@ class ReadContext:
             self._log = self.table.open_log()
         return self._log
 
+    @property
+    def committed_log(self) -> LogClient:
+        """Where the snapshot being read is read from: the table topic, or the projection stream."""
+        if not self.projecting:
+            return self.log
+        if self._projection_log is None:
+            self._projection_log = self.table.open_projection_log()
+        return self._projection_log
+
     def close(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        try:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+        finally:
+            if self._projection_log is not None:
+                self._projection_log.close()
+                self._projection_log = None
 
     def records_for(self, rows: int) -> int:
         """How many records a fetch may ask for when ``rows`` more rows are wanted. An
@@ -142,15 +160,16 @@ class ReadContext:
         while True:
             try:
                 result: FetchResult | ValuesResult
+                log = self.committed_log
                 if values:
-                    result = self.log.fetch_values(partition, pos, max_records, 0.2)
+                    result = log.fetch_values(partition, pos, max_records, 0.2)
                     if result.values:
                         return result
                 else:
-                    result = self.log.fetch(partition, pos, max_records, 0.2)
+                    result = log.fetch(partition, pos, max_records, 0.2)
                     if result.records:
                         return result
-                end = self.log.end_positions([partition]).get(partition, 0)
+                end = log.end_positions([partition]).get(partition, 0)
             except PositionOutOfRangeError as err:
                 raise self.lost(partition, pos, hi, f"the log no longer holds them ({err})") from err
             except TopicError as err:
@@ -165,8 +184,9 @@ class ReadContext:
                 )
 
     def lost(self, partition: int, first: int, last: int, detail: str) -> LogDataLostError:
+        topic = self.table.projection_log_config().topic if self.projecting else self.table.topic
         return LogDataLostError(
-            table=self.table.identifier, topic=self.table.topic, partition=partition,
+            table=self.table.identifier, topic=topic, partition=partition,
             first=first, last=last, detail=detail,
         )
 

@@ -54,6 +54,7 @@ class ReaderSchema(Protocol):
     schema_id: int
     columns: frozenset[str] | None
     rows_per_record: int
+    projecting: bool
 
     @property
     def layout(self) -> pa.Schema: ...
@@ -165,7 +166,10 @@ class Decoder:
                     if columns is not None:  # mapped by field id: names may have changed since
                         rows, _ = arrow_records.decode_record(value)
                     source = context.table.store.schema_version(written).schema
-                    rows = arrow_records.conform(rows, arrow_records.layout(source, None))
+                    # A projection stream's record holds some columns: the others map to nulls,
+                    # which the reader, asking for none of them, leaves out.
+                    held = rows.column_names[1:] if context.projecting else None
+                    rows = arrow_records.conform(rows, arrow_records.layout(source, held))
                     mapped = context.mapping(written).arrow(rows.drop_columns([arrow_records.KIND_COLUMN]))
                     mapped = mapped.add_column(0, arrow_records.KIND_COLUMN, rows.column(0))
                     return mapped if columns is None else mapped.select(context.layout.names)

@@ -13,6 +13,7 @@ How a partition's committed records are fetched and counted:
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ import pyarrow as pa
 from tablelog.commit.record import LogCommitRecord
 from tablelog.errors import LogDataLostError, TablelogError
 from tablelog.positions import ReaderPosition
+from tablelog.projection import reads_projection
 from tablelog.reading.batch import Batch
 from tablelog.reading.committed import CommittedRecords, dense
 from tablelog.reading.context import ReadContext
@@ -55,6 +57,8 @@ class TransactionalRead:
         self._split_partitions = split_partitions
         self._records = CommittedRecords(context)
         self._counted_from_start = counted_from_start
+        #: The snapshot being read from the projection stream, if one is.
+        self._projecting: int | None = None
 
     def poll(self, position: ReaderPosition, budget: int, timeout_s: float) -> list[Change]:
         return self._poll(position, budget, timeout_s, Batch(arrow=False)).in_schema(self._context).to_changes()
@@ -84,10 +88,33 @@ class TransactionalRead:
             # A snapshot committed under a newer schema: its changes and all after them in it.
             if self._context.upgrade(snapshot.schema_id):
                 out.in_schema(self._context)
-            if not self._read_snapshot(position, snapshot.id, record, out, budget):
+            if self._choose_stream(position, snapshot.id, record):
+                # Read whole, past the budget: a position is then never inside a snapshot
+                # read from the projection stream, and is valid for either stream.
+                if not self._read_snapshot(position, snapshot.id, record.in_projection(), out, sys.maxsize):
+                    break
+            elif not self._read_snapshot(position, snapshot.id, record, out, budget):
                 break
             self._advance(position, snapshot.id)
         return out
+
+    def _choose_stream(self, position: ReaderPosition, snapshot_id: int, record: LogCommitRecord) -> bool:
+        """Whether the snapshot is read from the projection stream (see
+        :mod:`tablelog.projection`): it recorded one that holds every column the reader
+        returns, and the reader starts it at its beginning (a position inside a snapshot
+        is one of the table topic), or is reading it from the projection already."""
+        if position.offsets:
+            projecting = self._projecting == snapshot_id
+        else:
+            projecting = (
+                not self._split_partitions and record.projection is not None
+                and reads_projection(self._context.columns, record.projection.columns)
+            )
+        if projecting != self._context.projecting:
+            self._records.stream_changed()
+        self._projecting = snapshot_id if projecting else None
+        self._context.projecting = projecting
+        return projecting
 
     def _check_not_expired(self, snapshot_id: int) -> None:
         table = self._context.table
@@ -125,7 +152,7 @@ class TransactionalRead:
         }
         # The partitions are read one after the other; a client that fetches ahead
         # starts on all of them now (no wait at each partition switch).
-        self._context.log.prefetch({
+        self._context.committed_log.prefetch({
             p: start for p, ranges in by_partition.items()
             if (start := position.offsets.get(p, ranges[0].first)) <= max(r.last for r in ranges)
         })

@@ -8,6 +8,9 @@
   (fixtures ``log_options`` and ``spark``, from :func:`spark_test_session`);
   :class:`SparkTaskFailureScenarios`: its task-attempt scenarios alone;
   :class:`SparkCombinedTaskFailures`: both task-attempt failures in one query.
+* :class:`ProjectionScenarios`: the projection stream of an ``arrow`` log
+  (``log.arrow.projection``) on the log system, counted in rows and in the bytes each
+  topic sent (fixture ``log_options``).
 * :class:`DashboardScenarios`: what ``tablelog ui`` shows of a table on the log system
   (fixture ``log_options``).
 * Helpers for the fixtures: :func:`opened_clients` (an opener that closes its
@@ -35,6 +38,7 @@ from tablelog.testing.conformance import (
 )
 from tablelog.testing.dashboard import DashboardScenarios
 from tablelog.testing.processes import die_with_parent, free_port, stop, wheel_binary
+from tablelog.testing.projection_scenarios import ProjectionScenarios
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 from tablelog.testing.spark_scenarios import (
     SparkCombinedTaskFailures,
@@ -54,6 +58,7 @@ __all__ = [
     "LogClient",
     "LogSystemConformance",
     "NO_COMPACTION",
+    "ProjectionScenarios",
     "SparkCombinedTaskFailures",
     "SparkExactlyOnceScenarios",
     "SparkTaskFailureScenarios",

@@ -1,5 +1,6 @@
-"""The redis log system against tablelog's conformance suite, exactly-once scenarios and
-the dashboard's figures (`tablelog ui`), on a real redis-server."""
+"""The redis log system against tablelog's conformance suite, exactly-once scenarios, the
+projection stream of an arrow log and the dashboard's figures (`tablelog ui`), on a real
+redis-server."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tablelog.testing import (
     DashboardScenarios,
     ExactlyOnceScenarios,
     LogSystemConformance,
+    ProjectionScenarios,
     free_port,
 )
 
@@ -30,6 +32,12 @@ class TestRedisConformance(LogSystemConformance):
 
 
 class TestRedisExactlyOnce(ExactlyOnceScenarios):
+    @pytest.fixture
+    def log_options(self, redis_url: str) -> dict[str, str]:
+        return {"log.system": "redis", "redis.url": redis_url}
+
+
+class TestRedisProjection(ProjectionScenarios):
     @pytest.fixture
     def log_options(self, redis_url: str) -> dict[str, str]:
         return {"log.system": "redis", "redis.url": redis_url}

@@ -1,0 +1,89 @@
+"""The projection stream of an ``arrow`` log (``log.arrow.projection``) on the built-in file
+log: the scenarios every log system runs, the option's refusals, retention of the
+stream, and a stream that lost its records."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import tablelog
+from tablelog.errors import OptionError
+from tablelog.logs.filesystem.segments import list_bases
+from tablelog.store import Warehouse
+from tablelog.table import Table
+from tablelog.testing import NO_COMPACTION
+from tablelog.testing.projection_scenarios import (
+    PROJECTION,
+    SCHEMA,
+    ProjectionScenarios,
+    ids,
+    read,
+    rows,
+)
+
+
+class TestProjectionOnTheFileLog(ProjectionScenarios):
+    @pytest.fixture
+    def log_options(self) -> dict[str, str]:
+        return {"log.system": "filesystem"}
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"log.arrow.projection": "name,nope"}, r"log.arrow.projection='name,nope' names unknown columns \['nope'\]"),
+    ({"log.arrow.projection": "id"}, "names only primary-key columns"),
+    ({"log.format": "debezium-json", "log.arrow.projection": "name"}, "needs log.format=arrow"),
+])
+def test_a_projection_the_table_cannot_have_is_refused_and_no_table_is_created(
+    tmp_path: Path, options: dict[str, str], message: str
+) -> None:
+    with pytest.raises(OptionError, match=message):
+        tablelog.create_table(str(tmp_path), "db.t", SCHEMA, primary_key=["id"], bucket=2,
+                              options={"log.system": "filesystem", "log.format": "arrow", **options})
+    assert list(Warehouse(str(tmp_path)).tables()) == []
+
+
+def _table(tmp_path: Path, **options: str) -> Table:
+    return tablelog.create_table(
+        str(tmp_path), "db.t", SCHEMA, primary_key=["id"], bucket=1,
+        options={"log.system": "filesystem", "log.format": "arrow", "log.arrow.projection": PROJECTION,
+                 **options},
+    )
+
+
+def _projection_dir(table: Table) -> Path:
+    return Path(table.warehouse.path) / ".tablelog" / "log" / table.projection_log_config().topic
+
+
+def test_retention_deletes_the_projection_streams_segments_no_retained_snapshot_needs(tmp_path: Path) -> None:
+    table = _table(tmp_path, **{"filesystem.segment-bytes": "1500", "snapshot.num-retained.min": "3",
+                                "snapshot.num-retained.max": "3", **NO_COMPACTION})
+    with table.writer() as writer:
+        for i in range(30):
+            writer.write(rows(5, start=i * 5))
+            writer.commit()
+    bases = list_bases(_projection_dir(table), 0)
+    assert bases[0] > 0, "the first segments of the projection stream are deleted"
+    projected = read(table, columns=[PROJECTION])
+    assert ids(projected) == Counter(range(27 * 5, 30 * 5))  # what the 3 retained snapshots committed
+
+
+def test_a_projection_stream_that_lost_its_records_is_made_up_from_the_table_files(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    with table.writer() as writer:
+        writer.write(rows(100))
+        writer.commit()
+    shutil.rmtree(_projection_dir(table))
+    projected = read(table, columns=[PROJECTION])
+    assert ids(projected) == Counter(range(100))
+    assert all(c.row["name"] == f"v1-{c.row['id']}" for c in projected)
+
+
+def test_the_projection_topic_is_created_with_the_table(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    assert _projection_dir(table).is_dir()
+    assert table.projection == ("id", PROJECTION)
+    assert table.schema.names == SCHEMA.names  # the table's own schema holds no projection column
