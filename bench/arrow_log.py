@@ -19,6 +19,11 @@ For each log system, in one run, on one broker, with the same 100-byte rows
   partition) and on one written 100,000 rows a write (records of up to ~10,000 rows,
   near ``log.max-record-bytes``);
 * **batch size**: the arrow writer and reader at several ``log.max-record-bytes``;
+* **projection stream**: a third 20-column table (10,000-row writes) with
+  ``log.arrow.projection=c1,c3``: its reader of those 2 columns (which reads the
+  projection stream) against its reader of all 20 (the table topic), its reader of 2
+  other columns (``c4,c6``: the table topic, pruned on decoding), and the writer's log
+  path on it against the same on a table without the projection;
 * **columns requested**: the reader of the 20-column table (10,000-row writes) asked for
   the first 1, 2, 5, 10 and 20 of its columns.
 
@@ -176,6 +181,11 @@ def read_arrow(table: Any, total: int, columns: list[str] | None = None) -> floa
     return elapsed
 
 
+#: The columns of the projection stream (``log.arrow.projection``) of the pruning table that has one:
+#: the two the pruned reads ask for (an int64 and a string column).
+PROJECTED = ["c1", "c3"]
+
+
 def median_rate(rows: int, seconds: list[float]) -> float:
     return rows / statistics.median(seconds)
 
@@ -199,7 +209,9 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
     big_wide_parts = batches(wide, 100_000)
     times: dict[str, list[float]] = {k: [] for k in ("raw_write", "arrow_write", "raw_read", "arrow_read",
                                                       "all_columns", "two_columns", "all_columns_big",
-                                                      "two_columns_big")}
+                                                      "two_columns_big", "all_columns_projection_table",
+                                                      "two_columns_projection", "two_other_columns_projection_table",
+                                                      "wide_write", "wide_write_projection")}
     sweep: dict[int, dict[str, list[float]]] = {b: {"write": [], "read": []} for b in BATCH_BYTES}
     columns_sweep: dict[int, list[float]] = {k: [] for k in COLUMNS_REQUESTED}
     with raw_cls.broker() as address, tempfile.TemporaryDirectory(prefix="bench-arrow-") as warehouse:
@@ -237,6 +249,21 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
                     if not suffix:
                         for k in COLUMNS_REQUESTED:
                             columns_sweep[k].append(read_arrow(table, n, wide.column_names[:k]))
+                # The same rows with a projection stream of the two columns: the table topic
+                # read whole, the projection read, two other columns pruned from the table topic,
+                # and what the projection costs the writer's log path.
+                plain = tablelog.create_table(
+                    warehouse, f"bench.{unique('wide')}", wide.schema, primary_key=["id"], bucket=PARTITIONS,
+                    options={**raw.table_options(), **arrow_options()})
+                times["wide_write"].append(write_log_path(plain, wide_parts)[0])
+                table = tablelog.create_table(
+                    warehouse, f"bench.{unique('wide')}", wide.schema, primary_key=["id"], bucket=PARTITIONS,
+                    options={**raw.table_options(), **arrow_options(), "log.arrow.projection": ",".join(PROJECTED)})
+                times["wide_write_projection"].append(write_log_path(table, wide_parts)[0])
+                write_full(table, wide_parts)
+                times["all_columns_projection_table"].append(read_arrow(table, n))
+                times["two_columns_projection"].append(read_arrow(table, n, PROJECTED))
+                times["two_other_columns_projection_table"].append(read_arrow(table, n, ["c4", "c6"]))
 
             runs = [("raw", raw_round), ("arrow", arrow_round), ("pruning", pruning_round)]
             for _, run in runs[round_ % len(runs):] + runs[:round_ % len(runs)]:
@@ -258,6 +285,11 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
             "arrow_read / raw_read+orjson": rates["arrow_read"] / rates["raw_read"],
             "2 of 20 columns / all 20": rates["two_columns"] / rates["all_columns"],
             "2 of 20 columns / all 20, 100,000-row writes": rates["two_columns_big"] / rates["all_columns_big"],
+            "2 of 20 columns from the projection stream / all 20":
+                rates["two_columns_projection"] / rates["all_columns_projection_table"],
+            "2 other columns of that table / all 20":
+                rates["two_other_columns_projection_table"] / rates["all_columns_projection_table"],
+            "wide writer with the projection / without": rates["wide_write_projection"] / rates["wide_write"],
         },
         "batch_bytes": {str(b): {k: median_rate(n, v) for k, v in d.items()} for b, d in sweep.items()},
         "batch_bytes_runs_s": {str(b): d for b, d in sweep.items()},

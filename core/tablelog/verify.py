@@ -5,6 +5,9 @@ tell the same story. It replays every committed change transactionally from the
 first snapshot and compares the resulting rows with the rows Paimon returns. Once older
 snapshots have expired, the replay starts from the rows of the earliest snapshot kept.
 
+A table with a projection stream (``log.arrow.projection``) has its stream replayed too,
+with the projection's columns, and compared with those columns of the table's rows.
+
 Only a difference of data is INCONSISTENT (rows that differ, log records that are
 gone or damaged). A log that cannot be reached, or a table that cannot be verified
 (no log), raises instead: nothing was compared.
@@ -34,6 +37,8 @@ class VerifyReport:
     unexpected_in_log: Sequence[Mapping[str, Any]] = attrs.field(factory=list)  # in the replay, not in the table
     differing: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = attrs.field(factory=list)  # (table, log)
     error: str | None = None
+    #: Whether the log's projection stream was replayed and compared too.
+    projection_checked: bool = False
 
     @property
     def consistent(self) -> bool:
@@ -44,6 +49,7 @@ class VerifyReport:
             return (
                 f"consistent: table {self.table} at snapshot {self.snapshot_id}: {self.table_rows} rows, "
                 f"the log replays {self.changes_replayed} changes to the same {self.log_rows} rows"
+                + (", and its projection stream to the same rows of its columns" if self.projection_checked else "")
             )
         parts = []
         if self.error:
@@ -58,6 +64,19 @@ class VerifyReport:
 
 
 def verify(table: Table, progress: Callable[[int], None] | None = None) -> VerifyReport:
+    report = _verify(table, None, progress)
+    if not table.projection or report.snapshot_id is None or not report.consistent:
+        return report
+    projected = _verify(table, table.projection, progress)
+    if projected.consistent:
+        return attrs.evolve(report, projection_checked=True)
+    topic = table.projection_log_config().topic
+    return attrs.evolve(projected, error=f"the projection stream (topic {topic!r})"
+                        + (f": {projected.error}" if projected.error else " differs from the table"))
+
+
+def _verify(table: Table, columns: Sequence[str] | None, progress: Callable[[int], None] | None) -> VerifyReport:
+    """Replay the log (only ``columns``: the projection stream's) and compare with the table."""
     latest = table.store.latest_snapshot()
     if latest is None:
         return VerifyReport(table.identifier, None, 0, 0, 0)
@@ -67,7 +86,7 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
     # The table's rows and the replayed log in one schema, the latest: a log written under
     # several schemas is mapped into it, however the polls fall.
     schema_id = table.store.latest_schema_id()
-    table_rows = table.store.read_rows(latest.id, None, schema_id).to_pylist()
+    table_rows = _rows(table.store.read_rows(latest.id, None, schema_id), columns)
     replayed = 0
     key_of = _key_function(table)
     state: dict[Any, Mapping[str, Any]] = {}
@@ -75,7 +94,7 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
     # Snapshots before the earliest kept one have expired: their changes are replayed as
     # the rows they left, those of the earliest snapshot kept.
     start = 0 if earliest == 1 else earliest
-    for row in table.store.read_rows(earliest, None, schema_id).to_pylist() if start else ():
+    for row in _rows(table.store.read_rows(earliest, None, schema_id), columns) if start else ():
         if key_of is None:
             bag[row_items(row)] += 1
         else:
@@ -84,7 +103,7 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
     try:
         # The log alone: changes it lost are a difference, not read from the table.
         with table.reader(position, consistency="transactional", changes_from_table=False,
-                          schema_id=schema_id) as reader:
+                          schema_id=schema_id, columns=columns) as reader:
             while reader.position.snapshot < latest.id:
                 batch = reader.poll(timeout_s=0.0)
                 replayed += len(batch)
@@ -119,6 +138,10 @@ def verify(table: Table, progress: Callable[[int], None] | None = None) -> Verif
     return VerifyReport(
         table.identifier, latest.id, replayed, len(table_rows), len(state), missing_rows, extra_rows, differing
     )
+
+
+def _rows(rows: Any, columns: Sequence[str] | None) -> list[Mapping[str, Any]]:
+    return (rows if columns is None else rows.select(list(columns))).to_pylist()  # type: ignore[no-any-return]
 
 
 def _key_function(table: Table) -> Callable[[Mapping[str, Any]], Any] | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import tablelog
-from tablelog.errors import OptionError
+from tablelog.errors import LogDataLostError, OptionError
 from tablelog.logs.filesystem.segments import list_bases
 from tablelog.store import Warehouse
 from tablelog.table import Table
@@ -24,6 +24,7 @@ from tablelog.testing.projection_scenarios import (
     read,
     rows,
 )
+from tablelog.verify import verify
 
 
 class TestProjectionOnTheFileLog(ProjectionScenarios):
@@ -46,9 +47,9 @@ def test_a_projection_the_table_cannot_have_is_refused_and_no_table_is_created(
     assert list(Warehouse(str(tmp_path)).tables()) == []
 
 
-def _table(tmp_path: Path, **options: str) -> Table:
+def _table(tmp_path: Path, bucket: int = 1, **options: str) -> Table:
     return tablelog.create_table(
-        str(tmp_path), "db.t", SCHEMA, primary_key=["id"], bucket=1,
+        str(tmp_path), "db.t", SCHEMA, primary_key=["id"], bucket=bucket,
         options={"log.system": "filesystem", "log.format": "arrow", "log.arrow.projection": PROJECTION,
                  **options},
     )
@@ -80,6 +81,33 @@ def test_a_projection_stream_that_lost_its_records_is_made_up_from_the_table_fil
     projected = read(table, columns=[PROJECTION])
     assert ids(projected) == Counter(range(100))
     assert all(c.row["name"] == f"v1-{c.row['id']}" for c in projected)
+
+
+def test_a_failed_read_of_the_projection_stream_leaves_the_position_between_snapshots(tmp_path: Path) -> None:
+    table = _table(tmp_path, bucket=2)
+    with table.writer() as writer:
+        writer.write(rows(100))
+        writer.commit()
+    (_projection_dir(table) / "partition-00001.log").write_bytes(b"")  # partition 1 lost, partition 0 read
+    with table.reader(consistency="transactional", scan_mode="earliest", columns=[PROJECTION],
+                      changes_from_table=False) as reader:
+        with pytest.raises(LogDataLostError):
+            reader.poll()
+        position = reader.position
+    assert position.snapshot == 0 and position.offsets == {}  # never a position of the projection stream
+    with table.reader(position=position) as reader:  # the table topic, from the snapshot's start
+        assert ids(reader.read_all(idle_timeout_s=0.5)) == Counter(range(100))
+
+
+def test_verify_reports_a_projection_stream_that_lost_its_records(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    with table.writer() as writer:
+        writer.write(rows(100))
+        writer.commit()
+    shutil.rmtree(_projection_dir(table))
+    report = verify(table)
+    assert not report.consistent
+    assert f"the projection stream (topic {table.projection_log_config().topic!r})" in report.summary()
 
 
 def test_the_projection_topic_is_created_with_the_table(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 import tablelog
 from tablelog.testing.spark_scenarios import replay
@@ -56,13 +57,16 @@ def test_hybrid_stream_read_returns_current_rows_then_committed_changes_and_batc
     assert {r["_kind"] for r in batch_read} == {"+I"} and len(batch_read) == len(expected)
 
 
+@pytest.mark.parametrize("projection", [None, "price"], ids=["table-topic", "projection-stream"])
 def test_a_stream_read_of_an_arrow_log_with_the_columns_option_returns_only_those_and_the_key(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, projection: str | None
 ) -> None:
     warehouse, name = str(tmp_path / "wh"), f"db.t_{uuid.uuid4().hex[:8]}"
     wide = pa.schema([("id", pa.int64()), ("name", pa.string()), ("price", pa.float64()), ("note", pa.string())])
-    table = tablelog.create_table(warehouse, name, wide, primary_key=["id"], bucket=2,
-                                  options={"log.system": "filesystem", "log.format": "arrow"})
+    options = {"log.system": "filesystem", "log.format": "arrow"}
+    if projection is not None:  # the read's columns are the projection's: it reads that stream
+        options["log.arrow.projection"] = projection
+    table = tablelog.create_table(warehouse, name, wide, primary_key=["id"], bucket=2, options=options)
     with table.writer("setup") as writer:
         writer.write([{"id": i, "name": f"n{i}", "price": i / 2, "note": "x"} for i in range(50)])
         writer.commit()

@@ -89,14 +89,25 @@ class TransactionalRead:
             if self._context.upgrade(snapshot.schema_id):
                 out.in_schema(self._context)
             if self._choose_stream(position, snapshot.id, record):
-                # Read whole, past the budget: a position is then never inside a snapshot
-                # read from the projection stream, and is valid for either stream.
-                if not self._read_snapshot(position, snapshot.id, record.in_projection(), out, sys.maxsize):
-                    break
+                self._read_projected(position, snapshot.id, record, out)
             elif not self._read_snapshot(position, snapshot.id, record, out, budget):
                 break
             self._advance(position, snapshot.id)
         return out
+
+    def _read_projected(self, position: ReaderPosition, snapshot_id: int, record: LogCommitRecord, out: Batch) -> None:
+        """Read a snapshot from the projection stream, whole, past the budget: a position is
+        then never inside it, and is valid for either stream. Should the read fail, the
+        position goes back to the snapshot's start (the exception drops what this poll
+        took of it), never to a position of the projection stream."""
+        try:
+            self._read_snapshot(position, snapshot_id, record.in_projection(), out, sys.maxsize)
+        except BaseException:
+            position.offsets = {}
+            self._records.next_snapshot()
+            self._counted_from_start = True
+            self._projecting = None
+            raise
 
     def _choose_stream(self, position: ReaderPosition, snapshot_id: int, record: LogCommitRecord) -> bool:
         """Whether the snapshot is read from the projection stream (see

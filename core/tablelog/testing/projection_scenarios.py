@@ -25,6 +25,7 @@ from tablelog.records import SeekSpec
 from tablelog.store import AddColumn, RenameColumn
 from tablelog.table import Table, create_table
 from tablelog.testing.scenarios import LogSystemFixtures
+from tablelog.verify import verify
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()), ("note", pa.string())])
 PROJECTION = "name"
@@ -184,3 +185,10 @@ class ProjectionScenarios(LogSystemFixtures):
             table.alter(RenameColumn(PROJECTION, "label"))
         assert table.store.latest_schema_id() == before
         assert ids(read(table, columns=[PROJECTION])) == Counter(range(10))
+
+    def test_verify_replays_the_projection_stream_too(self, table: Table) -> None:
+        self._commit(table, 1, rows(), attempts=2)
+        self._commit(table, 2, [("+U", {**r, "name": "renamed"}) for r in rows(20)])
+        report = verify(table)
+        assert report.consistent and report.projection_checked, report.summary()
+        assert "projection stream" in report.summary()
