@@ -55,6 +55,14 @@ def _table(tmp_path: Path, bucket: int = 1, **options: str) -> Table:
     )
 
 
+def _with_rows(table: Table) -> Table:
+    """The table, with 100 rows written in one commit."""
+    with table.writer() as writer:
+        writer.write(rows(100))
+        writer.commit()
+    return table
+
+
 def _projection_dir(table: Table) -> Path:
     return Path(table.warehouse.path) / ".tablelog" / "log" / table.projection_log_config().topic
 
@@ -73,10 +81,7 @@ def test_retention_deletes_the_projection_streams_segments_no_retained_snapshot_
 
 
 def test_a_projection_stream_that_lost_its_records_is_made_up_from_the_table_files(tmp_path: Path) -> None:
-    table = _table(tmp_path)
-    with table.writer() as writer:
-        writer.write(rows(100))
-        writer.commit()
+    table = _with_rows(_table(tmp_path))
     shutil.rmtree(_projection_dir(table))
     projected = read(table, columns=[PROJECTION])
     assert ids(projected) == Counter(range(100))
@@ -84,10 +89,7 @@ def test_a_projection_stream_that_lost_its_records_is_made_up_from_the_table_fil
 
 
 def test_a_failed_read_of_the_projection_stream_leaves_the_position_between_snapshots(tmp_path: Path) -> None:
-    table = _table(tmp_path, bucket=2)
-    with table.writer() as writer:
-        writer.write(rows(100))
-        writer.commit()
+    table = _with_rows(_table(tmp_path, bucket=2))
     (_projection_dir(table) / "partition-00001.log").write_bytes(b"")  # partition 1 lost, partition 0 read
     with table.reader(consistency="transactional", scan_mode="earliest", columns=[PROJECTION],
                       changes_from_table=False) as reader:
@@ -100,10 +102,7 @@ def test_a_failed_read_of_the_projection_stream_leaves_the_position_between_snap
 
 
 def test_verify_reports_a_projection_stream_that_lost_its_records(tmp_path: Path) -> None:
-    table = _table(tmp_path)
-    with table.writer() as writer:
-        writer.write(rows(100))
-        writer.commit()
+    table = _with_rows(_table(tmp_path))
     shutil.rmtree(_projection_dir(table))
     report = verify(table)
     assert not report.consistent
