@@ -219,6 +219,15 @@ class SparkTaskFailureScenarios:
             tmp_path / "read-transactional")
         assert Counter((c["_kind"], c["id"], c["name"]) for c in changes) == expected_log()
         assert replay(changes) == expected_rows()
+        if table.projection:  # the projection stream (log.arrow.projection), through the source: the same
+            named = [c for c in table.projection if c not in table.primary_key]
+            projected = collect_stream(
+                self._read_stream(spark, warehouse, table.identifier, log_options,
+                                  **{"scan.mode": "earliest", "columns": ",".join(named)}),
+                tmp_path / "read-projection")
+            kept = ["_kind", *table.projection]
+            assert Counter(tuple(c[k] for k in kept) for c in projected) == Counter(
+                tuple(c[k] for k in kept) for c in changes)
 
     def _failing_write(
         self, spark: Any, log_options: dict[str, str], tmp_path: Path, testing: dict[str, str]
