@@ -4,13 +4,16 @@ stream, and a stream that lost its records."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import tablelog
+from tablelog.cli import cli
 from tablelog.errors import LogDataLostError, OptionError
 from tablelog.logs.filesystem.segments import list_bases
 from tablelog.store import Warehouse
@@ -114,3 +117,14 @@ def test_the_projection_topic_is_created_with_the_table(tmp_path: Path) -> None:
     assert _projection_dir(table).is_dir()
     assert table.projection == ("id", PROJECTION)
     assert table.schema.names == SCHEMA.names  # the table's own schema holds no projection column
+
+
+def test_describe_names_the_projection_topic_and_its_columns(tmp_path: Path) -> None:
+    table = _with_rows(_table(tmp_path))
+    runner = CliRunner()
+    text = runner.invoke(cli, ["describe", "--warehouse", str(tmp_path), "db.t"])
+    assert text.exit_code == 0, text.output
+    assert f"projection stream: topic {table.projection_log_config().topic!r}, columns id, name" in text.output
+    document = json.loads(runner.invoke(cli, ["describe", "--warehouse", str(tmp_path), "db.t",
+                                              "--format", "json"]).output)
+    assert document["log"]["projection"] == {"topic": table.projection_log_config().topic, "columns": ["id", "name"]}

@@ -90,6 +90,9 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
     console.print(opts)
     if t.options.log_enabled:
         console.print(f"log: {t.options.log_system} topic {t.topic!r}, {t.log_partitions} partition(s)")
+        if t.projection:
+            console.print(f"projection stream: topic {t.projection_log_config().topic!r}, "
+                          f"columns {', '.join(t.projection)}")
         print_retention(probe_log(t))
     snaps = RichTable("snapshot", "time", "kind", "rows", "writer", "commit", "writes", "records",
                       "commit ms", "log end positions", title="snapshots (newest first)")

@@ -212,6 +212,8 @@ def log_section(t: Table, latest: LogCommitRecord | None, probed: Mapping[str, A
         return None
     log: dict[str, Any] = {"system": t.options.log_system, "topic": t.topic, "partitions": t.log_partitions,
                            "consistency": t.options.log_consistency.value}
+    if t.projection:
+        log["projection"] = {"topic": t.projection_log_config().topic, "columns": list(t.projection)}
     committed = dict(latest.end_positions) if latest is not None else {}
     if probed is None:
         return log
