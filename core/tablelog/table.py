@@ -322,8 +322,8 @@ class Table:
 
     @property
     def projection(self) -> tuple[str, ...]:
-        """The columns of the log's projection stream (key columns first among them, in
-        schema order); empty when the table has none (:mod:`tablelog.projection`)."""
+        """The columns of the log's projection stream, the key's among them, in schema
+        order; empty when the table has none (:mod:`tablelog.projection`)."""
         named = self.options.log_arrow_projection
         if not named:
             return ()
