@@ -46,6 +46,9 @@ class EventualRead:
         #: Records of other tables that share this table's topic, left out.
         self.other_tables_skipped = 0
 
+    def restart(self, position: ReaderPosition) -> None:
+        """The position was put back (a poll failed): nothing of it is kept here."""
+
     def poll_arrow(self, position: ReaderPosition, budget: int, timeout_s: float) -> pa.Table:
         """:meth:`poll` as Arrow: ``arrow`` records' batches as they are, no Python row."""
         return self._poll(position, budget, timeout_s, Batch(arrow=True)).in_schema(self._context).to_arrow(

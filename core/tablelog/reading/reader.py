@@ -8,6 +8,7 @@ transactional or the eventual read.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -180,12 +181,13 @@ class ChangelogReader:
         position = self._ready_position()
         if self._consumer is not None:
             self._consumer.record(position)
-        if position.full_pending:
-            changes = self._full_scan.poll(position, max_records)
-        elif not self.table.options.log_enabled:
-            return []  # its rows were all there is (see __init__)
-        else:
-            changes = self._read.poll(position, max_records, timeout_s)
+        with self._undone_on_failure(position):
+            if position.full_pending:
+                changes = self._full_scan.poll(position, max_records)
+            elif not self.table.options.log_enabled:
+                return []  # its rows were all there is (see __init__)
+            else:
+                changes = self._read.poll(position, max_records, timeout_s)
         if self._columns is None:
             return changes
         names = [f.name for f in self.schema]
@@ -201,11 +203,26 @@ class ChangelogReader:
         position = self._ready_position()
         if self._consumer is not None:
             self._consumer.record(position)
-        if position.full_pending:
-            return self.to_arrow(self._full_scan.poll(position, max_records))
-        if not self.table.options.log_enabled:
-            return self.to_arrow([])
-        return self._selected(self._read.poll_arrow(position, max_records, timeout_s))
+        with self._undone_on_failure(position):
+            if position.full_pending:
+                return self.to_arrow(self._full_scan.poll(position, max_records))
+            if not self.table.options.log_enabled:
+                return self.to_arrow([])
+            return self._selected(self._read.poll_arrow(position, max_records, timeout_s))
+
+    @contextlib.contextmanager
+    def _undone_on_failure(self, position: ReaderPosition) -> Iterator[None]:
+        """A poll that raises returns nothing, so the position goes back to where the poll
+        began: what the poll had taken before it failed (earlier snapshots or partitions)
+        is read again by the next poll, never skipped."""
+        saved = attrs.evolve(position, offsets=dict(position.offsets), horizon=dict(position.horizon))
+        try:
+            yield
+        except BaseException:
+            for field in attrs.fields(ReaderPosition):
+                setattr(position, field.name, getattr(saved, field.name))
+            self._read.restart(position)
+            raise
 
     def changes(self, follow: bool = False, idle_timeout_s: float = 1.0) -> Iterator[Change]:
         """Iterate changes. Without ``follow``, stop once nothing new arrived for

@@ -97,17 +97,16 @@ class TransactionalRead:
 
     def _read_projected(self, position: ReaderPosition, snapshot_id: int, record: LogCommitRecord, out: Batch) -> None:
         """Read a snapshot from the projection stream, whole, past the budget: a position is
-        then never inside it, and is valid for either stream. Should the read fail, the
-        position goes back to the snapshot's start (the exception drops what this poll
-        took of it), never to a position of the projection stream."""
-        try:
-            self._read_snapshot(position, snapshot_id, record.in_projection(), out, sys.maxsize)
-        except BaseException:
-            position.offsets = {}
-            self._records.next_snapshot()
-            self._counted_from_start = True
-            self._projecting = None
-            raise
+        then never inside it, and is valid for either stream. (Should the read fail, the
+        reader puts the position back where the poll began: :meth:`restart`.)"""
+        self._read_snapshot(position, snapshot_id, record.in_projection(), out, sys.maxsize)
+
+    def restart(self, position: ReaderPosition) -> None:
+        """The position was put back (a poll failed): forget what was counted of the
+        snapshot being read; it is counted from its start only if the position is there."""
+        self._records.next_snapshot()
+        self._counted_from_start = not position.offsets
+        self._projecting = None
 
     def _choose_stream(self, position: ReaderPosition, snapshot_id: int, record: LogCommitRecord) -> bool:
         """Whether the snapshot is read from the projection stream (see
