@@ -252,3 +252,21 @@ def test_a_position_inside_a_snapshot_that_expired_is_refused_saying_so(tmp_path
     expire_snapshots(open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}))
     with pytest.raises(ReaderPositionError, match=r"inside snapshot 1 of table 'db.t', which has expired \(earliest kept: 3\)"):
         table.reader(position)
+
+
+def test_the_earliest_snapshot_is_found_while_expiry_deletes_the_one_it_looks_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = make_table(tmp_path)
+    commit_rounds(table, 3)
+    manager = table.store._snapshots
+    gone, read = str(manager.get_snapshot_path(1)), manager.file_io.read_file_utf8
+
+    def read_after_expiry(path: Any) -> str:
+        if str(path) == gone:  # expiry in another process deleted it after its existence was checked
+            raise FileNotFoundError(path)
+        return str(read(path))
+
+    monkeypatch.setattr(manager.file_io, "read_file_utf8", read_after_expiry)
+    assert table.store.earliest_snapshot_id() == 1
+    assert snapshot_ids(table) == [2, 3]

@@ -263,9 +263,27 @@ class PaimonTable:
         return self._earliest_id_of_non_empty()
 
     def _earliest_id_of_non_empty(self) -> int | None:
-        """The earliest snapshot's id, for a caller that has seen a latest snapshot."""
-        snapshot = self._snapshots.try_get_earliest_snapshot()
-        return None if snapshot is None else int(snapshot.id)
+        """The earliest snapshot's id, for a caller that has seen a latest snapshot: the
+        first that exists from the EARLIEST hint on. Expiry in another process deletes
+        snapshots while this looks; pypaimon's own look-up raises when a snapshot it was
+        about to read is deleted (its existence check and its read are two steps), and a
+        committer that hit that failed after its snapshot was committed."""
+        manager = self._snapshots
+        file_io = manager.file_io
+        try:
+            start = int(file_io.read_file_utf8(f"{manager.snapshot_dir}/EARLIEST").strip())
+        except Exception:  # noqa: BLE001 -- no hint, a half-written one, any store's error
+            start = 1
+        latest: SnapshotInfo | None = None  # read only when the hinted snapshot is gone
+        snapshot_id = max(start, 1)
+        while not file_io.exists(manager.get_snapshot_path(snapshot_id)):
+            latest = latest or self.latest_snapshot()
+            if latest is None:
+                return None
+            if snapshot_id >= latest.id:
+                return latest.id
+            snapshot_id += 1
+        return snapshot_id
 
     def snapshot_at_or_before(self, millis: int) -> SnapshotInfo | None:
         snapshot = self._snapshots.earlier_or_equal_time_mills(millis)
