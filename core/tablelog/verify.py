@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from tablelog.errors import LogUnavailableError, TablelogError
 from tablelog.row_equality import row_items, row_key, rows_equal
 from tablelog.table import Table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @attrs.frozen
@@ -64,19 +67,6 @@ class VerifyReport:
 
 
 def verify(table: Table, progress: Callable[[int], None] | None = None) -> VerifyReport:
-    report = _verify(table, None, progress)
-    if not table.projection or report.snapshot_id is None or not report.consistent:
-        return report
-    projected = _verify(table, table.projection, progress)
-    if projected.consistent:
-        return attrs.evolve(report, projection_checked=True)
-    topic = table.projection_log_config().topic
-    return attrs.evolve(projected, error=f"the projection stream (topic {topic!r})"
-                        + (f": {projected.error}" if projected.error else " differs from the table"))
-
-
-def _verify(table: Table, columns: Sequence[str] | None, progress: Callable[[int], None] | None) -> VerifyReport:
-    """Replay the log (only ``columns``: the projection stream's) and compare with the table."""
     latest = table.store.latest_snapshot()
     if latest is None:
         return VerifyReport(table.identifier, None, 0, 0, 0)
@@ -84,17 +74,47 @@ def _verify(table: Table, columns: Sequence[str] | None, progress: Callable[[int
     if not table.options.log_enabled:
         raise TablelogError(f"cannot verify table {table.identifier!r}: it has no log (log.system=none)")
     # The table's rows and the replayed log in one schema, the latest: a log written under
-    # several schemas is mapped into it, however the polls fall.
+    # several schemas is mapped into it, however the polls fall. Snapshots before the
+    # earliest kept one have expired: their changes are replayed as the rows they left,
+    # those of the earliest snapshot kept. Both are read once, for every stream replayed.
     schema_id = table.store.latest_schema_id()
-    table_rows = _rows(table.store.read_rows(latest.id, None, schema_id), columns)
+    start = 0 if earliest == 1 else earliest
+    rows = _TableRows(latest.id, schema_id, table.store.read_rows(latest.id, None, schema_id), start,
+                      table.store.read_rows(earliest, None, schema_id) if start else None)
+    report = _verify(table, rows, None, progress)
+    if not table.projection or not report.consistent:
+        return report
+    projected = _verify(table, rows, table.projection, progress)
+    if projected.consistent:
+        return attrs.evolve(report, projection_checked=True)
+    topic = table.projection_log_config().topic
+    return attrs.evolve(projected, error=f"the projection stream (topic {topic!r})"
+                        + (f": {projected.error}" if projected.error else " differs from the table"))
+
+
+@attrs.frozen
+class _TableRows:
+    """What the log is compared with: the table's rows at the latest snapshot, and (``start``
+    > 0: older snapshots expired) those of the earliest kept, where the replay starts."""
+
+    latest_id: int
+    schema_id: int
+    at_latest: pa.Table
+    start: int
+    at_start: pa.Table | None
+
+
+def _verify(
+    table: Table, rows: _TableRows, columns: Sequence[str] | None, progress: Callable[[int], None] | None
+) -> VerifyReport:
+    """Replay the log (only ``columns``: the projection stream's) and compare with the table."""
+    latest_id, schema_id, start = rows.latest_id, rows.schema_id, rows.start
+    table_rows = _rows(rows.at_latest, columns)
     replayed = 0
     key_of = _key_function(table)
     state: dict[Any, Mapping[str, Any]] = {}
     bag: Counter[Any] = Counter()
-    # Snapshots before the earliest kept one have expired: their changes are replayed as
-    # the rows they left, those of the earliest snapshot kept.
-    start = 0 if earliest == 1 else earliest
-    for row in _rows(table.store.read_rows(earliest, None, schema_id), columns) if start else ():
+    for row in _rows(rows.at_start, columns) if rows.at_start is not None else ():
         if key_of is None:
             bag[row_items(row)] += 1
         else:
@@ -104,7 +124,7 @@ def _verify(table: Table, columns: Sequence[str] | None, progress: Callable[[int
         # The log alone: changes it lost are a difference, not read from the table.
         with table.reader(position, consistency="transactional", changes_from_table=False,
                           schema_id=schema_id, columns=columns) as reader:
-            while reader.position.snapshot < latest.id:
+            while reader.position.snapshot < latest_id:
                 batch = reader.poll(timeout_s=0.0)
                 replayed += len(batch)
                 if progress and batch:
@@ -117,26 +137,26 @@ def _verify(table: Table, columns: Sequence[str] | None, progress: Callable[[int
                         state.pop(key_of(change.row), None)
                     else:
                         state[key_of(change.row)] = change.row
-                if not batch and reader.position.snapshot < latest.id:
+                if not batch and reader.position.snapshot < latest_id:
                     # nothing returned yet the latest snapshot is not reached: only
                     # snapshots without log records remain; poll advances over them.
                     continue
     except LogUnavailableError:
         raise  # an outage, not a difference: nothing was compared
     except TablelogError as err:
-        return VerifyReport(table.identifier, latest.id, replayed, len(table_rows), 0, error=str(err))
+        return VerifyReport(table.identifier, latest_id, replayed, len(table_rows), 0, error=str(err))
     if key_of is None:
         log_rows = [dict(k) for k, n in bag.items() for _ in range(max(n, 0))]
         table_bag = Counter(row_items(r) for r in table_rows)
         missing = [dict(k) for k, n in (table_bag - bag).items() for _ in range(n)]
         extra = [dict(k) for k, n in (bag - table_bag).items() for _ in range(n)]
-        return VerifyReport(table.identifier, latest.id, replayed, len(table_rows), len(log_rows), missing, extra)
+        return VerifyReport(table.identifier, latest_id, replayed, len(table_rows), len(log_rows), missing, extra)
     table_state = {key_of(r): r for r in table_rows}
     missing_rows = [r for k, r in table_state.items() if k not in state]
     extra_rows = [r for k, r in state.items() if k not in table_state]
     differing = [(table_state[k], state[k]) for k in table_state if k in state and not rows_equal(table_state[k], state[k])]
     return VerifyReport(
-        table.identifier, latest.id, replayed, len(table_rows), len(state), missing_rows, extra_rows, differing
+        table.identifier, latest_id, replayed, len(table_rows), len(state), missing_rows, extra_rows, differing
     )
 
 
