@@ -57,8 +57,6 @@ class TransactionalRead:
         self._split_partitions = split_partitions
         self._records = CommittedRecords(context)
         self._counted_from_start = counted_from_start
-        #: The snapshot being read from the projection stream, if one is.
-        self._projecting: int | None = None
 
     def poll(self, position: ReaderPosition, budget: int, timeout_s: float) -> list[Change]:
         return self._poll(position, budget, timeout_s, Batch(arrow=False)).in_schema(self._context).to_changes()
@@ -88,41 +86,33 @@ class TransactionalRead:
             # A snapshot committed under a newer schema: its changes and all after them in it.
             if self._context.upgrade(snapshot.schema_id):
                 out.in_schema(self._context)
-            if self._choose_stream(position, snapshot.id, record):
-                self._read_projected(position, snapshot.id, record, out)
+            if self._choose_stream(position, record):
+                # Read whole, past the budget: a position is then never inside a snapshot read
+                # from the projection stream, and is valid for either stream. (A read that
+                # fails puts the position back where the poll began: ChangelogReader.)
+                self._read_snapshot(position, snapshot.id, record.in_projection(), out, sys.maxsize)
             elif not self._read_snapshot(position, snapshot.id, record, out, budget):
                 break
             self._advance(position, snapshot.id)
         return out
-
-    def _read_projected(self, position: ReaderPosition, snapshot_id: int, record: LogCommitRecord, out: Batch) -> None:
-        """Read a snapshot from the projection stream, whole, past the budget: a position is
-        then never inside it, and is valid for either stream. (Should the read fail, the
-        reader puts the position back where the poll began: :meth:`restart`.)"""
-        self._read_snapshot(position, snapshot_id, record.in_projection(), out, sys.maxsize)
 
     def restart(self, position: ReaderPosition) -> None:
         """The position was put back (a poll failed): forget what was counted of the
         snapshot being read; it is counted from its start only if the position is there."""
         self._records.next_snapshot()
         self._counted_from_start = not position.offsets
-        self._projecting = None
 
-    def _choose_stream(self, position: ReaderPosition, snapshot_id: int, record: LogCommitRecord) -> bool:
+    def _choose_stream(self, position: ReaderPosition, record: LogCommitRecord) -> bool:
         """Whether the snapshot is read from the projection stream (see
         :mod:`tablelog.projection`): it recorded one that holds every column the reader
-        returns, and the reader starts it at its beginning (a position inside a snapshot
-        is one of the table topic), or is reading it from the projection already."""
-        if position.offsets:
-            projecting = self._projecting == snapshot_id
-        else:
-            projecting = (
-                not self._split_partitions and record.projection is not None
-                and reads_projection(self._context.columns, record.projection.columns)
-            )
+        returns, and the reader starts it at its beginning. A position inside a snapshot
+        is always one of the table topic: a projected snapshot is read whole in one poll."""
+        projecting = (
+            not position.offsets and not self._split_partitions and record.projection is not None
+            and reads_projection(self._context.columns, record.projection.columns)
+        )
         if projecting != self._context.projecting:
             self._records.stream_changed()
-        self._projecting = snapshot_id if projecting else None
         self._context.projecting = projecting
         return projecting
 
