@@ -69,17 +69,19 @@ class WriteTask:
         if self._paimon_write is None:
             self._paimon_write = self.table.store.new_write()
         if self._log is None and self.table.options.log_enabled:
-            if self._log_pool is not None:
-                self._log = self._log_pool.checkout(self.table)
-            else:
-                self._log = self.table.open_log()
-                self._log.ensure_topic()
+            self._log = self._connect(projection=False)
         if self._projection_log is None and self.table.projection:
-            if self._log_pool is not None:
-                self._projection_log = self._log_pool.checkout(self.table, self.table.projection_log_config())
-            else:
-                self._projection_log = self.table.open_projection_log()
-                self._projection_log.ensure_topic()
+            self._projection_log = self._connect(projection=True)
+
+    def _connect(self, *, projection: bool) -> LogClient:
+        """A connection to the table topic (or its projection stream's), its topic ensured:
+        from the pool when there is one."""
+        table = self.table
+        if self._log_pool is not None:
+            return self._log_pool.checkout(table, table.projection_log_config() if projection else None)
+        client = table.open_projection_log() if projection else table.open_log()
+        client.ensure_topic()
+        return client
 
     def write(self, data: Any, kind: RowKind | str | None = None) -> int:
         """Write rows (Arrow, pandas, dicts, or (kind, dict) pairs); returns how many.
