@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -16,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import tablelog
+from tablelog.testing.processes import start_python
 from tablelog.testing.s3_server import S3Endpoint
 from tablelog.verify import verify
 
@@ -35,11 +35,10 @@ def test_two_committer_processes_on_s3_commit_each_identifier_exactly_once(
         "filesystem.path": str(tmp_path / "log"),
     }
     table = tablelog.create_table(warehouse, "db.race", SCHEMA, primary_key=["id"], bucket=2, options=options)
-    config = json.dumps({"warehouse": warehouse, "table": "db.race", "options": options})
     sync = tmp_path / "sync"
     sync.mkdir()
-    procs = [subprocess.Popen([sys.executable, str(DRIVER), config, me, str(ROUNDS), str(sync)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    config = {"warehouse": warehouse, "table": "db.race", "options": options, "rounds": ROUNDS, "sync": str(sync)}
+    procs = [start_python(DRIVER, {**config, "me": me}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for me in ("A", "B")]
     results = []
     for proc in procs:

@@ -4,9 +4,7 @@ next one, and no row is lost or comes back."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 import textwrap
 import uuid
 from pathlib import Path
@@ -16,6 +14,7 @@ import pytest
 
 import tablelog
 from tablelog.commit.compaction import compact
+from tablelog.testing.processes import start_python
 from tablelog.testing.s3_server import S3Endpoint
 
 pytestmark = pytest.mark.cluster
@@ -23,11 +22,12 @@ pytestmark = pytest.mark.cluster
 COMMITS = 25
 
 WRITER = textwrap.dedent("""
-    import json, sys, tablelog
-    config = json.loads(sys.argv[1])
+    import tablelog
+    from tablelog.testing.processes import child_config
+    config = child_config()  # on standard input: the options hold the S3 secret key
     table = tablelog.open_table(config["warehouse"], "db.race", config["options"])
     with table.writer("w") as writer:
-        for i in range(int(sys.argv[2])):
+        for i in range(int(config["commits"])):
             writer.write([{"id": k, "v": f"c{i}"} for k in range(3 * i, 3 * i + 8)])
             writer.write([("-D", {"id": 3 * i + 1, "v": f"c{i}"})])
             writer.commit()
@@ -43,8 +43,8 @@ def test_compactions_on_s3_racing_a_writer_lose_and_resurrect_no_row(s3_server: 
     }
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
     table = tablelog.create_table(warehouse, "db.race", schema, primary_key=["id"], bucket=2, options=options)
-    config = json.dumps({"warehouse": warehouse, "options": options})
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, config, str(COMMITS)], stderr=subprocess.PIPE, text=True)
+    config = {"warehouse": warehouse, "options": options, "commits": COMMITS}
+    writer = start_python(WRITER, config, stderr=subprocess.PIPE, text=True)
     ours = 0
     try:
         while writer.poll() is None:

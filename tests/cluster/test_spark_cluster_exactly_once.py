@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -22,6 +21,7 @@ import attrs
 import pytest
 
 from tablelog.table import Table, open_table
+from tablelog.testing.processes import start_python
 from tablelog.testing.s3_server import S3Endpoint
 from tablelog.testing.spark_cluster import StandaloneCluster, spark_environment
 from tablelog.testing.spark_scenarios import (
@@ -65,8 +65,8 @@ class Pipeline:
                   "inputs": str(self.work / "in"), "checkpoint": str(self.checkpoint), "options": self.options,
                   "testing": testing or {}, "read": str(self.work / "read") if read else None,
                   "executors": executors}
-        return subprocess.Popen(
-            [sys.executable, str(DRIVER), json.dumps(config)], stdout=subprocess.PIPE,
+        return start_python(
+            DRIVER, config, stdout=subprocess.PIPE,
             stderr=open(self.work / "driver.log", "a"), text=True, start_new_session=True,
             env=spark_environment(self.work / "driver", log_level="error"))
 

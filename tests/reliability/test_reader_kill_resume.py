@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from collections import Counter
@@ -19,14 +18,17 @@ from pathlib import Path
 import pytest
 
 import tablelog
+from tablelog.testing.processes import start_python
 from tablelog.testing.scenarios import SCHEMA, rows
 
 COMMITS, ROWS = 12, 100
 
 READER = textwrap.dedent("""
-    import json, os, sys, tablelog
-    warehouse, name, out_dir, expected = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    options = json.loads(sys.argv[5])
+    import json, os, tablelog
+    from tablelog.testing.processes import child_config
+    config = child_config()  # on standard input: table options may hold secrets
+    warehouse, name, out_dir, expected = config["warehouse"], config["table"], config["out"], config["expected"]
+    options = config["options"]
     files = sorted(f for f in os.listdir(out_dir) if f.endswith(".json"))
     position, seen, seq = None, 0, 0
     for f in files:  # only complete files exist: each was renamed into place whole
@@ -76,11 +78,9 @@ def test_reader_killed_with_sigkill_resumes_from_its_saved_position_with_no_gap_
     expected = COMMITS * ROWS
 
     def start() -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, "-c", READER, warehouse, "db.followed", str(out_dir), str(expected),
-             json.dumps(log_options)],
-            stderr=subprocess.PIPE, text=True,
-        )
+        config = {"warehouse": warehouse, "table": "db.followed", "out": str(out_dir), "expected": expected,
+                  "options": log_options}
+        return start_python(READER, config, stderr=subprocess.PIPE, text=True)
 
     kills = 0
     reader = start()

@@ -1,14 +1,20 @@
-"""Helpers for tests and benchmarks that run real servers as child processes: the
-brokers shipped inside PyPI wheels, on free loopback ports, never outliving the test."""
+"""Helpers for tests and benchmarks that run real servers and Python programs as child
+processes: the brokers shipped inside PyPI wheels, on free loopback ports, never outliving
+the test; drivers and writers that get their configuration without showing it to ``ps``."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
+import json
 import os
 import socket
 import subprocess
+import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 
 def free_port() -> int:
@@ -48,3 +54,39 @@ def stop(process: subprocess.Popen[bytes], timeout_s: float = 10) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=timeout_s)
+
+
+def python_command(program: str | Path) -> list[str]:
+    """The command running ``program`` (a script's path, or the source of one) in this
+    interpreter."""
+    return [sys.executable, str(program)] if isinstance(program, Path) else [sys.executable, "-c", program]
+
+
+def start_python(program: str | Path, config: Mapping[str, Any], **popen: Any) -> subprocess.Popen[Any]:
+    """Start ``program`` in a child interpreter and hand it ``config`` on its standard input
+    (read there with :func:`child_config`).
+
+    Table options hold passwords and keys: a command line or an environment variable is
+    readable by every user of the machine (``ps``, ``/proc/PID/cmdline``), a pipe is not.
+    """
+    process = subprocess.Popen(python_command(program), stdin=subprocess.PIPE, **popen)
+    assert process.stdin is not None
+    data = json.dumps(dict(config))
+    with process.stdin:
+        process.stdin.write(data if isinstance(process.stdin, io.TextIOBase) else data.encode())
+    process.stdin = None  # closed: ``communicate`` must not flush it
+    return process
+
+
+def run_python(program: str | Path, config: Mapping[str, Any], timeout_s: float,
+               **run: Any) -> subprocess.CompletedProcess[Any]:
+    """Run ``program`` to its end like :func:`start_python`, with ``subprocess.run``'s result."""
+    data = json.dumps(dict(config))
+    return subprocess.run(python_command(program), input=data if run.get("text") else data.encode(),
+                          timeout=timeout_s, **run)
+
+
+def child_config() -> dict[str, Any]:
+    """In a child of :func:`start_python` or :func:`run_python`: the configuration its parent
+    sent."""
+    return dict(json.loads(sys.stdin.read()))

@@ -9,8 +9,6 @@ killed after producing) and counts every record on both sides.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -25,6 +23,7 @@ import pytest
 from tablelog.normalize import Normalizer
 from tablelog.reading import Change
 from tablelog.table import Table, create_table, open_table
+from tablelog.testing.processes import run_python
 from tablelog.verify import verify
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
@@ -129,16 +128,20 @@ class ExactlyOnceScenarios(LogSystemFixtures):
     def test_attempt_killed_in_another_process_after_producing_is_never_returned(
         self, table: Table, warehouse: str, log_options: dict[str, str]
     ) -> None:
-        script = textwrap.dedent(f"""
+        script = textwrap.dedent("""
             import os, tablelog
+            from tablelog.testing.processes import child_config
             from tablelog.testing.scenarios import rows
-            table = tablelog.open_table({warehouse!r}, {table.identifier!r}, {log_options!r})
+            config = child_config()
+            table = tablelog.open_table(config["warehouse"], config["table"], config["options"])
             task = table.write_task("w", 1, task="killed")
             task.write(rows(tag="killed"))
             task.finish()
             os._exit(9)  # dies after producing, before its receipt reaches the committer
         """)
-        killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        # The options (a plugin's password among them) go on standard input, never on the command line.
+        config = {"warehouse": warehouse, "table": table.identifier, "options": log_options}
+        killed = run_python(script, config, timeout_s=120, capture_output=True, text=True)
         assert killed.returncode == 9, killed.stderr
         with table.reader(consistency="eventual", scan_mode="earliest") as reader:
             assert len(reader.read_all()) == ROWS  # the dead attempt's records are in the log

@@ -20,7 +20,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 import uuid
@@ -33,6 +32,7 @@ import pytest
 from tablelog.commit import LogCommitRecord, log_commits
 from tablelog.normalize import Normalizer
 from tablelog.table import Table, open_table
+from tablelog.testing.processes import start_python
 
 INPUT_SCHEMA = "id long, name string, score double, _kind string"
 BATCHES = 3
@@ -318,19 +318,24 @@ class SparkExactlyOnceScenarios(SparkTaskFailureScenarios):
         inputs, checkpoint = write_input(tmp_path / "in"), tmp_path / "ck"
         # The driver commits micro-batch 1 to the table, then sleeps before Spark's own commit
         # log records it: the test kills the whole driver (JVM and Python) with SIGKILL there.
-        script = textwrap.dedent(f"""
+        # The options (a plugin's password among them) go to the driver on its standard
+        # input, never on its command line.
+        script = textwrap.dedent("""
             from pathlib import Path
+            from tablelog.testing.processes import child_config
             from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios, spark_test_session
+            config = child_config()
             spark = spark_test_session("local[2,2]")
             query = SparkExactlyOnceScenarios()._stream_write(
-                spark, Path({str(inputs)!r}), Path({str(warehouse)!r}), {name!r}, Path({str(checkpoint)!r}),
-                {log_options!r}, **{{"testing.pause-after-commit": "1:600"}})
+                spark, Path(config["inputs"]), Path(config["warehouse"]), config["name"],
+                Path(config["checkpoint"]), config["options"], **{"testing.pause-after-commit": "1:600"})
             query.awaitTermination()
         """)
+        config = {"inputs": str(inputs), "warehouse": str(warehouse), "name": name,
+                  "checkpoint": str(checkpoint), "options": log_options}
         log_path = tmp_path / "driver.log"
         with open(log_path, "wb") as log:
-            driver = subprocess.Popen([sys.executable, "-c", script], stdout=log, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
+            driver = start_python(script, config, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             deadline = time.monotonic() + 240
             why = ""

@@ -11,11 +11,11 @@ share ("replay", a replayed batch racing the original). Prints one JSON line of 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 import tablelog
+from tablelog.testing.processes import child_config
 
 ROWS = 5
 
@@ -38,7 +38,8 @@ def commit(table: tablelog.Table, writer: str, identifier: int, ids: range, me: 
 
 
 def main() -> None:
-    config, me, rounds, sync = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    config = child_config()  # on standard input: the options hold the S3 secret key
+    me, rounds, sync = config["me"], int(config["rounds"]), Path(config["sync"])
     other = "B" if me == "A" else "A"
     offset = 0 if me == "A" else 100_000
     table = tablelog.open_table(config["warehouse"], config["table"], config["options"])

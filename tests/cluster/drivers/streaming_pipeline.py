@@ -17,7 +17,6 @@ Spark source, transactional and eventual-then-normalized, and prints one JSON li
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,4 +79,6 @@ def main(config: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))
+    from tablelog.testing.processes import child_config
+
+    main(child_config())  # on standard input: the options hold the S3 secret key
