@@ -37,7 +37,15 @@ from tablelog.testing.conformance import (
     opened_clients,
 )
 from tablelog.testing.dashboard import DashboardScenarios
-from tablelog.testing.processes import die_with_parent, free_port, stop, wheel_binary
+from tablelog.testing.processes import (
+    child_config,
+    die_with_parent,
+    free_port,
+    run_python,
+    start_python,
+    stop,
+    wheel_binary,
+)
 from tablelog.testing.projection_scenarios import ProjectionScenarios
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 from tablelog.testing.spark_scenarios import (
@@ -62,13 +70,16 @@ __all__ = [
     "SparkCombinedTaskFailures",
     "SparkExactlyOnceScenarios",
     "SparkTaskFailureScenarios",
+    "child_config",
     "cli",
     "die_with_parent",
     "free_port",
     "installed_log_systems",
     "load_log_system",
     "opened_clients",
+    "run_python",
     "spark_test_session",
+    "start_python",
     "stop",
     "wheel_binary",
 ]
