@@ -5,6 +5,7 @@ command line or in an environment, which every user of the machine can read (``p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import textwrap
@@ -27,10 +28,8 @@ def _visible_to_other_users(pid: int) -> str:
     """What ``ps`` shows of a process: its command line (and, for the same user, its environment)."""
     parts = []
     for name in ("cmdline", "environ"):
-        try:
+        with contextlib.suppress(OSError):  # it ended meanwhile
             parts.append((Path("/proc") / str(pid) / name).read_bytes().decode(errors="replace"))
-        except OSError:  # it ended meanwhile
-            pass
     return "\0".join(parts)
 
 

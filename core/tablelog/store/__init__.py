@@ -7,6 +7,9 @@ rows, bucket routing), :mod:`~tablelog.store.writes` (data files written, commit
 aborted), :mod:`~tablelog.store.schema` (what Paimon defines: option keys, system
 columns, stored types), :mod:`~tablelog.store.alter` (schema changes) and
 :mod:`~tablelog.store.evolution` (rows of an older schema in a newer one).
+The pypaimon internals it calls (private methods, internal modules) are named, with the
+reason for each, in :mod:`~tablelog.store.pypaimon_internals`; the dependency pins
+follow from them.
 """
 
 from tablelog.store.alter import (

@@ -7,9 +7,8 @@ compaction"); it has the pieces, used here: the merge read of a bucket's sorted 
 (the read path's own merge, with each row's sequence number and row kind kept), the
 key-value file writer, and the commit of a ``COMPACT`` snapshot with conflict detection
 (a compaction whose input files are no longer all in the table fails, as in Paimon).
-Several of them are pypaimon's internals (``MergeFileSplitRead.section_reader_supplier``,
-``KeyValueDataWriter._roll_write``, ``FileStoreCommit._try_commit``): the tests of this
-module are what tells a pypaimon upgrade that moved them.
+Several of them are pypaimon's internals, called through
+:mod:`tablelog.store.pypaimon_internals`, which names each and why.
 
 Each rewritten row keeps its sequence number, so files committed meanwhile by writers
 (newer sequence numbers, level 0) still win over it; deletes are dropped only when every
@@ -26,6 +25,15 @@ from typing import Any
 import attrs
 
 from tablelog.store.manifests import merge_base_manifests
+from tablelog.store.pypaimon_internals import (
+    collect_manifest_entries,
+    key_value_tuple,
+    open_deletion_file_readers,
+    roll_write,
+    try_commit,
+    with_commit_user,
+    write_one_file,
+)
 
 
 @attrs.frozen
@@ -100,11 +108,11 @@ def rewrite_bucket(paimon: Any, files: BucketFiles, output_level: int, drop_dele
     retractions = sum(1 for kind in data.column(_VALUE_KIND).to_pylist() if kind in _RETRACT_KINDS)
     try:
         if retractions:
-            writer._write_data_to_file(data)  # one file, so the count is that file's
+            write_one_file(writer, data)  # one file, so the count is that file's
         else:
             # The merge returns keys in order and once each: the writer's file rolling
             # keeps that, so the new files are one sorted run with the rows' own sequence numbers.
-            writer._roll_write(data)
+            roll_write(writer, data)
     except BaseException:
         writer.abort()
         raise
@@ -142,7 +150,7 @@ def _merged_key_values(
     read = MergeFileSplitRead(
         table=paimon, predicate=None, read_type=paimon.fields, split=split, row_tracking_enabled=False
     )
-    read._genarate_deletion_file_readers()
+    open_deletion_file_readers(read)
     sections = IntervalPartition(split.files).partition()
     reader: Any = ConcatRecordReader([functools.partial(read.section_reader_supplier, section) for section in sections])
     if drop_deletes:
@@ -151,7 +159,7 @@ def _merged_key_values(
     try:
         for batch in _batches(reader):
             while (kv := batch.next()) is not None:
-                rows.append(kv._row_tuple)
+                rows.append(key_value_tuple(kv))
     finally:
         reader.close()
     return list(read.read_fields), rows
@@ -176,22 +184,16 @@ def commit_compaction(
         CommitMessage(partition=old.partition, bucket=old.bucket, new_files=list(new), deleted_files=list(old.files))
         for old, new in rewrites
     ]
-    commit = paimon.new_stream_write_builder()._with_commit_user(commit_user).new_commit()
+    commit = with_commit_user(paimon.new_stream_write_builder(), commit_user).new_commit()
     store_commit = commit.file_store_commit
     if snapshot_commit is not None:
         store_commit.snapshot_commit = snapshot_commit
         store_commit.commit_max_retries = 0
     merge_base_manifests(store_commit)
-    entries = store_commit._collect_manifest_entries(messages)
+    entries = collect_manifest_entries(store_commit, messages)
     try:
-        store_commit._try_commit(
-            commit_kind="COMPACT",
-            commit_identifier=commit_identifier,
-            commit_entries_plan=lambda _latest: entries,
-            detect_conflicts=True,
-            allow_rollback=False,
-            snapshot_properties=dict(properties),
-        )
+        try_commit(store_commit, commit_kind="COMPACT", commit_identifier=commit_identifier,
+                   entries_plan=lambda _latest: entries, snapshot_properties=properties)
     finally:
         commit.close()
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import attrs
 
+from tablelog.store.pypaimon_internals import consumer_directory
+
 
 @attrs.frozen
 class ConsumerInfo:
@@ -43,7 +45,7 @@ class Consumers:
 
     def all(self) -> list[ConsumerInfo]:
         """Every consumer, by id."""
-        directory = self._manager._consumer_directory()
+        directory = consumer_directory(self._manager)
         if not self._file_io.exists(directory):
             return []
         found = []

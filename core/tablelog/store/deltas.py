@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from tablelog.store.pypaimon_internals import delta_plan
 from tablelog.store.schema import KIND_FIELD
 
 #: The row-kind column of what :func:`read_delta` returns.
@@ -31,7 +32,7 @@ def read_delta(paimon: Any, snapshot_id: int, buckets: Iterable[int]) -> pa.Tabl
     wanted = set(buckets)
     try:
         scan = AsyncStreamingTableScan(paimon, prefetch_enabled=False)
-        splits = [s for s in scan._create_delta_plan(snapshot).splits() if s.bucket in wanted]
+        splits = [s for s in delta_plan(scan, snapshot).splits() if s.bucket in wanted]
         read = paimon.new_stream_read_builder().with_include_row_kind(True).new_read()
         result = read.to_arrow(splits) if splits else None
     except FileNotFoundError:

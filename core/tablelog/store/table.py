@@ -25,6 +25,7 @@ from tablelog.store.deltas import ROW_KIND, read_delta
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
+from tablelog.store.pypaimon_internals import schema_ids, schema_path
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.writes import TableWrite, abort_files, commit_files
 
@@ -165,12 +166,12 @@ class PaimonTable:
 
     def latest_schema_id(self) -> int:
         """The id of the table's latest schema (a listing of its schema files)."""
-        return max(self._schemas._list_versioned_files(), default=self.schema_id)
+        return max(schema_ids(self._schemas), default=self.schema_id)
 
     def has_newer_schema(self) -> bool:
         """Whether the table was altered since this object was opened. Schema ids are
         consecutive, so this is one look-up of the next schema file, not a listing."""
-        return bool(self.file_io.exists(self._schemas._to_schema_path(self.schema_id + 1)))
+        return bool(self.file_io.exists(schema_path(self._schemas, self.schema_id + 1)))
 
     def alter(self, changes: list[SchemaChange]) -> int:
         """Commit ``changes`` as the table's next schema (checked by the caller); returns
@@ -184,8 +185,8 @@ class PaimonTable:
     def first_schema_text(self) -> str:
         """The text of the table's oldest schema file (``schema-0`` unless expired):
         written once when the table was created, never rewritten."""
-        first = min(self._schemas._list_versioned_files())
-        return str(self.file_io.read_file_utf8(self._schemas._to_schema_path(first)))
+        first = min(schema_ids(self._schemas))
+        return str(self.file_io.read_file_utf8(schema_path(self._schemas, first)))
 
     @property
     def on_object_store(self) -> bool:

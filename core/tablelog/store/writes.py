@@ -9,6 +9,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tablelog.store.pypaimon_internals import with_commit_user
+
 log = logging.getLogger("tablelog.writer")
 
 _TORN_LATEST_HINT = re.compile(r"Snapshot \d+ does not exist\.?")
@@ -63,7 +65,7 @@ def commit_files(
     """Commit ``messages`` as one snapshot. With ``snapshot_commit`` (an object-store
     warehouse's conditional commit), that creates the snapshot file, in one attempt:
     a lost race raises, and the caller re-reads the table before trying again."""
-    builder = paimon.new_stream_write_builder()._with_commit_user(commit_user)
+    builder = with_commit_user(paimon.new_stream_write_builder(), commit_user)
     commit = builder.new_commit()
     if snapshot_commit is not None:
         # Only the snapshot commit is swapped, not the table's CatalogEnvironment: the

@@ -1,0 +1,245 @@
+"""Every pypaimon internal tablelog calls, each named with the reason, in one module.
+
+pypaimon 2.1 has no compaction, no snapshot expiry, no manifest merging and no
+conditional snapshot commit for object stores; tablelog builds them from pypaimon's own
+pieces, some of which are private (a leading ``_``) or live in modules that are not
+pypaimon's public API. Such a piece can move in any release, so:
+
+- ``pyproject.toml`` pins pypaimon and pypaimon-rust to the minor versions tested
+  (:data:`TESTED_VERSIONS`);
+- every private method or attribute is called through a function of this module, never
+  directly (``tests/core/test_pypaimon_internals.py`` checks that no other module names
+  one);
+- :func:`missing_internals` resolves every internal named here and every name the store
+  imports from pypaimon's modules, and the test suite fails with the list of what the
+  installed pypaimon lacks (``python -m tablelog.store.pypaimon_internals`` prints it).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.metadata
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+#: The distributions whose internals are used, and the version range tested with them
+#: (the same bounds as ``pyproject.toml``'s dependencies).
+TESTED_VERSIONS: Mapping[str, tuple[str, str]] = {"pypaimon": ("2.1", "2.2"), "pypaimon-rust": ("0.4", "0.5")}
+
+
+@attrs.frozen
+class Internal:
+    """One internal of pypaimon: ``module:Qualified.name``, and why tablelog needs it."""
+
+    path: str
+    why: str
+
+
+INTERNALS: tuple[Internal, ...] = (
+    Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._roll_write",
+             "compaction writes a bucket's merged rows as one sorted run of rolled files, "
+             "keeping each row's sequence number (the public writer assigns new ones)"),
+    Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._write_data_to_file",
+             "compaction writes rows holding retractions as one file, so that the file's "
+             "delete_row_count is exact (pypaimon reads a file without deletes unmerged)"),
+    Internal("pypaimon.read.split_read:MergeFileSplitRead._genarate_deletion_file_readers",
+             "compaction's merge read of a bucket's sorted runs needs the deletion-file "
+             "readers the public read builds only inside its own read"),
+    Internal("pypaimon.read.split_read:MergeFileSplitRead.section_reader_supplier",
+             "compaction reads each section of overlapping runs merged, with row kinds and "
+             "sequence numbers kept (the public read drops both)"),
+    Internal("pypaimon.table.row.key_value:KeyValue._row_tuple",
+             "compaction copies each merged key-value row whole: key, sequence number, "
+             "row kind and value"),
+    Internal("pypaimon.write.write_builder:StreamWriteBuilder._with_commit_user",
+             "commits name their writer (Paimon's commit user) so that a replayed commit "
+             "identifier is recognised: exactly-once commits"),
+    Internal("pypaimon.write.file_store_commit:FileStoreCommit._collect_manifest_entries",
+             "a COMPACT snapshot's entries (old files deleted, new files added) are built "
+             "from commit messages as an append's are"),
+    Internal("pypaimon.write.file_store_commit:FileStoreCommit._try_commit",
+             "a COMPACT snapshot is committed with conflict detection (the public commit "
+             "writes APPEND snapshots only)"),
+    Internal("pypaimon.read.streaming_table_scan:AsyncStreamingTableScan._create_delta_plan",
+             "a snapshot's own changes (its delta files) are read for readers that fall "
+             "back from the log to the table files"),
+    Internal("pypaimon.schema.schema_manager:SchemaManager._list_versioned_files",
+             "the ids of a table's schema files: the latest schema, and the oldest one "
+             "(whose text identifies the table)"),
+    Internal("pypaimon.schema.schema_manager:SchemaManager._to_schema_path",
+             "one existence check tells whether the table was altered, without a listing"),
+    Internal("pypaimon.consumer.consumer_manager:ConsumerManager._consumer_directory",
+             "every registered consumer id is listed (pypaimon reads them one id at a time)"),
+    # Public names of internal objects, set or replaced rather than called.
+    Internal("pypaimon.write.file_store_commit:FileStoreCommit.snapshot_commit",
+             "an object-store warehouse swaps in its conditional (If-None-Match) snapshot "
+             "commit: pypaimon's renaming commit is atomic only on a local file system"),
+    Internal("pypaimon.write.file_store_commit:FileStoreCommit.commit_max_retries",
+             "a conditional commit makes one attempt: the caller re-reads the table first"),
+    Internal("pypaimon.write.file_store_commit:FileStoreCommit.manifest_list_manager",
+             "a COMPACT commit merges the base manifests (pypaimon never does)"),
+    Internal("pypaimon.write.file_store_commit:FileStoreCommit.manifest_file_manager",
+             "the same: the merged manifests are written with it"),
+    Internal("pypaimon.write.file_store_commit:FileStoreCommit.manifest_target_size",
+             "the same: the merged manifests' size"),
+    Internal("pypaimon.manifest.manifest_list_manager:ManifestListManager.read_all",
+             "the same: replaced, within one commit, by a read returning the merged list"),
+    Internal("pypaimon.manifest.manifest_file_manager:ManifestFileManager.rolling_write",
+             "the same: writes the merged entries"),
+    Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter.committed_files",
+             "compaction takes the metadata of the files it wrote"),
+    Internal("pypaimon.read.split_read:MergeFileSplitRead.read_fields",
+             "compaction writes the merged rows with the fields the merge read returned"),
+)
+
+
+# ---- the calls ----------------------------------------------------------------------
+
+def with_commit_user(builder: Any, commit_user: str) -> Any:
+    """``builder`` (a stream write builder) committing as ``commit_user``."""
+    return builder._with_commit_user(commit_user)
+
+
+def roll_write(writer: Any, data: Any) -> None:
+    """Write ``data`` (key-value rows in key order) through ``writer``'s file rolling."""
+    writer._roll_write(data)
+
+
+def write_one_file(writer: Any, data: Any) -> None:
+    """Write ``data`` through ``writer`` as exactly one file."""
+    writer._write_data_to_file(data)
+
+
+def open_deletion_file_readers(read: Any) -> None:
+    """Make a ``MergeFileSplitRead`` ready to read its split's sections."""
+    read._genarate_deletion_file_readers()
+
+
+def key_value_tuple(kv: Any) -> tuple[Any, ...]:
+    """A merged ``KeyValue``'s whole row: key, sequence number, row kind, value."""
+    return tuple(kv._row_tuple)
+
+
+def collect_manifest_entries(store_commit: Any, messages: Sequence[Any]) -> list[Any]:
+    """The manifest entries ``messages`` make (files added and deleted)."""
+    return list(store_commit._collect_manifest_entries(list(messages)))
+
+
+def try_commit(store_commit: Any, *, commit_kind: str, commit_identifier: int,
+               entries_plan: Callable[[Any], list[Any]], snapshot_properties: Mapping[str, str]) -> Any:
+    """Commit one snapshot of ``commit_kind`` with conflict detection and no rollback."""
+    return store_commit._try_commit(
+        commit_kind=commit_kind,
+        commit_identifier=commit_identifier,
+        commit_entries_plan=entries_plan,
+        detect_conflicts=True,
+        allow_rollback=False,
+        snapshot_properties=dict(snapshot_properties),
+    )
+
+
+def schema_ids(schemas: Any) -> list[int]:
+    """The ids of the schema files a ``SchemaManager`` lists."""
+    return list(schemas._list_versioned_files())
+
+
+def schema_path(schemas: Any, schema_id: int) -> str:
+    """The path of schema ``schema_id``'s file."""
+    return str(schemas._to_schema_path(schema_id))
+
+
+def consumer_directory(manager: Any) -> str:
+    """The directory of a ``ConsumerManager``'s consumer files."""
+    return str(manager._consumer_directory())
+
+
+def delta_plan(scan: Any, snapshot: Any) -> Any:
+    """The plan reading the data files ``snapshot``'s commit added."""
+    return scan._create_delta_plan(snapshot)
+
+
+# ---- the check ----------------------------------------------------------------------
+
+def _resolve(path: str) -> str | None:
+    """None when ``module:Qualified.name`` resolves, else what is missing."""
+    module_name, _, qualified = path.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as err:
+        return f"module {module_name} ({err})"
+    for i, part in enumerate(qualified.split(".") if qualified else ()):
+        if not hasattr(target, part) and not _declared_slot(target, part):
+            return f"{module_name}:{'.'.join(qualified.split('.')[:i + 1])}"
+        target = getattr(target, part, None)
+    return None
+
+
+def _declared_slot(cls: Any, name: str) -> bool:
+    """An attribute that ``__init__`` of ``cls`` or a base sets (``self.name = ...``): the
+    class itself does not have it."""
+    import inspect
+
+    if not isinstance(cls, type):
+        return False
+    for klass in cls.__mro__:
+        try:
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):
+            continue
+        if f"self.{name} =" in source or f"self.{name}:" in source:
+            return True
+    return False
+
+
+def store_imports() -> list[str]:
+    """``module:name`` of every name the store imports from pypaimon's modules."""
+    found: list[str] = []
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "pypaimon":
+                found.extend(f"{node.module}:{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                found.extend(f"{a.name}:" for a in node.names if a.name.split(".")[0] in ("pypaimon", "pypaimon_rust"))
+    return sorted(set(found))
+
+
+def version_problems() -> list[str]:
+    """The installed distributions outside :data:`TESTED_VERSIONS`."""
+    problems = []
+    for name, (low, high) in TESTED_VERSIONS.items():
+        try:
+            installed = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            problems.append(f"{name} is not installed (tested: >={low},<{high})")
+            continue
+        if not _within(installed, low, high):
+            problems.append(f"{name} {installed} is installed; tablelog is tested with >={low},<{high}")
+    return problems
+
+
+def _within(version: str, low: str, high: str) -> bool:
+    def key(text: str) -> tuple[int, ...]:
+        parts = []
+        for piece in text.split(".")[:3]:
+            digits = "".join(c for c in piece if c.isdigit())
+            parts.append(int(digits) if digits else 0)
+        return tuple(parts)
+
+    return key(low) <= key(version) < key(high)
+
+
+def missing_internals() -> list[str]:
+    """What the installed pypaimon lacks of what tablelog calls: empty when all is there."""
+    missing = [f"{what} (used because: {i.why})" for i in INTERNALS if (what := _resolve(i.path))]
+    missing += [what for path in store_imports() if (what := _resolve(path))]
+    return missing
+
+
+if __name__ == "__main__":
+    problems = version_problems() + missing_internals()
+    print("\n".join(problems) if problems else "every pypaimon internal tablelog uses is there")
+    raise SystemExit(1 if problems else 0)
