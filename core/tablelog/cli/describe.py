@@ -19,7 +19,7 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
-from tablelog.cli.output import FORMATS, dumps
+from tablelog.documents import FORMATS, dumps
 from tablelog.options import redact
 from tablelog.table import Table, open_table
 from tablelog.ui.figures import (

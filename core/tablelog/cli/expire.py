@@ -12,7 +12,7 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
-from tablelog.cli.output import FORMATS, dumps
+from tablelog.documents import FORMATS, dumps
 from tablelog.expiry import ExpireResult, expire_snapshots
 from tablelog.table import open_table
 

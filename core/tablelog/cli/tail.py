@@ -27,7 +27,7 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
-from tablelog.cli.output import FORMATS, change_document, dumps
+from tablelog.documents import FORMATS, change_document, dumps
 from tablelog.errors import OptionError
 from tablelog.reading import Change, ChangelogReader
 from tablelog.table import Table, open_table

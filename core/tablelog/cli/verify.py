@@ -13,7 +13,7 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
-from tablelog.cli.output import dumps
+from tablelog.documents import dumps
 from tablelog.errors import LogUnavailableError
 from tablelog.table import open_table
 from tablelog.verify import verify

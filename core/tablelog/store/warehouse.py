@@ -23,7 +23,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.errors import OptionError, TableNotFoundError
-from tablelog.options import is_secret
+from tablelog.redaction import is_secret
 from tablelog.store.metadata import MainBranchSchemas
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.table import PaimonTable

@@ -13,7 +13,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from tablelog.cli.output import dumps
+from tablelog.documents import dumps
 from tablelog.errors import TablelogError
 from tablelog.ui.state import Dashboard, UnknownTable
 
@@ -21,7 +21,7 @@ STATIC = resources.files("tablelog.ui") / "static"
 
 
 class TablelogJSON(JSONResponse):
-    """JSON as the CLI prints it (:func:`tablelog.cli.output.dumps`): every table value
+    """JSON as the CLI prints it (:func:`tablelog.documents.dumps`): every table value
     (bytes, decimals, timestamps, NaN) as valid JSON."""
 
     def render(self, content: Any) -> bytes:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from tablelog.cli.output import change_document
+from tablelog.documents import change_document
 from tablelog.commit import LogCommitRecord, snapshot_commits
 from tablelog.options import Consistency
 from tablelog.positions import ReaderPosition

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from tablelog.cli.output import json_value
+from tablelog.documents import json_value
 from tablelog.errors import TablelogError
 from tablelog.options import split_warehouse_options
 from tablelog.registry import LogClient

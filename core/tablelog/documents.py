@@ -1,4 +1,5 @@
-"""Values as JSON for the CLI's output (text and ``--format json``).
+"""Values and changes as JSON documents, the same for the CLI (text and ``--format
+json``) and the dashboard.
 
 Every value a table holds prints as a JSON value a program can read back, never
 as a Python repr: bytes as base64 strings, dates, times and timestamps as ISO
