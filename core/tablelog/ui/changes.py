@@ -16,8 +16,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from tablelog.documents import change_document
 from tablelog.commit import LogCommitRecord, snapshot_commits
+from tablelog.documents import change_document
 from tablelog.options import Consistency
 from tablelog.positions import ReaderPosition
 from tablelog.reading import ChangelogReader
