@@ -163,10 +163,8 @@ def timed_write_then_commit(table: Any, parts: list[pa.Table]) -> float:
 
 def read_arrow(table: Any, total: int, columns: list[str] | None = None) -> float:
     """Seconds for the transactional reader's ``poll_arrow()`` to return ``total`` rows."""
-    options: dict[str, Any] = {"log.reader.pause-gc": "true"}
-    if columns is not None:
-        options["columns"] = columns
-    reader = table.reader(consistency="transactional", scan_mode="earliest", **options)
+    reader = table.reader(consistency="transactional", scan_mode="earliest", columns=columns,
+                          options={"log.reader.pause-gc": "true"})
     seen = 0
     began = time.perf_counter()
     deadline = time.monotonic() + 300

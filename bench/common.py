@@ -153,7 +153,7 @@ def read_transactional(table: Table, total: int, consistency: str = "transaction
     with ``arrow``, ``poll_arrow``: the changes as Arrow tables). The reader opts in to
     ``log.reader.pause-gc``, as a reader tuned for throughput does (``python -m
     bench.reader_costs`` measures the default against it)."""
-    reader = table.reader(consistency=consistency, scan_mode="earliest", **{"log.reader.pause-gc": "true"})
+    reader = table.reader(consistency=consistency, scan_mode="earliest", options={"log.reader.pause-gc": "true"})
     poll = reader.poll_arrow if arrow else reader.poll
     seen = 0
     began = time.perf_counter()

@@ -66,7 +66,7 @@ class ReaderPosition:
         )
 
     @classmethod
-    def parse(cls, value: ReaderPosition | str | dict[str, Any]) -> ReaderPosition:
+    def parse(cls, value: ReaderPosition | str | Mapping[str, Any]) -> ReaderPosition:
         if isinstance(value, ReaderPosition):
             return attrs.evolve(value, offsets=dict(value.offsets), horizon=dict(value.horizon))
         try:

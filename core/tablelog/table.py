@@ -7,7 +7,7 @@ Start here: :func:`create_table`, :func:`open_table`; then ``table.writer()``,
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,8 @@ from tablelog.topic_owners import default_topic, refuse_shared_topic
 
 if TYPE_CHECKING:
     from tablelog.log_pool import LogPool
+    from tablelog.options import Consistency, ScanMode
+    from tablelog.positions import ReaderPosition
     from tablelog.reading import ChangelogReader
     from tablelog.registry import LogClient
     from tablelog.writer import Writer, WriteTask
@@ -392,10 +394,53 @@ class Table:
         """The table's rows at a snapshot (default: the latest); ``buckets``: only those buckets'."""
         return self.store.read_rows(snapshot_id, buckets)
 
-    def reader(self, position: Any = None, **options: Any) -> ChangelogReader:
-        """A changelog reader. ``options``: ``consistency``, ``scan_mode``,
-        ``timestamp_millis`` or option keys (``log.consistency``, ``scan.mode``...).
-        ``position``: a saved :attr:`ChangelogReader.position` to resume from."""
+    def reader(
+        self,
+        position: ReaderPosition | str | Mapping[str, Any] | None = None,
+        *,
+        consistency: str | Consistency | None = None,
+        scan_mode: str | ScanMode | None = None,
+        timestamp_millis: int | None = None,
+        consumer_id: str | None = None,
+        columns: Sequence[str] | None = None,
+        partitions: Iterable[int] | None = None,
+        options: Mapping[str, Any] | None = None,
+        until_snapshot: int | None = None,
+        until_positions: Mapping[int, int] | None = None,
+        schema_id: int | None = None,
+        changes_from_table: bool = True,
+        split_partitions: bool = False,
+    ) -> ChangelogReader:
+        """A reader of the table's changelog (see :mod:`tablelog.reading`).
+
+        - ``position``: a saved :attr:`ChangelogReader.position` (its JSON, dict or object)
+          to resume from; it carries its consistency.
+        - ``consistency``: ``transactional`` or ``eventual`` (default: the table's
+          ``log.consistency``).
+        - ``scan_mode``: ``latest-full`` (default: the current rows, then the log),
+          ``latest``, ``earliest``, ``from-timestamp`` with ``timestamp_millis``.
+        - ``consumer_id``: record progress as a Paimon consumer (``consumer-id``): a new
+          reader with the same id resumes there, and expiry keeps what it still needs.
+        - ``columns``: return only these columns (the primary key's and ``_kind`` always).
+        - ``partitions``: read only these log partitions (and, in the full scan, the rows of
+          the buckets with those numbers).
+        - ``options``: any other read option by its key (``log.foreign-records``,
+          ``log.reader.pause-gc``, …; the keyword arguments above win).
+        - ``until_snapshot``: a transactional reader stops after this snapshot;
+          ``until_positions``: an eventual reader stops before these log positions
+          (partition → exclusive end): bounded reads, such as one Spark micro-batch.
+        - ``schema_id``: every change in this schema of the table (default: the latest,
+          then the newest the reader meets).
+        - ``changes_from_table``: False reports a snapshot whose log records are gone as
+          lost instead of reading its changes from the table files (``verify``).
+        - ``split_partitions``: a transactional poll may stop inside any snapshot's
+          partition at its ``max_records`` (``tail --limit``).
+        """
         from tablelog.reading import ChangelogReader
 
-        return ChangelogReader(self, position=position, **options)
+        return ChangelogReader(
+            self, position, consistency=consistency, scan_mode=scan_mode, timestamp_millis=timestamp_millis,
+            consumer_id=consumer_id, columns=columns, partitions=partitions, options=options,
+            until_snapshot=until_snapshot, until_positions=until_positions, schema_id=schema_id,
+            changes_from_table=changes_from_table, split_partitions=split_partitions,
+        )

@@ -266,7 +266,7 @@ def test_an_undecodable_arrow_value_is_a_foreign_record_naming_topic_partition_a
     _own_record(table, value)
     with pytest.raises(ForeignRecordError, match=r"partition 1, position 0: its value does not decode as arrow"):
         read(table, consistency="eventual")
-    with table.reader(consistency="eventual", scan_mode="earliest", **{"log.foreign-records": "skip"}) as reader:
+    with table.reader(consistency="eventual", scan_mode="earliest", options={"log.foreign-records": "skip"}) as reader:
         assert reader.read_all(idle_timeout_s=0.2) == [] and reader.foreign_skipped == 1
 
 

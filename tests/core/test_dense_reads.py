@@ -165,7 +165,7 @@ def test_an_undecodable_committed_record_skipped_in_a_sparse_read_is_not_counted
     _interleaved(table)
     _replace(memory_log, table, 0, _first_position(memory_log, table, 0) + 2, value=b"{not json")
     with pytest.raises(LogDataLostError, match=r"partition 0, .* only \d+ of the \d+ records") as lost:
-        _read(table, changes_from_table=False, **{"log.foreign-records": "skip"})
+        _read(table, changes_from_table=False, options={"log.foreign-records": "skip"})
     found, committed = map(int, re.search(r"only (\d+) of the (\d+)", str(lost.value)).groups())  # type: ignore[union-attr]
     assert found == committed - 1
 

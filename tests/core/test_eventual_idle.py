@@ -121,7 +121,7 @@ def test_the_garbage_collector_runs_while_an_idle_eventual_reader_waits(tmp_path
 
     table = _table(tmp_path, 1)
     seen: list[bool] = []
-    with table.reader(consistency="eventual", scan_mode="latest", **{"log.reader.pause-gc": pause_gc}) as reader:
+    with table.reader(consistency="eventual", scan_mode="latest", options={"log.reader.pause-gc": pause_gc}) as reader:
         reader.poll()
         thread = threading.Thread(target=lambda: (time.sleep(0.3), seen.append(gc.isenabled())))
         thread.start()

@@ -36,7 +36,7 @@ def test_text_in_a_float_column_fails_an_eventual_read_naming_the_record(table: 
 
 
 def test_text_in_a_float_column_is_skipped_and_counted_by_an_eventual_read(table: Table) -> None:
-    with table.reader(consistency="eventual", scan_mode="earliest", **{"log.foreign-records": "skip"}) as reader:
+    with table.reader(consistency="eventual", scan_mode="earliest", options={"log.foreign-records": "skip"}) as reader:
         changes = reader.read_all()
         assert reader.foreign_skipped == 1
     assert [c.row["id"] for c in changes] == [1, 3]

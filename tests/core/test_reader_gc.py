@@ -64,7 +64,7 @@ def test_a_reader_leaves_the_garbage_collector_on_by_default(
 def test_a_reader_that_opts_in_pauses_the_collector_while_it_builds_a_batch(
     table: Table, collector_while_decoding: list[bool], consistency: str
 ) -> None:
-    with table.reader(consistency=consistency, scan_mode="earliest", **PAUSE) as reader:
+    with table.reader(consistency=consistency, scan_mode="earliest", options=PAUSE) as reader:
         assert len(reader.poll()) + len(reader.poll()) == 50
         assert gc.isenabled()  # on again once the batch is built
     assert collector_while_decoding and not any(collector_while_decoding)
@@ -73,7 +73,7 @@ def test_a_reader_that_opts_in_pauses_the_collector_while_it_builds_a_batch(
 def test_a_collector_the_application_turned_off_stays_off_after_a_read(table: Table) -> None:
     gc.disable()
     try:
-        with table.reader(consistency="transactional", scan_mode="earliest", **PAUSE) as reader:
+        with table.reader(consistency="transactional", scan_mode="earliest", options=PAUSE) as reader:
             assert len(reader.read_all(idle_timeout_s=0.1)) == 50
         assert not gc.isenabled()
     finally:
@@ -84,4 +84,4 @@ def test_pause_gc_takes_only_true_or_false(table: Table) -> None:
     from tablelog.errors import OptionError
 
     with pytest.raises(OptionError, match="log.reader.pause-gc.*allowed: 'true', 'false'"):
-        table.reader(**{"log.reader.pause-gc": "sometimes"})
+        table.reader(options={"log.reader.pause-gc": "sometimes"})

@@ -85,7 +85,7 @@ def test_unknown_options_of_an_existing_table_reader_and_log_system_are_refused(
     table = tablelog.create_table(str(tmp_path), "db.t", SCHEMA, primary_key=["id"],
                                   options={"log.system": "filesystem"})
     with pytest.raises(OptionError, match="unknown option 'scan.mood'; did you mean 'scan.mode'"):
-        table.reader(**{"scan.mood": "latest"})
+        table.reader(options={"scan.mood": "latest"})
     with pytest.raises(OptionError, match="allowed: 'transactional', 'eventual'"):
         table.reader(consistency="strong")
     with pytest.raises(OptionError, match="unknown option 'filesystem.paht'; did you mean 'filesystem.path'"):
@@ -204,7 +204,7 @@ def test_foreign_and_corrupt_records_on_a_kafka_topic_fail_readers_naming_the_of
     assert "log.foreign-records=skip" in message
 
     with table.reader(consistency="transactional", scan_mode="earliest",
-                      **{"log.foreign-records": "skip"}) as reader:
+                      options={"log.foreign-records": "skip"}) as reader:
         changes = reader.read_all()
         assert reader.foreign_skipped == 1  # the headerless one; the other token is not committed
     assert ids(changes) == Counter(range(20))
@@ -213,7 +213,7 @@ def test_foreign_and_corrupt_records_on_a_kafka_topic_fail_readers_naming_the_of
             pytest.raises(ForeignRecordError, match=f"partition 0, position {foreign_offset}"):
         reader.read_all()
     with table.reader(consistency="eventual", scan_mode="earliest",
-                      **{"log.foreign-records": "skip"}) as reader:
+                      options={"log.foreign-records": "skip"}) as reader:
         changes = reader.read_all()
         assert reader.foreign_skipped == 2  # the headerless record and the undecodable one
     assert ids(changes) == Counter({i: 2 for i in range(10)} | {i: 1 for i in range(10, 20)})

@@ -88,7 +88,7 @@ def test_corrupt_committed_record_fails_readers_and_verify_naming_topic_partitio
         assert "not returned as data" in message
     # even log.foreign-records=skip does not turn a corrupt record into a skipped one
     with table.reader(consistency="transactional", scan_mode="earliest",
-                      **{"log.foreign-records": "skip"}) as reader, pytest.raises(CorruptRecordError):
+                      options={"log.foreign-records": "skip"}) as reader, pytest.raises(CorruptRecordError):
         reader.read_all(idle_timeout_s=0.2)
 
     report = verify(table)

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from tablelog.errors import OptionError
 from tablelog.formats import KIND_COLUMN
-from tablelog.options import Consistency, ScanMode
+from tablelog.options import Consistency, ScanMode, TableOptions
 from tablelog.positions import ReaderPosition
 from tablelog.reading.consumer import ConsumerProgress
 from tablelog.reading.context import ReadContext
@@ -39,61 +39,32 @@ class ChangelogReader:
     def __init__(
         self,
         table: Table,
-        position: ReaderPosition | str | dict[str, Any] | None = None,
+        position: ReaderPosition | str | Mapping[str, Any] | None = None,
         *,
         consistency: str | Consistency | None = None,
         scan_mode: str | ScanMode | None = None,
         timestamp_millis: int | None = None,
+        consumer_id: str | None = None,
+        columns: Sequence[str] | None = None,
         partitions: Iterable[int] | None = None,
+        options: Mapping[str, Any] | None = None,
         until_snapshot: int | None = None,
         until_positions: Mapping[int, int] | None = None,
-        changes_from_table: bool = True,
         schema_id: int | None = None,
-        columns: Sequence[str] | None = None,
+        changes_from_table: bool = True,
         split_partitions: bool = False,
-        **option_keys: Any,
     ) -> None:
-        """``partitions``: read only these log partitions (and, in the full scan, only
-        the rows of the buckets with those numbers). ``until_snapshot``: transactional
-        readers stop after this snapshot (a bounded read, e.g. one Spark micro-batch).
-        ``until_positions``: eventual readers stop before these log positions (partition →
-        exclusive end): records at or after them are neither returned nor passed.
-        ``schema_id``: return every change in this schema of the table, never another
-        (default: the latest, then the newest the reader meets).
+        """The keywords are :meth:`tablelog.Table.reader`'s, which documents them.
 
-        ``changes_from_table``: a transactional reader takes a snapshot's changes from the
-        table files when the log no longer holds them (:mod:`tablelog.reading.table_changes`);
-        False reports them lost instead (``verify``, which compares the log with the table).
-        ``consumer_id``: record progress as a Paimon consumer (:mod:`tablelog.reading.consumer`).
-        ``columns``: return only these columns (and the primary key's, and ``_kind``); an
-        ``arrow`` log decodes only those, the JSON formats select them after decoding.
-
-        ``split_partitions``: a transactional poll may stop inside any snapshot's partition
-        at ``max_records``. By default it finishes a begun partition past ``max_records``
-        where the table files could not give exactly its rest should the log lose it (a
-        primary-key table, several writes in the partition, an ``arrow`` log), so that a
-        position is never inside one; with True such a position's partition is read at
-        least once if the log loses its rest (``tail --limit``, which prints no more than
-        its limit)."""
-        overrides = {k.replace("_", "-") if "." not in k else k: v for k, v in option_keys.items()}
-        if consistency is not None:
-            overrides["log.consistency"] = getattr(consistency, "value", consistency)
-        if scan_mode is not None:
-            overrides["scan.mode"] = getattr(scan_mode, "value", scan_mode)
-        if timestamp_millis is not None:
-            overrides["scan.timestamp-millis"] = timestamp_millis
+        ``split_partitions``: by default a transactional poll finishes a begun partition
+        past ``max_records`` where the table files could not give exactly its rest should
+        the log lose it (a primary-key table, several writes in the partition, an ``arrow``
+        log), so that a position is never inside one; with True such a position's
+        partition is read at least once if the log loses its rest."""
         self.table = table
-        self.options = table.options.with_overrides(overrides)
-        if self.options.scan_mode is ScanMode.FROM_TIMESTAMP and self.options.scan_timestamp_millis is None:
-            raise OptionError("scan.mode='from-timestamp' needs option 'scan.timestamp-millis'")
-        if not table.options.log_enabled and self.options.scan_mode is not ScanMode.LATEST_FULL:
-            raise OptionError(
-                f"table {table.identifier!r} has log.system=none: it keeps no changelog, so "
-                f"scan.mode={self.options.scan_mode.value!r} has nothing to read; read its current rows "
-                "with scan.mode='latest-full' (the default) or table.rows(), or create the table with a "
-                "log.system to keep its changes"
-            )
+        self.options = _read_options(table, options, consistency, scan_mode, timestamp_millis, consumer_id)
         only = None if partitions is None else frozenset(partitions)
+        _check_partitions(table, only)
         self._columns = selected_columns(table, columns)
         self._context = ReadContext(
             table, self.options, only, changes_from_table, schema_id,
@@ -112,12 +83,6 @@ class ChangelogReader:
                     f"the reader asks for {self.options.log_consistency.value}"
                 )
             check_given_position(self._context, self._position)
-        unknown = sorted(p for p in only or () if not 0 <= p < table.log_partitions)
-        if unknown:  # they would be read as empty partitions
-            raise OptionError(
-                f"partitions={unknown}: the log of table {table.identifier!r} has partitions "
-                f"0..{table.log_partitions - 1}"
-            )
         self._consumer: ConsumerProgress | None = None
         if self.options.consumer_id is not None:
             self._consumer = ConsumerProgress(table, self.options, self.consistency)
@@ -301,3 +266,35 @@ def selected_columns(table: Table, columns: Sequence[str] | None) -> tuple[str, 
         )
     wanted = {*columns, *table.primary_key}
     return tuple(name for name in names if name in wanted)
+
+
+def _read_options(
+    table: Table, options: Mapping[str, Any] | None, consistency: str | Consistency | None,
+    scan_mode: str | ScanMode | None, timestamp_millis: int | None, consumer_id: str | None,
+) -> TableOptions:
+    """The table's options with the reader's own: its keywords win over ``options``."""
+    overrides = dict(options or {})
+    for key, value in (("log.consistency", consistency), ("scan.mode", scan_mode),
+                       ("scan.timestamp-millis", timestamp_millis), ("consumer-id", consumer_id)):
+        if value is not None:
+            overrides[key] = getattr(value, "value", value)
+    result = table.options.with_overrides(overrides)
+    if result.scan_mode is ScanMode.FROM_TIMESTAMP and result.scan_timestamp_millis is None:
+        raise OptionError("scan.mode='from-timestamp' needs option 'scan.timestamp-millis'")
+    if not table.options.log_enabled and result.scan_mode is not ScanMode.LATEST_FULL:
+        raise OptionError(
+            f"table {table.identifier!r} has log.system=none: it keeps no changelog, so "
+            f"scan.mode={result.scan_mode.value!r} has nothing to read; read its current rows "
+            "with scan.mode='latest-full' (the default) or table.rows(), or create the table with a "
+            "log.system to keep its changes"
+        )
+    return result
+
+
+def _check_partitions(table: Table, only: frozenset[int] | None) -> None:
+    unknown = sorted(p for p in only or () if not 0 <= p < table.log_partitions)
+    if unknown:  # they would be read as empty partitions
+        raise OptionError(
+            f"partitions={unknown}: the log of table {table.identifier!r} has partitions "
+            f"0..{table.log_partitions - 1}"
+        )

@@ -203,19 +203,14 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
                 f"table {table.identifier!r} has log.system=none: streaming reads follow the log; "
                 "create the table with a log.system, or read it with spark.read"
             )
-        consumer = {} if options.consumer_id is None else {"consumer-id": options.consumer_id}
-        with table.reader(**options.read_options, **consumer, schema_id=self.schema_id,
+        with table.reader(options=options.read_options, consumer_id=options.consumer_id, schema_id=self.schema_id,
                           columns=options.columns) as reader:  # checks the read options now
             self.consistency = reader.consistency
-
-    def _consumer_options(self) -> dict[str, str]:
-        consumer = self.options.consumer_id
-        return {} if consumer is None else {"consumer-id": consumer}
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's names)
         # With a consumer-id: where that consumer stopped (or scan.mode for a new one),
         # registered now so that expiry keeps what the query reads.
-        with self.table.reader(**self.options.read_options, **self._consumer_options(),
+        with self.table.reader(options=self.options.read_options, consumer_id=self.options.consumer_id,
                                schema_id=self.schema_id) as reader:
             return offsets.to_offset(reader.position)
 
@@ -276,7 +271,7 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
         # Spark has committed the batch up to ``end``: the consumer moves there.
         if self.options.consumer_id is not None:
             position = offsets.parse_offset(end)
-            with self.table.reader(position, **self.options.read_options, **self._consumer_options()):
+            with self.table.reader(position, options=self.options.read_options, consumer_id=self.options.consumer_id):
                 pass  # closing the reader records the consumer's next snapshot
 
     def stop(self) -> None:
