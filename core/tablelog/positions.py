@@ -22,7 +22,7 @@ from tablelog.errors import OptionError, ReaderPositionError
 from tablelog.options import Consistency
 
 if TYPE_CHECKING:
-    from tablelog.table_view import TableView as Table
+    from tablelog.table_view import TableView
 
 _CONSISTENCIES = tuple(c.value for c in Consistency)
 
@@ -100,12 +100,12 @@ class ReaderPosition:
             ) from None
 
 
-def log_name(table: Table) -> str:
+def log_name(table: TableView) -> str:
     """The topic a position names: ``<system>:<topic>`` (empty for a table without a log)."""
     return f"{table.options.log_system}:{table.topic}" if table.options.log_enabled else ""
 
 
-def check_identity(table: Table, owner: str | None, topic: str | None, what: str = "reader position") -> None:
+def check_identity(table: TableView, owner: str | None, topic: str | None, what: str = "reader position") -> None:
     """Refuse a position saved from another table (``owner``: its table id) or topic."""
     if owner is not None and owner != table.table_id:
         raise ReaderPositionError(
@@ -120,7 +120,7 @@ def check_identity(table: Table, owner: str | None, topic: str | None, what: str
         )
 
 
-def check_snapshot(table: Table, snapshot: int, what: str = "reader position") -> None:
+def check_snapshot(table: TableView, snapshot: int, what: str = "reader position") -> None:
     """Refuse a snapshot the table does not have yet."""
     latest = table.store.latest_snapshot()
     latest_id = latest.id if latest is not None else 0
@@ -132,7 +132,7 @@ def check_snapshot(table: Table, snapshot: int, what: str = "reader position") -
         )
 
 
-def check_partitions(table: Table, partitions: Mapping[int, int], what: str = "reader position") -> None:
+def check_partitions(table: TableView, partitions: Mapping[int, int], what: str = "reader position") -> None:
     """Refuse a partition the table's log does not have."""
     count = table.log_partitions
     unknown = sorted(p for p in partitions if not 0 <= p < count)
@@ -143,7 +143,7 @@ def check_partitions(table: Table, partitions: Mapping[int, int], what: str = "r
         )
 
 
-def check_transactional(table: Table, position: ReaderPosition) -> None:
+def check_transactional(table: TableView, position: ReaderPosition) -> None:
     """A transactional position's log positions are its progress inside snapshot
     ``snapshot + 1``: that snapshot must exist and have committed records in each of
     those partitions. (How far inside is checked against the log's end, as for eventual
@@ -174,7 +174,7 @@ def check_transactional(table: Table, position: ReaderPosition) -> None:
             )
 
 
-def check_not_past_ends(table: Table, offsets: Mapping[int, int], ends: Mapping[int, int],
+def check_not_past_ends(table: TableView, offsets: Mapping[int, int], ends: Mapping[int, int],
                         what: str = "reader position") -> None:
     """Refuse log positions past the log's end positions (``ends``)."""
     for partition, offset in sorted(offsets.items()):

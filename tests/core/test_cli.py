@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 import tablelog
 from tablelog.cli import cli
+from tablelog.commit import LogCommitRecord
 from tablelog.logs.filesystem.frames import encode_batch
 from tablelog.logs.filesystem.topic import partition_file_name
-from tablelog.protocol import LogCommitRecord
 from tablelog.records import ProduceBatch
 
 

@@ -96,7 +96,7 @@ def test_contiguous_ranges_are_dense_whatever_their_positions() -> None:
 
 
 def test_the_contiguous_flag_survives_the_snapshot_properties() -> None:
-    from tablelog.protocol import LogCommitRecord
+    from tablelog.commit import LogCommitRecord
 
     ranges = (ProducedRange("a", 0, 5, 90, 3, contiguous=True), ProducedRange("b", 1, 0, 9, 10))
     record = LogCommitRecord("w", 1, "memory", "topic", ranges, {0: 91, 1: 10})

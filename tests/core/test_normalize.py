@@ -1,7 +1,7 @@
 """The normalize operator turns an at-least-once changelog into a correct one."""
 
 from tablelog.normalize import Normalizer
-from tablelog.reader import Change
+from tablelog.reading import Change
 from tablelog.records import RowKind
 
 

@@ -20,7 +20,7 @@ import pytest
 
 import tablelog
 from tablelog.errors import LogDataLostError, LogSystemError, ProduceError, TablelogError
-from tablelog.reader import Change
+from tablelog.reading import Change
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
 from tablelog.verify import verify
 

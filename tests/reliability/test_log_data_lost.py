@@ -18,9 +18,9 @@ from confluent_kafka.admin import AdminClient
 
 import tablelog
 from tablelog.cli import cli
+from tablelog.commit import LogCommitRecord
 from tablelog.errors import LogDataLostError
 from tablelog.logs.filesystem.topic import partition_file_name
-from tablelog.protocol import LogCommitRecord
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
 from tablelog.verify import verify
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 import tablelog
 from tablelog.errors import LogDataLostError, LogSystemError, TablelogError
-from tablelog.reader import Change
+from tablelog.reading import Change
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
 from tablelog.verify import verify
 

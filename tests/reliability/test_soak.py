@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 import tablelog
-from tablelog.reader import Change, ChangelogReader
+from tablelog.reading import Change, ChangelogReader
 from tablelog.testing.scenarios import SCHEMA
 from tablelog.verify import verify
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tablelog.commit import WriteReceipt
 from tablelog.errors import OptionError
-from tablelog.protocol import WriteReceipt
 from tablelog.records import ProducedRange
 from tablelog.spark import faults, sink
 from tablelog.spark.faults import InjectedFailure, Stage

@@ -27,7 +27,7 @@ from tablelog.positions import ReaderPosition, log_name
 
 if TYPE_CHECKING:
     from tablelog.options import TableOptions
-    from tablelog.table_view import TableView as Table
+    from tablelog.table_view import TableView
 
 #: How often an unchanged position is written again, at most (a quarter of
 #: ``consumer.expiration-time`` when that is shorter).
@@ -42,7 +42,7 @@ def next_snapshot(position: ReaderPosition) -> int:
 class ConsumerProgress:
     """Records one reader's progress as Paimon consumer ``consumer_id``."""
 
-    def __init__(self, table: Table, options: TableOptions, consistency: Consistency) -> None:
+    def __init__(self, table: TableView, options: TableOptions, consistency: Consistency) -> None:
         assert options.consumer_id is not None
         if consistency is not Consistency.TRANSACTIONAL:
             raise OptionError(

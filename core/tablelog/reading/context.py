@@ -28,14 +28,14 @@ if TYPE_CHECKING:
     from tablelog.options import TableOptions
     from tablelog.registry import LogClient
     from tablelog.store import SchemaMapping
-    from tablelog.table_view import TableView as Table
+    from tablelog.table_view import TableView
 
 
 class ReadContext:
     """One reader's table, options, partitions, log connection and decoder."""
 
     def __init__(
-        self, table: Table, options: TableOptions, partitions: frozenset[int] | None,
+        self, table: TableView, options: TableOptions, partitions: frozenset[int] | None,
         changes_from_table: bool = True, schema_id: int | None = None, columns: frozenset[str] | None = None,
     ) -> None:
         """``schema_id``: pin the reader to this schema (default: the table's latest, then

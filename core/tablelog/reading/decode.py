@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from tablelog.formats import RecordCodec
     from tablelog.options import TableOptions
     from tablelog.store import SchemaMapping
-    from tablelog.table_view import TableView as Table
+    from tablelog.table_view import TableView
 
 
 class Change(NamedTuple):
@@ -49,7 +49,7 @@ class Change(NamedTuple):
 class ReaderSchema(Protocol):
     """The part of a reader's context that holds its schema (:mod:`tablelog.reading.context`)."""
 
-    table: Table
+    table: TableView
     codec: RecordCodec
     schema_id: int
     columns: frozenset[str] | None
@@ -67,7 +67,7 @@ class ReaderSchema(Protocol):
 class Decoder:
     """Decodes one reader's values and applies its foreign-record policy."""
 
-    def __init__(self, table: Table, options: TableOptions, context: ReaderSchema) -> None:
+    def __init__(self, table: TableView, options: TableOptions, context: ReaderSchema) -> None:
         """``options``: the reader's (its ``log.foreign-records``); ``context``: whose schema
         the changes are returned in."""
         self._table = table

@@ -30,7 +30,7 @@ from tablelog.reading.transactional import TransactionalRead
 if TYPE_CHECKING:
     from tablelog.registry import LogClient
     from tablelog.store import SchemaMapping
-    from tablelog.table_view import TableView as Table
+    from tablelog.table_view import TableView
 
 
 class ChangelogReader:
@@ -38,7 +38,7 @@ class ChangelogReader:
 
     def __init__(
         self,
-        table: Table,
+        table: TableView,
         position: ReaderPosition | str | Mapping[str, Any] | None = None,
         *,
         consistency: str | Consistency | None = None,
@@ -250,7 +250,7 @@ class ChangelogReader:
         return position
 
 
-def selected_columns(table: Table, columns: Sequence[str] | None) -> tuple[str, ...] | None:
+def selected_columns(table: TableView, columns: Sequence[str] | None) -> tuple[str, ...] | None:
     """The columns a reader asked for, with the primary key's, in the table's order;
     None for all. An unknown name is an error naming it and the table's columns."""
     if columns is None:
@@ -269,7 +269,7 @@ def selected_columns(table: Table, columns: Sequence[str] | None) -> tuple[str, 
 
 
 def _read_options(
-    table: Table, options: Mapping[str, Any] | None, consistency: str | Consistency | None,
+    table: TableView, options: Mapping[str, Any] | None, consistency: str | Consistency | None,
     scan_mode: str | ScanMode | None, timestamp_millis: int | None, consumer_id: str | None,
 ) -> TableOptions:
     """The table's options with the reader's own: its keywords win over ``options``."""
@@ -291,7 +291,7 @@ def _read_options(
     return result
 
 
-def _check_partitions(table: Table, only: frozenset[int] | None) -> None:
+def _check_partitions(table: TableView, only: frozenset[int] | None) -> None:
     unknown = sorted(p for p in only or () if not 0 <= p < table.log_partitions)
     if unknown:  # they would be read as empty partitions
         raise OptionError(

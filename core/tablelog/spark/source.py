@@ -17,7 +17,7 @@ columns. Offsets are reader positions, as JSON (:mod:`tablelog.spark.offsets`):
 Batch reads return the rows of the latest snapshot (``_kind = '+I'``).
 
 Each Spark partition is one of the small frozen classes below (pickled to the
-executors): a bucket's rows (:class:`FullScan`), a log partition's committed changes
+executors): a bucket's rows (:class:`FullScanPartition`), a log partition's committed changes
 (:class:`CommittedChanges`) or records (:class:`LogRecords`), or nothing
 (:class:`NoRows`, the batch read of a table without a snapshot).
 """
@@ -117,7 +117,7 @@ def read_log(
 
 
 @dataclass(frozen=True)
-class FullScan(InputPartition):
+class FullScanPartition(InputPartition):
     """The rows of ``snapshot`` in ``bucket``, as ``+I``."""
 
     snapshot: int
@@ -163,7 +163,7 @@ class NoRows(InputPartition):
         return iter(())
 
 
-SourcePartition = FullScan | CommittedChanges | LogRecords | NoRows
+SourcePartition = FullScanPartition | CommittedChanges | LogRecords | NoRows
 
 
 def read_partition(options: SourceOptions, partition: SourcePartition, schema_id: int) -> Iterator[pa.RecordBatch]:
@@ -249,7 +249,7 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
         result: list[InputPartition] = []
         table = self.table
         if begin.full_pending and not stop.full_pending:
-            result += [FullScan(begin.snapshot, b) for b in range(table.store.bucket)]
+            result += [FullScanPartition(begin.snapshot, b) for b in range(table.store.bucket)]
         if begin.consistency is Consistency.TRANSACTIONAL:
             # Snapshots that are gone already are left for the reader to report: every
             # partition gets a task.
@@ -289,7 +289,7 @@ class TablelogBatchReader(_TableHolder, DataSourceReader):
         latest = self.table.store.latest_snapshot()
         if latest is None:
             return [NoRows()]
-        return [FullScan(latest.id, b) for b in range(self.table.store.bucket)]
+        return [FullScanPartition(latest.id, b) for b in range(self.table.store.bucket)]
 
     def read(self, partition: SourcePartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         return read_partition(self.options, partition, self.schema_id)
