@@ -234,7 +234,7 @@ class TableOptions:
         "log.reader.pause-gc", False,
         "Pause Python's cyclic garbage collector, for the whole process, while a reader builds "
         "a batch of changes (`poll()`: less CPU per change; other threads' cyclic garbage waits "
-        "until the batch is built). See docs/performance.md.",
+        "until the batch is built). See docs/performance-history.md.",
         _bool,
     )
     num_sorted_run_compaction_trigger: int = option(

@@ -20,7 +20,7 @@ from tablelog.records import FetchResult, LogRecord, ProducedRange, ValuesResult
 
 #: Values up to this size on average decode faster all at once by Arrow's JSON reader
 #: than one by one; longer ones not (its string parsing is slower). See
-#: docs/performance.md, "Why the reader does what it does".
+#: docs/performance-history.md, "Why the reader does what it does".
 _AT_ONCE_MAX_AVERAGE_BYTES = 512
 
 

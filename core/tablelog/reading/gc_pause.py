@@ -5,7 +5,7 @@ Off by default: the collector is process-wide state, and pausing it also pauses 
 for the application's other threads. Why a reader may want it: the changes of a batch
 hold no reference cycles, so the collector finds nothing in them, but they survive
 long enough to be promoted, and the full collections they trigger walk every live
-object of the process (docs/performance.md measures the cost).
+object of the process (docs/performance-history.md measures the cost).
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ class KafkaSettings:
         True unless the user set a message time-out: with idempotence, the gapless
         guarantee and no message time-out, a record between two delivered ones
         cannot fail alone, and a delivery report per record is a large part of the
-        producer's per-record cost (docs/performance.md).
+        producer's per-record cost (docs/performance-history.md).
         """
         return not (_TIMEOUT_KEYS & set(self.client))
 

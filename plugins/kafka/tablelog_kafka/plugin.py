@@ -54,7 +54,7 @@ def ensure_topic(connection: KafkaConnection) -> int:
     # Only writers ensure the topic, and they look it up through their own producer, twice:
     # that settles the producer's broker connections before its first record, so its
     # idempotent producer id does not wait out librdkafka's fixed retry timer in the first
-    # flush (docs/performance.md, "Why the writer and the plugins do what they do").
+    # flush (docs/performance-history.md, "Why the writer and the plugins do what they do").
     producer = conn.producer.reach()
     count = conn.admin.ensure_topic(conn.config.partitions, conn.config.auto_register, metadata_client=producer)
     conn.admin.partition_count(metadata_client=producer)

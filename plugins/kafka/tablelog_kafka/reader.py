@@ -11,7 +11,7 @@ about to read at once, so that switching partitions waits for nothing.
 
 ``fetch_values`` skips the headers: reading them is confluent-kafka's largest
 per-record cost (``Message.headers()`` builds a list of tuples per record; see
-docs/performance.md), and the reader asks for values only where it knows every
+docs/performance-history.md), and the reader asks for values only where it knows every
 record is a committed one.
 """
 

@@ -11,7 +11,7 @@ id (an end position, ``last + 1``) never returns a record twice: the broker may
 start at the whole entry (a batch) or at the next one. ``fetch_values`` reads
 only each message's id and data. There is no ``prefetch``: a reader opened while
 others receive opens much more slowly than one opened alone, which costs more than
-reading the partitions in turn (docs/performance.md).
+reading the partitions in turn (docs/performance-history.md).
 
 **End position** = position of the last message + 1. The broker's
 ``getLastMessageId`` (only a Consumer exposes it in the Python client, so a
@@ -193,7 +193,7 @@ class Reader:
                 if record_position < floor:
                     # The broker started at the whole entry (we asked for later), or it
                     # delivered entries again: pulsar-lite re-sends already delivered
-                    # entries to a reader now and then (docs/performance.md). Never
+                    # entries to a reader now and then (docs/performance-history.md). Never
                     # return a record twice.
                     continue
                 floor = record_position + 1
@@ -216,7 +216,7 @@ class Reader:
         """Whether a reader that returns nothing is stuck: it has been silent for a while
         and the broker says more messages are there for it. Seen on pulsar-lite: a reader
         that had caught up (``has_message_available`` true) stopped delivering while a new
-        reader at the same position got the messages at once (docs/performance.md)."""
+        reader at the same position got the messages at once (docs/performance-history.md)."""
         now = time.monotonic()
         if now - opened.active < _STUCK_AFTER_S or now - opened.checked < _STUCK_AFTER_S:
             return False
