@@ -285,14 +285,21 @@ def fetch_values(
 @optional("the log keeps records until its own retention removes them")
 @hookspec(firstresult=True)
 def delete_before(connection: Connection, positions: dict[int, int]) -> dict[int, int]:
-    """Delete, in each partition of ``positions``, records before its position that the
-    log can delete in whole units (segment files): never a record at or after it, and
-    never the unit a writer appends to. Return, for those partitions, the earliest
+    """Delete, in each partition of ``positions``, records before its position, at the
+    grain the log deletes at: whole units (the file log's segment files, never the one
+    writers append to) or single records (a database table, Kafka's ``DeleteRecords``);
+    never a record at or after the position. Return, for those partitions, the earliest
     position the log still holds (what ``seek`` to the earliest returns from then on).
 
-    The core calls it after commits with the earliest position any retained snapshot
-    (or registered reader) still needs. For a log with its own retention (a broker's
-    time or size limits) leave it out. A fetch of a deleted position then raises
+    The core calls it after commits with, per partition, the earliest position still
+    needed: by a retained snapshot (or registered reader), and by every write attempt
+    not committed yet whose writer is live (it holds a lease naming the log's end
+    before its first produce, refreshed at its flushes, for ``log.writer.expiration-time``).
+    So a log may delete at any grain: it is never asked to delete records a live writer
+    flushed and may still commit. That rests on positions growing with time: a record
+    produced after ``end_positions`` returned E lies at or after E. For a log with its
+    own retention (a broker's time or size limits) leave it out: its writers then write
+    no leases. A fetch of a deleted position raises
     :class:`~tablelog.errors.PositionOutOfRangeError`. Idempotent; safe while other
     processes append and read.
     """

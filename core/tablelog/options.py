@@ -104,6 +104,13 @@ def _duration(value: Any) -> datetime.timedelta | None:
     return datetime.timedelta(milliseconds=parse_duration_ms(value))
 
 
+def _positive_duration(value: Any) -> datetime.timedelta:
+    duration = _duration(value)
+    if not duration:
+        raise InvalidValue("expected a duration > 0 such as '1 h', '30 min', '90 s', '500 ms'")
+    return duration
+
+
 def _consumer_id(value: Any) -> str | None:
     if value is None:
         return None
@@ -218,6 +225,14 @@ class TableOptions:
         "log.flush-timeout-ms", 60_000,
         "How long a writer waits for the log to acknowledge its records before failing the write.",
         _int(1),
+    )
+    log_writer_expiration_time: datetime.timedelta = option(
+        "log.writer.expiration-time", datetime.timedelta(hours=1),
+        "On a log whose retention tablelog drives (`filesystem`, plugins with `delete_before`): the "
+        "records of a write attempt not committed yet are kept while it was seen (a write, its flush) "
+        "within this long; longer than an attempt's longest pause, flush to commit included. See "
+        "docs/compaction.md.",
+        _positive_duration,
     )
     log_fetch_timeout_ms: int = option(
         "log.fetch-timeout-ms", 30_000,

@@ -22,6 +22,7 @@ import pyarrow as pa
 from tablelog import inputs
 from tablelog.arrow_records import kind_array
 from tablelog.commit import committer, history
+from tablelog.commit.leases import AttemptLease
 from tablelog.commit.record import CommitResult, WriteReceipt, new_token
 from tablelog.errors import SchemaMismatchError
 from tablelog.log_pool import LogPool, release
@@ -63,6 +64,8 @@ class WriteTask:
         self._log_pool = log_pool
         self._paimon_write: Any = None  # a TableWrite, opened on first use
         self._finished = False
+        #: Keeps log retention off this attempt's records until it commits (where the log deletes).
+        self._lease = AttemptLease(table, self.token)
 
     # Paimon and the log are opened on first use: an empty task costs nothing.
     def _open(self) -> None:
@@ -107,6 +110,8 @@ class WriteTask:
         self._open()
         self._paimon_write.write_arrow(self._with_kind_column(arrow, kinds))
         assert self._log is not None or not batches
+        if batches:  # the lease first: a retention that runs after a produce sees it
+            self._lease.hold(self._log, self._projection_log)  # type: ignore[arg-type]
         for batch in batches:
             self._log.produce(batch)  # type: ignore[union-attr]
         for batch in projected:
@@ -210,7 +215,7 @@ class WriteTask:
         ranges: list[ProducedRange] = []
         projection_ranges: list[ProducedRange] = []
         messages: list[Any] = []
-        own_only = reusable = False
+        own_only = reusable = finished = False
         try:
             if self._log is not None:
                 ranges, own_only = self._flush(self._log)
@@ -219,9 +224,16 @@ class WriteTask:
                 own_only = own_only and projection_own
             if self._paimon_write is not None:
                 messages = list(self._paimon_write.prepare_commit(self.commit_identifier))
+            if ranges or projection_ranges:
+                self._lease.refresh()  # live from the flush on: the commit may come a while later
             reusable = own_only  # only a task that finished cleanly hands its connection on
+            finished = True
         finally:
-            self._close(reuse_log=reusable)
+            try:
+                self._close(reuse_log=reusable)
+            finally:
+                if not finished or not (ranges or projection_ranges):
+                    self._lease.release()  # no receipt, or one with no records: nothing to keep
         return WriteReceipt(
             token=self.token, task=self.task, rows=self.rows, ranges=tuple(ranges),
             paimon_messages=messages, projection_ranges=tuple(projection_ranges),
@@ -249,7 +261,10 @@ class WriteTask:
     def abort(self) -> None:
         """Give up this attempt: nothing it wrote is ever committed."""
         self._finished = True
-        self._close()
+        try:
+            self._close()
+        finally:
+            self._lease.release()
 
     def _close(self, reuse_log: bool = False) -> None:
         """Release Paimon and the log. ``reuse_log``: the log connection holds nothing

@@ -73,3 +73,24 @@ def test_expiry_on_s3_removes_what_the_options_let_go_and_keeps_what_a_consumer_
     assert expire_snapshots(now_expiring).expired.snapshots == (3, 4)
     assert [s.id for s in now_expiring.snapshots()] == [5, 6]
     assert plain_pypaimon_rows(s3_server, warehouse, 6) == before[6]
+
+
+def test_writer_leases_on_s3_keep_a_slower_writers_records_until_its_commit_removes_them(
+        s3_server: S3Endpoint, tmp_path: Path) -> None:
+    warehouse = s3_server.url(f"leases-{uuid.uuid4().hex[:8]}")
+    options = {"s3.endpoint": s3_server.endpoint, "s3.access-key": s3_server.access_key,
+               "s3.secret-key": s3_server.secret_key, "log.system": "filesystem",
+               "filesystem.path": str(tmp_path / "log"), "filesystem.segment-bytes": "1", **NO_COMPACTION}
+    table = tablelog.create_table(warehouse, "db.t", SCHEMA, primary_key=["id"], bucket=2, options=options)
+    slow = table.write_task("slow", 1)
+    slow.write([{"id": i, "v": "slow"} for i in range(40)])
+    slow_receipt = slow.finish()
+    assert {k for k in object_keys(s3_server, warehouse) if "/log-lease/lease-" in k} == {
+        f"db.db/t/log-lease/lease-{slow.token}"}
+    fast = table.write_task("fast", 1)
+    fast.write([{"id": 100 + i, "v": "fast"} for i in range(30)])
+    assert table.commit("fast", 1, [fast.finish()]).committed  # its retention keeps the slow writer's records
+    assert table.commit("slow", 1, [slow_receipt]).committed
+    assert not any("/log-lease/lease-" in k for k in object_keys(s3_server, warehouse))
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        assert sorted(c.row["id"] for c in reader.read_all()) == [*range(40), *range(100, 130)]

@@ -1,14 +1,19 @@
 """Test-only fault injection (the ``testing.*`` options) lives in one module with one hook
-point; the sink calls it once per stage and knows nothing else about it."""
+point; the sink calls it once per stage and knows nothing else about it. And what a task
+attempt that dies after its flush leaves behind: its writer lease on the log."""
 
 from __future__ import annotations
 
 import ast
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pytest
 
+import tablelog
 from tablelog.commit import WriteReceipt
 from tablelog.errors import OptionError
 from tablelog.records import ProducedRange
@@ -71,3 +76,20 @@ def test_the_sink_calls_the_fault_hook_once_per_stage_and_names_no_testing_optio
         "Stage.AFTER_COMMIT", "Stage.AFTER_FINISH", "Stage.MID_WRITE"
     ]
     assert not hasattr(sink, "InjectedFailure")
+
+
+def test_spark_write_tasks_hold_writer_leases_that_only_a_dead_attempt_leaves_behind(
+    spark: Any, tmp_path: Path
+) -> None:
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    table = tablelog.create_table(str(tmp_path / "wh"), "db.t", schema, primary_key=["id"], bucket=2,
+                                  options={"log.system": "filesystem", "filesystem.segment-bytes": "1"})
+    df = spark.createDataFrame([(i, f"n{i}") for i in range(20)], "id long, name string")  # 2 slices: 0..9, 10..19
+    (df.write.format("tablelog").option("warehouse", str(tmp_path / "wh")).option("table", "db.t")
+     .option("testing.fail-after-finish", "0").mode("append").save())
+    # The executors wrote a lease per attempt; the driver's commit removed those it committed.
+    leases = list((Path(table.store.path) / "log-lease").glob("lease-*"))
+    assert len(leases) == 1, leases  # the attempt that died after its flush: it may be alive yet
+    with table.reader(consistency="eventual", scan_mode="earliest") as reader:
+        changes = reader.read_all()
+    assert Counter(c.row["id"] for c in changes) == Counter({**{i: 2 for i in range(10)}, **{i: 1 for i in range(10, 20)}})

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from tablelog.commit.compaction import compact_after_commit
 from tablelog.commit.history import find_commit, find_commit_or_expired, last_end_positions
 from tablelog.commit.hook import rerun_commit_hook, run_commit_hook
+from tablelog.commit.leases import log_deletes_before, release_leases
 from tablelog.commit.record import CommitResult, LogCommitRecord, LogProjection, WriteReceipt
 from tablelog.commit.retention import truncate_log_after_commit
 from tablelog.errors import CommitError
@@ -103,6 +104,9 @@ def _commit_once(
     ranges = tuple(rng for r in receipts for rng in r.ranges)
     records = sum(r.count for r in ranges)
     existing, expired = find_commit_or_expired(table.store, writer_id, commit_identifier)
+    # A replay: these receipts' records are never committed, their leases hold nothing.
+    if (existing is not None or expired) and ranges and log_deletes_before(table):
+        release_leases(table, receipts)
     if existing is not None:
         hook_error = rerun_commit_hook(table, existing, log_pool)
         return CommitResult(existing.id, committed=False, rows=rows, records=records, hook_error=hook_error)
@@ -134,6 +138,8 @@ def _commit_once(
         raise
     hook_error = None
     if log is not None:  # the snapshot is durable: from here on the commit has happened
+        if log.deletes_before:
+            release_leases(table, receipts)  # the snapshot holds their records from now on
         # Still under the commit lock (local warehouse): a commit's check of its records
         # (_check_not_deleted) and a deletion never interleave.
         truncate_log_after_commit(table, log, log_pool)

@@ -1,13 +1,40 @@
-"""Log retention the core drives: what the retained snapshots still need of the log, and
-deleting what comes before it in a log that can (the built-in file log's segments).
+"""Log retention the core drives: what the table still needs of the log, and deleting
+what comes before it in a log that can (``delete_before``: the file log's segments, or
+any finer grain a plugin deletes at, down to single records).
 
 A reader may start at any retained snapshot: a transactional reader reads the ranges the
 snapshots after its position committed, an eventual (or hybrid) reader starts at the end
-positions a snapshot recorded. So the earliest position needed in a partition is the
-smallest of the retained log commits' range starts and end positions there
-(:func:`needed_positions`). Registered readers (consumer ids) need positions of their
-own: :func:`earliest_of` combines such needs, and :func:`truncate_log` takes the result.
-While a table keeps its first snapshot, the file log keeps everything.
+positions a snapshot recorded. So the earliest position the snapshots need in a
+partition is the smallest of the retained log commits' range starts and end positions
+there (:func:`needed_positions`). Registered readers (consumer ids) are covered by it:
+expiry keeps every snapshot from a consumer's next one on. Write attempts not committed
+yet need their records too: each holds a *lease* naming where the log ended before its
+first produce (:mod:`tablelog.commit.leases`), and retention keeps every live lease's
+positions (:func:`kept_positions`). So a table that keeps its first snapshot can still
+lose records of the log: those of attempts that gave up, or whose lease expired.
+
+What a retention run reads, in this order, and why the order is safe without a lock
+between it and the writers and committers (an object store has none):
+
+1. the log's end positions ``E``;
+2. the live leases;
+3. the snapshots' needs.
+
+It deletes, in each partition the snapshots need, before the smallest of the three. Take
+a record r of an attempt A that may still commit, and A's lease, written before r was
+produced and removed only after A's snapshot exists (or when A gives up):
+
+- A's lease was there when read (2): r is at or after its positions, kept.
+- It was written after (2): r was produced after (1), so r is at or after ``E``, kept.
+  (Without ``E``, snapshots committed between (2) and (3) while older ones expired could
+  need only positions after r.)
+- It was removed before (2) because A committed: A's snapshot existed before (3), so the
+  snapshots' needs hold r (or that snapshot has expired, and nothing needs r).
+
+Reading the snapshots first and the leases second would lose r when A commits and
+removes its lease between the two reads. A lease that expired is deleted and protects
+nothing: the committer then refuses a commit whose records are gone
+(``_check_not_deleted``).
 """
 
 from __future__ import annotations
@@ -20,6 +47,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from tablelog.commit.history import log_commits
+from tablelog.commit.leases import live_leases
 from tablelog.identity import TABLE_ID_PROPERTY
 from tablelog.log_pool import release
 
@@ -82,12 +110,26 @@ def earliest_of(*needs: Mapping[int, int]) -> dict[int, int]:
     return result
 
 
+def kept_positions(table: TableView, log: LogClient, *, projection: bool = False) -> dict[int, int]:
+    """Per partition of ``log`` (the table topic, or the projection stream's), the earliest
+    position retention keeps: the snapshots' need, capped by every live writer lease and by
+    the log's end, read in the order the module docstring explains. Partitions the
+    snapshots do not need are absent: nothing there may be deleted."""
+    ends = log.end_positions(list(range(table.log_partitions)))
+    leases = [lease.projection if projection else lease.topic for lease in live_leases(table)]
+    kept = {}
+    for partition, needed in needed_positions(table.store, projection=projection).items():
+        holds = [lease[partition] for lease in leases if partition in lease]
+        kept[partition] = min(needed, ends.get(partition, needed), *holds)
+    return kept
+
+
 def truncate_log(table: TableView, log: LogClient, needed: Mapping[int, int] | None = None) -> dict[int, int] | None:
-    """Delete what ``log`` holds before ``needed`` (default :func:`needed_positions`); the
+    """Delete what ``log`` holds before ``needed`` (default :func:`kept_positions`); the
     earliest positions it then holds, or None for a log that keeps its own retention."""
     if not log.deletes_before:
         return None
-    wanted = dict(needed_positions(table.store) if needed is None else needed)
+    wanted = dict(kept_positions(table, log) if needed is None else needed)
     return log.delete_before(wanted)
 
 
@@ -106,15 +148,14 @@ def truncate_log_after_commit(table: TableView, log: LogClient, log_pool: LogPoo
 
 
 def truncate_projection(table: TableView, log_pool: LogPool | None) -> None:
-    """Delete what the projection stream holds before the retained snapshots' need of it."""
-    needed = needed_positions(table.store, projection=True)
-    if not needed:
+    """Delete what the projection stream holds before what the table needs of it."""
+    if not needed_positions(table.store, projection=True):
         return
     config = table.projection_log_config()
     client = log_pool.checkout(table, config) if log_pool is not None else table.open_projection_log()
     reusable = False
     try:
-        client.delete_before(needed)
+        client.delete_before(kept_positions(table, client, projection=True))
         reusable = True
     finally:
         release(client, log_pool, reusable=reusable)

@@ -32,6 +32,7 @@ import attrs
 import pyarrow as pa
 from pyspark.sql import datasource as _ds
 
+from tablelog.commit.leases import log_deletes_before, release_leases
 from tablelog.commit.record import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, TablelogError
 from tablelog.log_pool import shared_pool
@@ -205,13 +206,20 @@ def commit_messages(plan: WritePlan, messages: list[Any], batch_id: int | None) 
 
 
 def abort_messages(plan: WritePlan, messages: list[Any]) -> None:
-    """Nothing is committed; delete the data files the successful attempts prepared."""
-    paimon_messages = [m for msg in messages if msg is not None for m in msg.receipt.paimon_messages]
-    if not paimon_messages:
+    """Nothing is committed; delete the data files the successful attempts prepared, and
+    their writer leases (which would hold their log records until they expire)."""
+    receipts = [msg.receipt for msg in messages if msg is not None]
+    paimon_messages = [m for receipt in receipts for m in receipt.paimon_messages]
+    produced = any(receipt.ranges for receipt in receipts)
+    if not paimon_messages and not produced:
         return
-    # Best effort: unreferenced files are harmless (Paimon's orphan clean-up).
+    # Best effort: unreferenced files are harmless (Paimon's orphan clean-up), leases expire.
     with contextlib.suppress(Exception):
-        plan.open().store.abort(paimon_messages)
+        table = plan.open()
+        if produced and log_deletes_before(table):
+            release_leases(table, receipts)
+        if paimon_messages:
+            table.store.abort(paimon_messages)
 
 
 # -- the writer classes Spark calls -----------------------------------------------------

@@ -57,7 +57,7 @@ class Consumers:
             consumer = self._manager.consumer(name[len(prefix):])
             if consumer is None:
                 continue  # removed while listing
-            found.append(ConsumerInfo(name[len(prefix):], int(consumer.next_snapshot), _millis(status)))
+            found.append(ConsumerInfo(name[len(prefix):], int(consumer.next_snapshot), modified_millis(status)))
         return sorted(found, key=lambda c: c.consumer_id)
 
     def remove_unseen_since(self, millis: int) -> list[str]:
@@ -71,7 +71,7 @@ class Consumers:
         return removed
 
 
-def _millis(status: Any) -> int | None:
+def modified_millis(status: Any) -> int | None:
     """A listed file's modification time: seconds from the local file IO, a datetime from
     pyarrow's (S3)."""
     mtime = getattr(status, "mtime", None)

@@ -24,6 +24,7 @@ from tablelog.store.consumers import Consumers
 from tablelog.store.deltas import ROW_KIND, read_delta
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
+from tablelog.store.leases import Leases
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
 from tablelog.store.schema import KIND_FIELD
@@ -234,6 +235,10 @@ class PaimonTable:
     def consumers(self) -> Consumers:
         """The table's Paimon consumers (:mod:`tablelog.store.consumers`)."""
         return Consumers(self.file_io, self.path)
+
+    def leases(self) -> Leases:
+        """The table's writer leases on the log (:mod:`tablelog.store.leases`)."""
+        return Leases(self.file_io, self.path, local=not self.on_object_store)
 
     # -- snapshots -----------------------------------------------------------
 

@@ -62,7 +62,7 @@ def option_specs() -> list[OptionSpec]:
         OptionSpec(
             "filesystem.segment-bytes",
             "Size in bytes at which a partition's file is closed and a new segment file started; "
-            "retention deletes whole segments no retained snapshot needs.", default="67108864",
+            "retention deletes whole segments no retained snapshot and no live writer needs.", default="67108864",
         ),
     ]
 
@@ -121,6 +121,7 @@ def commit(connection: FileLog, committed: CommittedLog) -> None:
 
     Visibility is decided by the table snapshot, and the file log has nothing to
     keep in step with it: no consumer groups, no broker-side transaction (retention
-    is ``delete_before``, which the core calls with what the snapshots still need).
+    is ``delete_before``, which the core calls with what the snapshots and live writers
+    still need).
     A marker file would cost an fsync per commit and nobody would read it.
     """

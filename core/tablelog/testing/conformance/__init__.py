@@ -45,8 +45,10 @@ is a loop of short fetches until the expected count or a deadline, never a sleep
 A subclass may tune the class attributes of :class:`~.base.ConformanceBase` for a slow broker.
 
 The tests are grouped by hook, one module each: topics, producing (produce and flush),
-fetching, positions (end positions and seek), sizes (large records against the log's
-limit), unreachable (an outage), committing (commit and close); :class:`LogSystemConformance` combines them all.
+fetching, positions (end positions, seek and delete_before), sizes (large records against
+the log's limit), unreachable (an outage), committing (commit and close), retention (whole
+tables on the log: retention after commits, with writers committing in another order than
+they wrote); :class:`LogSystemConformance` combines them all.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from tablelog.testing.conformance.committing import CommitCloseTests
 from tablelog.testing.conformance.fetching import FetchTests
 from tablelog.testing.conformance.positions import PositionTests
 from tablelog.testing.conformance.producing import ProduceFlushTests
+from tablelog.testing.conformance.retention import RetentionTests
 from tablelog.testing.conformance.sizes import RecordSizeTests
 from tablelog.testing.conformance.topics import TopicTests
 from tablelog.testing.conformance.unreachable import UnreachableLogTests
@@ -66,6 +69,7 @@ __all__ = ["ClientOpener", "ConfigFactory", "LogSystemConformance", "opened_clie
 # pytest collects inherited tests base class first (reverse MRO), so listing the groups
 # last-to-first keeps the suite's order: topics, producing, ..., committing.
 class LogSystemConformance(
+    RetentionTests,
     CommitCloseTests,
     UnreachableLogTests,
     RecordSizeTests,

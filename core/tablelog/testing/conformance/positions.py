@@ -125,7 +125,9 @@ class PositionTests(ConformanceBase):
 
     def test_delete_before_keeps_every_record_at_or_after_the_position(self, client: LogClient) -> None:
         token = new_token()
-        batch = self.produce(client, token, 0, 40)
+        # Eight produces: a log deleting in units (segments) may start a unit between two.
+        batches = [self.produce(client, token, 0, 5, first_seq=5 * i) for i in range(8)]
+        expected = [record for batch in batches for record in self.expected(batch)]
         (produced,) = self.flush(client)
         records = self.read_all(client, 0, produced.first, 40)
         middle = records[20].position
@@ -133,14 +135,20 @@ class PositionTests(ConformanceBase):
         if not client.deletes_before:
             # The log system leaves retention to itself: tablelog asks nothing and deletes nothing.
             assert held is None
-            assert self.payload(self.read_all(client, 0, produced.first, 40)) == self.expected(batch)
+            assert self.payload(self.read_all(client, 0, produced.first, 40)) == expected
             return
         assert held is not None
         earliest = held[0]
         assert earliest <= middle, "delete_before must keep the record at the position"
+        if self.delete_before_fine_grained:
+            assert earliest > produced.first, (
+                f"delete_before({{0: {middle}}}) deleted none of the 20 records before the position (the log "
+                f"still starts at {earliest}); a log deleting in units larger than that sets "
+                "delete_before_fine_grained = False"
+            )
         assert client.seek(0, SeekSpec.earliest()) == earliest
         kept = self.read_all(client, 0, middle, 20)
-        assert self.payload(kept) == self.expected(batch)[20:]
+        assert self.payload(kept) == expected[20:]
         if earliest > produced.first:
             with pytest.raises(PositionOutOfRangeError):
                 client.fetch(0, produced.first, 10, self.fetch_step_s)
