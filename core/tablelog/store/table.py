@@ -25,6 +25,7 @@ from tablelog.store.deltas import ROW_KIND, read_delta
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
+from tablelog.store.row_count import count_rows
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.writes import TableWrite, abort_files, commit_files
 
@@ -384,6 +385,13 @@ class PaimonTable:
         return sorted(groups.items())
 
     # -- rows ----------------------------------------------------------------
+
+    def count_rows(self, snapshot: SnapshotInfo) -> int:
+        """The table's rows at ``snapshot``: its record count without a primary key (each
+        record is a row), else a merge read of its files (:mod:`tablelog.store.row_count`)."""
+        if not self.primary_key:
+            return snapshot.total_record_count
+        return count_rows(self.paimon, snapshot.id)
 
     def read_rows(
         self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None
