@@ -10,8 +10,8 @@ never the table store, the reader or Spark::
 * The types that cross the boundary (:mod:`tablelog.records`).
 * The errors a plugin raises (:mod:`tablelog.errors`): ``LogSystemError`` and its
   subclasses for conditions of the log, ``OptionError`` for a bad option.
-* Secret redaction: ``is_secret``, ``redact``, ``shown_value``, ``REDACTED``
-  (:mod:`tablelog.redaction`).
+* Secret redaction: ``is_secret``, ``redact``, ``shown_value``, ``REDACTED``, and
+  ``SecretScrubber`` for a client's own texts (:mod:`tablelog.redaction`).
 * Option parsing with tablelog's messages (:mod:`tablelog.option_values`):
   ``int_option``, ``bool_option``, ``seconds_option`` read a key of ``LogConfig.options``;
   ``parse_int``, ``parse_bool`` convert one value and raise ``InvalidValue``, which
@@ -54,7 +54,7 @@ from tablelog.records import (
     SeekSpec,
     ValuesResult,
 )
-from tablelog.redaction import REDACTED, is_secret, redact, shown_value
+from tablelog.redaction import REDACTED, SecretScrubber, is_secret, redact, shown_value
 
 __all__ = [
     "REDACTED",
@@ -73,6 +73,7 @@ __all__ = [
     "ProduceBatch",
     "ProduceError",
     "ProducedRange",
+    "SecretScrubber",
     "SeekKind",
     "SeekSpec",
     "TablelogError",

@@ -274,13 +274,16 @@ class Table:
         its own (see docs/schema-evolution.md)."""
         from tablelog.alter import check_changes
 
+        set_options: dict[str, str] = {}
         for change in changes:
             if isinstance(change, SetOption):
                 if is_secret(change.key):
                     raise SchemaChangeError(f"table {self.identifier!r}: option {change.key!r} is a secret; "
                                             "secrets are never stored in a table; nothing was changed")
                 _, _, paimon_options = _parse({change.key: change.value})  # unknown keys, bad values
-                definition.check_paimon_options(paimon_options, self.schema, self.primary_key)
+                set_options.update(paimon_options)
+        # together: one alter may set file.format and a file.compression only it allows
+        definition.check_paimon_options(set_options, self.schema, self.primary_key, self.store.properties)
         with self.store.commit_lock():
             latest = self.warehouse.open(self.identifier)
             check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes,

@@ -104,7 +104,7 @@ def test_describe_json_is_one_document_with_schema_redacted_options_snapshots_an
     doc = json.loads(run("describe", "db.users", "--format", "json")[0])
     assert [c["name"] for c in doc["schema"]][:2] == ["id", "name"]
     (snapshot,) = doc["snapshots"]
-    assert snapshot["id"] == 1 and snapshot["writer"] == "w" and snapshot["rows"] == 4
+    assert snapshot["id"] == 1 and snapshot["writer"] == "w" and snapshot["file_records"] == 4
     datetime.datetime.fromisoformat(snapshot["time"])
     record = LogCommitRecord.from_properties(table.store.snapshot(1).properties)  # type: ignore[union-attr]
     assert record is not None

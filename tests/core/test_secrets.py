@@ -81,3 +81,33 @@ def test_secret_is_not_in_logs_or_errors(secret_table, caplog) -> None:  # type:
     with reopened.reader(consistency="transactional", scan_mode="earliest") as reader:
         assert len(reader.read_all(idle_timeout_s=0.1)) == 1
     assert SENTINEL not in caplog.text
+
+
+def test_a_secret_is_scrubbed_where_it_stands_as_a_value_never_inside_words(caplog, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tablelog.plugin import SecretScrubber
+
+    caplog.set_level(logging.WARNING)
+    monkeypatch.setattr("tablelog.redaction._warned_keys", set())  # warned once per process
+    short = SecretScrubber({"sasl.password": "e", "sasl.username": "ada", "sasl.mechanism": "PLAIN"}, "kafka.")
+    for readable in ("Connect to ipv4#127.0.0.1:9 failed: Connection refused", "Canada e-mail ready"):
+        assert short.scrub(readable) == readable
+    assert short.scrub("sasl.password=e; user=ada") == "sasl.password=******; user=******"
+    assert short.scrub('Invalid value "e" for "sasl.password"') == 'Invalid value "******" for "sasl.password"'
+    assert short.scrub("as e (mechanism PLAIN)") == "as ****** (mechanism ******)"
+    # known positions hide whatever value stands there, the configured one or not
+    assert short.scrub('{"password": "other one", "token": x1}') == '{"password": "******", "token": ******}'
+    assert short.scrub("redis://bob:pw@host:6379/0") == "redis://bob:******@host:6379/0"
+    # a long secret is replaced wherever it is, glued to other text too
+    assert SecretScrubber({"token": SENTINEL}).scrub(f"x{SENTINEL}y, {SENTINEL}.") == "x******y, ******."
+    # a short credential is warned about at open, by its key, once; a user name or a mechanism is not
+    SecretScrubber({"sasl.password": "e"}, "kafka.")
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and "'kafka.sasl.password' holds a secret of fewer than 8 characters" in warned[0]
+    assert "'e'" not in warned[0]
+
+
+def test_a_short_secret_given_twice_is_named_without_garbling_the_key(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["describe", "-w", str(tmp_path), "db.t",
+                                      "-o", "vault.password=a", "-o", "vault.password=b"])
+    assert result.exit_code == 1
+    assert "-o vault.password=****** and -o vault.password=******" in result.output, result.output

@@ -4,6 +4,7 @@ that shows no client log lines unless asked (`tablelog -v`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -21,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 import tablelog
 from tablelog.errors import LogUnavailableError, ProduceError
 from tablelog.records import LogConfig
+from tablelog.redaction import REDACTED
 from tablelog.registry import load_log_system
 from tablelog.testing.processes import die_with_parent, free_port, wheel_binary
 from tablelog_kafka.config import parse_settings
@@ -223,3 +225,41 @@ def test_client_errors_are_translated_into_what_to_do(code: int, expected: str) 
     }))
     told = advice(KafkaError(code), settings, "db.t")
     assert told is not None and expected in told and PASSWORD not in told
+
+
+def test_a_one_letter_password_leaves_the_brokers_error_readable_in_describe_and_the_dashboard(
+    kafka_bootstrap: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The password scrubbed out of every substring turned "Connection refused" into
+    # "Conn******ction r******fus******d": garbled, and betraying the password "e".
+    from click.testing import CliRunner
+
+    from tablelog.cli import cli
+    from tablelog.ui.state import Dashboard
+
+    warehouse = str(tmp_path / "wh")
+    table = tablelog.create_table(warehouse, "db.short", SCHEMA, primary_key=["id"], bucket=1, options={
+        "log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "kafka.topic": f"short-{uuid.uuid4().hex[:8]}",
+    })
+    with table.writer("w") as writer:
+        writer.write([{"id": 1, "name": "a"}])
+        writer.commit()
+    down = {"kafka.bootstrap.servers": dead_address(), "kafka.sasl.password": "e", "kafka.admin-timeout-ms": "2000"}
+    monkeypatch.setattr("tablelog.redaction._warned_keys", set())  # warned once per process
+
+    described = CliRunner().invoke(cli, ["describe", "-w", warehouse, "db.short", "--format", "json",
+                                         *[a for key, value in down.items() for a in ("-o", f"{key}={value}")]])
+    assert described.exit_code == 0, described.output
+    doc = json.loads(described.stdout)
+    dashboard = Dashboard(warehouse, down, log_timeout_s=10.0)
+    try:
+        shown = dashboard.table_document("db.short", 10)
+    finally:
+        dashboard.close()
+    for document in (doc, shown):
+        error = document["log"]["error"]
+        assert "Connection refused" in error and REDACTED not in error, error
+        assert document["options"]["kafka.sasl.password"] == REDACTED
+    assert any("Connection refused" in reason for reason in shown["health"]["reasons"])
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("'kafka.sasl.password' holds a secret of fewer than 8 characters" in w for w in warnings), warnings

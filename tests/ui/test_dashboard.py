@@ -100,6 +100,25 @@ def test_verify_on_demand_shows_its_result_on_the_table_page(browser: Any, dashb
     wait_until(browser, lambda b: text_of(b, "#verify-summary").startswith("verify: consistent: table db.users"))
 
 
+def test_count_rows_shows_the_tables_rows_next_to_the_file_records(
+    browser: Any, serve: Callable[[Dashboard], str], tmp_path: Path
+) -> None:
+    warehouse = str(tmp_path / "wh")
+    table = tablelog.create_table(warehouse, "db.counted", SCHEMA, primary_key=["id"],
+                                  options={"log.system": "filesystem"})
+    with table.writer() as writer:
+        for batch in ([{"id": i, "name": "a", "score": 0} for i in range(3)], [{"id": 0, "name": "b", "score": 1}]):
+            writer.write(batch)
+            writer.commit()
+        writer.write([("-D", {"id": 1, "name": "a", "score": 0})])
+        writer.commit()
+    browser.get(page(serve(Dashboard(warehouse, refresh_s=REFRESH_MS / 1000)), "table/db.counted"))
+    wait_until(browser, lambda b: text_of(b, "#table-rows") == "not counted")
+    assert text_of(browser, '#snapshots tr[data-snapshot="3"] td:nth-child(4)') == "5"  # file records
+    browser.find_element(By.ID, "count-rows").click()
+    wait_until(browser, lambda b: text_of(b, "#table-rows") == "2 (snapshot 3)")
+
+
 def test_verify_differences_are_listed_and_mark_the_table_in_error(
     browser: Any, serve: Callable[[Dashboard], str], warehouse: str, file_table: Table,
     monkeypatch: pytest.MonkeyPatch,

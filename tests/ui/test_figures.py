@@ -157,3 +157,60 @@ def test_a_log_that_stops_answering_turns_unreachable_after_the_timeout() -> Non
     assert probes.get("t", answers_once) == {"error": "no answer within 0.2 s"}
     release.set()
     probes.close()
+
+
+def test_rows_are_the_tables_rows_and_file_records_count_every_version_of_a_key(
+    tmp_path: Path, serve: Any
+) -> None:
+    # 3 inserts, an update and a delete: 2 rows, and 5 records in the files until a
+    # compaction; `describe` and the dashboard called the 5 "rows".
+    import json
+    import urllib.request
+
+    from click.testing import CliRunner
+
+    from tablelog.cli import cli
+    from tablelog.ui.state import Dashboard
+
+    warehouse = str(tmp_path / "wh")
+    table = tablelog.create_table(warehouse, "db.t", SCHEMA, primary_key=["id"], options={"log.system": "filesystem"})
+    with table.writer("w") as writer:
+        writer.write([{"id": i, "name": "a", "score": 0} for i in range(3)])
+        writer.commit()
+        writer.write([{"id": 0, "name": "b", "score": 1}])
+        writer.commit()
+        writer.write([("-D", {"id": 1, "name": "a", "score": 0})])
+        writer.commit()
+    appended = tablelog.create_table(warehouse, "db.events", SCHEMA, options={"log.system": "filesystem"})
+    with appended.writer("w") as writer:
+        writer.write([{"id": 0, "name": "a", "score": 0}] * 3)
+        writer.commit()
+
+    def describe(*args: str) -> Any:
+        result = CliRunner().invoke(cli, ["describe", "-w", warehouse, *args])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output) if "json" in args else result.output
+
+    plain = describe("db.t", "--format", "json")
+    assert [s["file_records"] for s in plain["snapshots"]] == [5, 4, 3] and plain["rows"] is None
+    assert "rows" not in plain["snapshots"][0]
+    assert describe("db.t", "--count-rows", "--format", "json")["rows"] == {"snapshot": 3, "count": 2}
+    assert "rows: 2 (snapshot 3)" in describe("db.t", "--count-rows")
+    assert "rows: not counted" in describe("db.t") and "file records" in describe("db.t")
+    # without a primary key each record is a row: known without a count
+    assert describe("db.events", "--format", "json")["rows"] == {"snapshot": 1, "count": 3}
+
+    base = serve(Dashboard(warehouse, log_timeout_s=5.0))
+    before = json.loads(urllib.request.urlopen(f"{base}/api/tables/db.t").read())
+    assert before["rows"] is None and before["row_count"] is None and before["snapshots"][0]["file_records"] == 5
+    post = urllib.request.Request(f"{base}/api/tables/db.t/rows", method="POST")
+    assert json.loads(urllib.request.urlopen(post).read())["state"] in ("running", "done")
+    deadline = time.monotonic() + 30
+    while (counted := json.loads(urllib.request.urlopen(f"{base}/api/tables/db.t/rows").read()))["state"] != "done":
+        assert counted["state"] == "running" and time.monotonic() < deadline, counted
+        time.sleep(0.05)
+    assert (counted["snapshot"], counted["count"]) == (3, 2)
+    after = json.loads(urllib.request.urlopen(f"{base}/api/tables/db.t").read())
+    assert after["rows"] == {"snapshot": 3, "count": 2} and after["row_count"]["state"] == "done"
+    table.compact()  # a full compaction merges the versions: the files hold the rows alone
+    assert table.store.latest_snapshot().total_record_count == 2  # type: ignore[union-attr]

@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from tablelog.errors import LogUnavailableError, OptionError, TablelogError
-from tablelog.options import REDACTED, is_secret, same_value
+from tablelog.options import same_value
+from tablelog.redaction import shown_value
 
 # Piped output (files, CI logs) gets wide tables instead of rich's 80-column default.
 _PIPED_WIDTH = None if sys.stdout.isatty() else 160
@@ -49,22 +50,22 @@ def parse_options(raw: tuple[str, ...], **flags: tuple[str, str | None]) -> dict
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise click.BadParameter(f"expected KEY=VALUE, got {key!r} without '='")
-        _merge(result, given_as, key.strip(), value, f"-o {key.strip()}={value}")
+        _merge(result, given_as, key.strip(), value, f"-o {key.strip()}={shown_value(key.strip(), value)}")
     for key, (flag, flag_value) in flags.items():
         if flag_value is not None:
-            _merge(result, given_as, key, flag_value, f"{flag} {flag_value}")
+            _merge(result, given_as, key, flag_value, f"{flag} {shown_value(key, flag_value)}")
     return result
 
 
 def _merge(result: dict[str, str], given_as: dict[str, str], key: str, value: str, shown: str) -> None:
+    """Add ``key``: ``value`` (given as ``shown``, a secret already redacted) to ``result``."""
     folded = key.lower()
     previous = next((k for k in result if k.lower() == folded), None)
     if previous is not None:
         if not same_value(folded, result[previous], value):
-            first, second = given_as[previous], shown
-            if is_secret(key):
-                first, second = first.replace(result[previous], REDACTED), second.replace(value, REDACTED)
-            raise OptionError(f"option {folded!r} is given twice with different values: {first} and {second}")
+            raise OptionError(
+                f"option {folded!r} is given twice with different values: {given_as[previous]} and {shown}"
+            )
         return
     result[key] = value
     given_as[key] = shown

@@ -25,16 +25,26 @@ from tablelog.table import Table, open_table
 from tablelog.ui.figures import (
     commit_latency_ms,
     consumer_rows,
+    count_rows,
+    known_rows,
     newest_commits,
     probe_log,
     table_document,
 )
 
 
-def describe_document(t: Table, limit: int) -> dict[str, Any]:
+def describe_document(t: Table, limit: int, counted: bool = False) -> dict[str, Any]:
     """Everything ``describe`` shows, as one JSON-ready document (secrets redacted): the
-    document ``tablelog ui`` serves for the table, with the log asked now."""
-    return table_document(t, limit, probe_log(t))
+    document ``tablelog ui`` serves for the table, with the log asked now (and with
+    ``counted``, the rows counted by a merge read)."""
+    return table_document(t, limit, probe_log(t), counting={"state": "done", **count_rows(t)} if counted else None)
+
+
+def rows_line(rows: dict[str, Any] | None) -> str:
+    if rows is None:
+        return ("rows: not counted (the table files hold each version of a key until a compaction; "
+                "--count-rows merge-reads them)")
+    return f"rows: {rows['count']}" + (f" (snapshot {rows['snapshot']})" if rows["snapshot"] is not None else "")
 
 
 def print_retention(probed: dict[str, Any] | None) -> None:
@@ -68,18 +78,21 @@ def print_retention(probed: dict[str, Any] | None) -> None:
 @options_option
 @click.option("--limit", default=20, show_default=True, help="How many of the newest snapshots to show.")
 @click.option("--tokens", is_flag=True, help="Also list each committed write: token, partition, positions.")
+@click.option("--count-rows", "counted", is_flag=True,
+              help="Count the rows of a table with a primary key: a merge read of its files.")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
               help="json: one JSON document (schema, options, log, snapshots with their writes).")
 @friendly_errors
 def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: int, tokens: bool,
-             output_format: str) -> None:
+             counted: bool, output_format: str) -> None:
     """Show a table: schema, options, snapshots with their log positions and committed writes, consumers."""
     t = open_table(warehouse, table, parse_options(raw_options))
     if output_format == "json":
-        click.echo(dumps(describe_document(t, limit)))
+        click.echo(dumps(describe_document(t, limit, counted)))
         return
     console.print(f"[bold]{t.identifier}[/]  warehouse {t.warehouse.path}")
     console.print(f"primary key: {', '.join(t.primary_key) or '(none)'}   buckets: {t.store.bucket}")
+    console.print(rows_line(count_rows(t) if counted else known_rows(t)))
     schema = RichTable("column", "type", title=f"schema {t.schema_id}")
     for field in t.schema:
         schema.add_row(field.name, str(field.type))
@@ -94,7 +107,7 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
             console.print(f"projection stream: topic {t.projection_log_config().topic!r}, "
                           f"columns {', '.join(t.projection)}")
         print_retention(probe_log(t))
-    snaps = RichTable("snapshot", "time", "kind", "rows", "writer", "commit", "writes", "records",
+    snaps = RichTable("snapshot", "time", "kind", "file records", "writer", "commit", "writes", "log records",
                       "commit ms", "log end positions", title="snapshots (newest first)")
     commits = newest_commits(t, limit)
     for snapshot, record in commits:

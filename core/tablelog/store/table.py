@@ -27,6 +27,7 @@ from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.leases import Leases
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
+from tablelog.store.row_count import count_rows
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.writes import TableWrite, abort_files, commit_files
 
@@ -390,6 +391,13 @@ class PaimonTable:
         return sorted(groups.items())
 
     # -- rows ----------------------------------------------------------------
+
+    def count_rows(self, snapshot: SnapshotInfo) -> int:
+        """The table's rows at ``snapshot``: its record count without a primary key (each
+        record is a row), else a merge read of its files (:mod:`tablelog.store.row_count`)."""
+        if not self.primary_key:
+            return snapshot.total_record_count
+        return count_rows(self.paimon, snapshot.id)
 
     def read_rows(
         self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None

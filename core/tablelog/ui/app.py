@@ -95,4 +95,14 @@ def create_app(dashboard: Dashboard) -> FastAPI:
         dashboard.table(name)  # an unknown table: 404
         return dashboard.verify_result(name) or {"state": "never"}
 
+    @app.post("/api/tables/{name}/rows", summary="Start counting the table's rows (a merge read of its files)")
+    def start_row_count(name: str) -> dict[str, Any]:
+        return dashboard.start_row_count(name)
+
+    @app.get("/api/tables/{name}/rows", summary="The table's last row count: running, done (with snapshot and "
+                                                "count) or error")
+    def row_count_result(name: str) -> dict[str, Any]:
+        dashboard.table(name)  # an unknown table: 404
+        return dashboard.row_count_result(name) or {"state": "never"}
+
     return app

@@ -77,15 +77,18 @@ def iso_time(millis: int) -> str:
 
 
 def snapshot_entry(snapshot: SnapshotInfo, record: LogCommitRecord | None) -> dict[str, Any]:
-    """One snapshot as the documents show it; ``log_records``: the records its commit put
-    in the log (a change each with the JSON formats, many with ``arrow``; None: a snapshot
-    tablelog did not write, such as a compaction)."""
+    """One snapshot as the documents show it; ``file_records``: the records in its data
+    files, before the merge (Paimon's record count: in a primary-key table each version
+    of a key until a compaction merges them, so not its rows: :func:`known_rows`);
+    ``log_records``: the records its commit put in the log (a change each with the JSON
+    formats, many with ``arrow``; None: a snapshot tablelog did not write, such as a
+    compaction)."""
     entry: dict[str, Any] = {
         "id": snapshot.id,
         "time": iso_time(snapshot.time_millis),
         "time_millis": snapshot.time_millis,
         "kind": snapshot.commit_kind,
-        "rows": snapshot.total_record_count,
+        "file_records": snapshot.total_record_count,
         "schema_id": snapshot.schema_id,
         "writer": None, "commit_identifier": None, "log_end_positions": None, "writes": [], "log_records": None,
         "commit_ms": None,
@@ -103,6 +106,25 @@ def snapshot_entry(snapshot: SnapshotInfo, record: LogCommitRecord | None) -> di
             commit_ms=commit_latency_ms(snapshot, record),
         )
     return entry
+
+
+def known_rows(t: Table) -> dict[str, Any] | None:
+    """The table's rows at its latest snapshot, as ``{"snapshot": id, "count": rows}``, when
+    the snapshot tells them: an empty table, or one without a primary key (each record is
+    a row). None for a table with a primary key: its files hold every version of a key
+    until a compaction merges them, so only :func:`count_rows` tells."""
+    latest = t.store.latest_snapshot()
+    if latest is None:
+        return {"snapshot": None, "count": 0}
+    return None if t.primary_key else {"snapshot": latest.id, "count": latest.total_record_count}
+
+
+def count_rows(t: Table) -> dict[str, Any]:
+    """:func:`known_rows`, or the rows counted by a merge read of the table files."""
+    latest = t.store.latest_snapshot()
+    if latest is None or not t.primary_key:
+        return known_rows(t) or {"snapshot": None, "count": 0}
+    return {"snapshot": latest.id, "count": t.store.count_rows(latest)}
 
 
 def commit_latency_ms(snapshot: SnapshotInfo, record: LogCommitRecord) -> int | None:
@@ -253,10 +275,16 @@ def health(log: Mapping[str, Any] | None, consumers: list[dict[str, Any]],
 
 
 def table_document(t: Table, limit: int, probed: Mapping[str, Any] | None,
-                   verified: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                   verified: Mapping[str, Any] | None = None,
+                   counting: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Everything known of a table, as one JSON-ready document (secrets redacted):
-    ``describe --format json`` and the dashboard's table endpoint."""
+    ``describe --format json`` and the dashboard's table endpoint. ``counting``: a count
+    of the rows made on request (``{"state": "done", "snapshot", "count"}`` when done, as
+    :func:`count_rows`), for a table whose rows :func:`known_rows` cannot tell."""
     window = newest_commits(t, max(limit, RECENT_SNAPSHOTS))
+    rows = known_rows(t)
+    if rows is None and counting is not None and counting.get("state") == "done":
+        rows = {"snapshot": counting["snapshot"], "count": counting["count"]}
     log, consumers, marked = _log_and_health(t, window, probed, verified)
     return {
         "table": t.identifier,
@@ -264,6 +292,8 @@ def table_document(t: Table, limit: int, probed: Mapping[str, Any] | None,
         "primary_key": list(t.primary_key),
         "buckets": t.store.bucket,
         "schema_id": t.schema_id,
+        "rows": rows,
+        "row_count": counting,
         "schema": schema_fields(t.schema),
         "schema_history": schema_history(t),
         "options": dict(sorted(redact({**t.store.properties, **t.system_options}).items())),

@@ -1,12 +1,12 @@
 """What the dashboard keeps between requests: the open tables, the log probes, the
-changelog readers and the verify runs. No web framework here: the routes
-(:mod:`tablelog.ui.app`) call these methods."""
+changelog readers, the verify runs and the row counts. No web framework here: the
+routes (:mod:`tablelog.ui.app`) call these methods."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,7 +17,12 @@ from tablelog.registry import LogClient
 from tablelog.store import Warehouse
 from tablelog.table import Table, open_table
 from tablelog.ui.changes import ChangelogFollowers
-from tablelog.ui.figures import probe_log_steps, table_document, table_summary
+from tablelog.ui.figures import (
+    count_rows,
+    probe_log_steps,
+    table_document,
+    table_summary,
+)
 from tablelog.ui.probes import LogProbes
 from tablelog.verify import VerifyReport, verify
 
@@ -44,6 +49,8 @@ class Dashboard:
         self._probe_tables: dict[str, Table] = {}
         self._probe_logs: dict[str, LogClient] = {}
         self._verifies: dict[str, dict[str, Any]] = {}
+        self._row_counts: dict[str, dict[str, Any]] = {}
+        # Verify runs and row counts, one at a time: each reads the whole table.
         self._verify_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tablelog-ui-verify")
         self._lock = threading.Lock()
         self._warehouse = Warehouse(warehouse, split_warehouse_options(self.options)[0])
@@ -127,35 +134,49 @@ class Dashboard:
     def table_document(self, identifier: str, limit: int) -> dict[str, Any]:
         t = self.table(identifier)
         probed = self.probes.get(identifier, self._probe(identifier))
-        return table_document(t, limit, probed, self.verify_result(identifier))
+        return table_document(t, limit, probed, self.verify_result(identifier), self.row_count_result(identifier))
 
-    # -- verify --------------------------------------------------------------
+    # -- verify and row counts -------------------------------------------------
 
     def start_verify(self, identifier: str) -> dict[str, Any]:
         """Run ``verify`` on the table in the background (once at a time per table)."""
-        t = self.table(identifier)
-        with self._lock:
-            current = self._verifies.get(identifier)
-            if current is not None and current["state"] == "running":
-                return current
-            started = {"state": "running", "started": time.time()}
-            self._verifies[identifier] = started
-        self._verify_pool.submit(self._verify, identifier, t)
-        return started
+        return self._start(self._verifies, identifier, lambda t: verify_document(verify(t)))
 
     def verify_result(self, identifier: str) -> dict[str, Any] | None:
         with self._lock:
             return self._verifies.get(identifier)
 
-    def _verify(self, identifier: str, t: Table) -> None:
+    def start_row_count(self, identifier: str) -> dict[str, Any]:
+        """Count the table's rows at its latest snapshot in the background (a merge read
+        of its files; once at a time per table)."""
+        return self._start(self._row_counts, identifier, lambda t: {"state": "done", **count_rows(t)})
+
+    def row_count_result(self, identifier: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._row_counts.get(identifier)
+
+    def _start(self, runs: dict[str, dict[str, Any]], identifier: str,
+               work: Callable[[Table], dict[str, Any]]) -> dict[str, Any]:
+        t = self.table(identifier)
+        with self._lock:
+            current = runs.get(identifier)
+            if current is not None and current["state"] == "running":
+                return current
+            started = {"state": "running", "started": time.time()}
+            runs[identifier] = started
+        self._verify_pool.submit(self._run, runs, identifier, t, work)
+        return started
+
+    def _run(self, runs: dict[str, dict[str, Any]], identifier: str, t: Table,
+             work: Callable[[Table], dict[str, Any]]) -> None:
         began = time.time()
         try:
-            result = verify_document(verify(t))
+            result = work(t)
         except Exception as err:  # noqa: BLE001 -- shown on the page
             result = {"state": "error", "error": f"{type(err).__name__}: {err}"}
         result.update(started=began, finished=time.time())
         with self._lock:
-            self._verifies[identifier] = result
+            runs[identifier] = result
 
 
 def verify_document(report: VerifyReport) -> dict[str, Any]:

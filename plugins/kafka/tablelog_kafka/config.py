@@ -15,13 +15,12 @@ from typing import Any
 import attrs
 
 from tablelog.plugin import (
-    REDACTED,
     LogConfig,
     OptionError,
     OptionSpec,
+    SecretScrubber,
     int_option,
     invalid_value,
-    is_secret,
     redact,
     seconds_option,
 )
@@ -162,20 +161,6 @@ def option_specs() -> list[OptionSpec]:
     ]
 
 
-class Secrets:
-    """Scrubs secret option values out of any text before it reaches a message."""
-
-    def __init__(self, options: Mapping[str, str]):
-        self._values = sorted(
-            {str(v) for k, v in options.items() if is_secret(k) and str(v)}, key=len, reverse=True
-        )
-
-    def scrub(self, text: str) -> str:
-        for value in self._values:
-            text = text.replace(value, REDACTED)
-        return text
-
-
 @attrs.frozen
 class KafkaSettings:
     """The parsed options of one table's kafka log."""
@@ -186,7 +171,7 @@ class KafkaSettings:
     admin_timeout_s: float
     connect_timeout_s: float
     client: Mapping[str, str] = attrs.field(repr=False)  # user's client keys, secrets included
-    secrets: Secrets = attrs.field(repr=False)
+    secrets: SecretScrubber = attrs.field(repr=False)  # for the clients' texts
 
     @property
     def edge_reports_only(self) -> bool:
@@ -265,5 +250,5 @@ def parse_settings(config: LogConfig) -> KafkaSettings:
         admin_timeout_s=admin_timeout_s,
         connect_timeout_s=connect_timeout_ms / 1000.0,
         client=client,
-        secrets=Secrets(options),
+        secrets=SecretScrubber(options, PREFIX),
     )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, KafkaException
 
-from tablelog.plugin import LogSystemError, LogUnavailableError
+from tablelog.plugin import LogSystemError, LogUnavailableError, SecretScrubber
 
 from .config import (
     ADMIN_TIMEOUT_MS,
@@ -23,7 +23,6 @@ from .config import (
     KAFKA_DEFAULT_MAX_MESSAGE_BYTES,
     PREFIX,
     KafkaSettings,
-    Secrets,
 )
 
 if TYPE_CHECKING:
@@ -66,7 +65,7 @@ def kafka_error_of(exc: BaseException) -> KafkaError | None:
     return None
 
 
-def describe(error: KafkaError | BaseException | None, secrets: Secrets) -> str:
+def describe(error: KafkaError | BaseException | None, secrets: SecretScrubber) -> str:
     """``NAME: text`` of a client error, secrets scrubbed."""
     if isinstance(error, BaseException):
         inner = kafka_error_of(error)

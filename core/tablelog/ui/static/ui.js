@@ -58,6 +58,14 @@ function logState(log) {
   return { text: "-", cls: "log-state muted" };
 }
 
+// The table's rows: known from the snapshot (no primary key), or the last count's.
+function rowsText(rows, counting) {
+  if (counting && counting.state === "running") return "counting…";
+  if (counting && counting.state === "error") return "count failed: " + counting.error;
+  if (!rows) return "not counted";
+  return rows.snapshot === null ? String(rows.count) : `${rows.count} (snapshot ${rows.snapshot})`;
+}
+
 function verifyText(v) {
   if (!v) return "-";
   if (v.state === "running") return "running…";
@@ -104,6 +112,7 @@ async function showTable(name) {
   $("table-rate").textContent = doc.snapshots_per_minute === null ? "-" : String(doc.snapshots_per_minute);
   $("primary-key").textContent = doc.primary_key.join(", ") || "(none)";
   $("buckets").textContent = String(doc.buckets);
+  $("table-rows").textContent = rowsText(doc.rows, doc.row_count);
   $("verify-result").replaceChildren(...verifyNodes(doc.verify));
 
   const log = doc.log;
@@ -128,7 +137,7 @@ async function showTable(name) {
   ])));
   fill($("options").tBodies[0], Object.entries(doc.options).map(([k, v]) => row([cell(k, "mono"), cell(v, "mono")])));
   fill($("snapshots").tBodies[0], doc.snapshots.map((s) => row([
-    cell(s.id, "num"), cell(when(s.time)), cell(s.kind), cell(s.rows, "num"), cell(s.log_records, "num"),
+    cell(s.id, "num"), cell(when(s.time)), cell(s.kind), cell(s.file_records, "num"), cell(s.log_records, "num"),
     cell(s.writer ? s.writer.slice(0, 12) : null, "mono"), cell(s.commit_identifier, "num"),
     cell(s.log_end_positions ? JSON.stringify(s.log_end_positions) : null, "mono"),
   ], { "data-snapshot": s.id })));
@@ -163,13 +172,13 @@ function verifyNodes(v) {
 function drawTimeline(snapshots) {
   const ordered = snapshots.slice().reverse();
   const labels = ordered.map((s) => String(s.id));
-  const data = [ordered.map((s) => s.rows), ordered.map((s) => s.log_records), ordered.map((s) => s.commit_ms)];
+  const data = [ordered.map((s) => s.file_records), ordered.map((s) => s.log_records), ordered.map((s) => s.commit_ms)];
   if (typeof Chart === "undefined") return;
   if (chart === null) {
     chart = new Chart($("timeline"), {
       type: "bar",
       data: { labels, datasets: [
-        { label: "rows in the table", data: data[0], type: "line", yAxisID: "rows", borderColor: "#2f6fde",
+        { label: "records in files (before merge)", data: data[0], type: "line", yAxisID: "records-in-files", borderColor: "#2f6fde",
           pointRadius: 0 },
         { label: "log records committed", data: data[1], yAxisID: "records", backgroundColor: "#7cc48a" },
         { label: "commit latency (ms)", data: data[2], type: "line", yAxisID: "ms",
@@ -179,7 +188,7 @@ function drawTimeline(snapshots) {
         animation: false, maintainAspectRatio: false,
         scales: {
           x: { title: { display: true, text: "snapshot" } },
-          rows: { position: "left", beginAtZero: true, title: { display: true, text: "rows" } },
+          "records-in-files": { position: "left", beginAtZero: true, title: { display: true, text: "file records" } },
           records: { position: "right", beginAtZero: true, title: { display: true, text: "log records" } },
           ms: { position: "right", beginAtZero: true, title: { display: true, text: "ms" },
                      grid: { drawOnChartArea: false } },
@@ -260,6 +269,12 @@ $("verify").addEventListener("click", async () => {
   const name = route().page === "table-page" ? $("table-name").textContent : null;
   if (!name) return;
   await api(`/api/tables/${encodeURIComponent(name)}/verify`, { method: "POST" });
+  refresh();
+});
+$("count-rows").addEventListener("click", async () => {
+  const name = route().page === "table-page" ? $("table-name").textContent : null;
+  if (!name) return;
+  await api(`/api/tables/${encodeURIComponent(name)}/rows`, { method: "POST" });
   refresh();
 });
 $("columns").addEventListener("change", refresh);
