@@ -40,15 +40,14 @@ import pyarrow.json as pa_json
 
 from tablelog import arrow_records
 from tablelog.errors import SchemaMismatchError
+from tablelog.json_rows import json_objects, value_texts
 from tablelog.json_values import (
     SPECIAL_FLOAT_TOKENS,
     float_from_json,
-    float_to_json,
     from_json_arrow,
     is_float,
     json_type,
     python_converter,
-    special_float_rows,
     to_json_array,
     unloggable_value,
 )
@@ -136,12 +135,11 @@ class RecordCodec:
     def encode(self, data: pa.Table, kinds: Sequence[RowKind], timestamp_ms: int) -> Encoded:
         """Encode every row of ``data`` (already cast to the table schema), column-wise.
 
-        Polars builds the JSON of all rows in native code: several times faster than
-        a dumps call per row, which matters because encoding sits on the writer's
-        hot path between Arrow and the log client. Polars writes NaN and infinities
-        as null, so the rare rows holding one are encoded again here, one by one.
-        Polars is imported here, by writers only: readers (Spark's planner and tasks
-        among them, a fresh process each query) never pay its import.
+        Polars builds the JSON of all rows in native code (:mod:`tablelog.json_rows`):
+        several times faster than a dumps call per row, which matters because encoding
+        sits on the writer's hot path between Arrow and the log client. Polars is imported
+        here, by writers only: readers (Spark's planner and tasks among them, a fresh
+        process each query) never pay its import.
         """
         import polars as pl
 
@@ -151,40 +149,35 @@ class RecordCodec:
         )
         frame = pl.from_arrow(json_level, rechunk=False)
         assert isinstance(frame, pl.DataFrame)
-        row = pl.struct(pl.all()) if data.num_columns else pl.lit(None)
+        texts = value_texts(json_level, self.schema)
         # A RowKind is a str holding its value: polars reads "+I", "-U"... in native code
         # (a Python-level .value / dict look-up per row cost more than the JSON encoding).
         kind_values = pl.Series(KIND_COLUMN, kinds, dtype=pl.String)
-        schema_id = pl.lit(self.schema_id, dtype=pl.Int64).alias(SCHEMA_FIELD)
+        quoted_kind = pl.concat_str([pl.lit('"'), kind_values, pl.lit('"')])
+        schema_id = pl.lit(str(self.schema_id))
+        names = data.schema.names
         if self.value_format is LogFormat.JSON:
-            value_expr = pl.struct(pl.all(), kind_values.alias(KIND_COLUMN), schema_id).struct.json_encode()
+            value_expr = json_objects(names, texts, [(KIND_COLUMN, quoted_kind), (SCHEMA_FIELD, schema_id)])
         else:
-            retraction = kind_values.is_in(_RETRACTION_VALUES).alias("retraction")
-            ops = kind_values.replace_strict(_OP_BY_VALUE, return_dtype=pl.String).alias("op")
-            value_expr = pl.struct(
-                pl.when(retraction).then(row).otherwise(None).alias("before"),
-                pl.when(retraction).then(None).otherwise(row).alias("after"),
-                ops.alias("op"),
-                pl.lit(timestamp_ms, dtype=pl.Int64).alias("ts_ms"),
-                kind_values.alias(KIND_COLUMN),
-                schema_id,
-            ).struct.json_encode()
+            row = json_objects(names, texts)
+            retraction = kind_values.is_in(_RETRACTION_VALUES)
+            ops = kind_values.replace_strict(_OP_BY_VALUE, return_dtype=pl.String)
+            value_expr = json_objects((), {}, [
+                ("before", pl.when(retraction).then(row).otherwise(pl.lit("null"))),
+                ("after", pl.when(retraction).then(pl.lit("null")).otherwise(row)),
+                ("op", pl.concat_str([pl.lit('"'), ops, pl.lit('"')])),
+                ("ts_ms", pl.lit(str(timestamp_ms))),
+                (KIND_COLUMN, quoted_kind),
+                (SCHEMA_FIELD, schema_id),
+            ])
         columns = [value_expr.cast(pl.Binary).alias("value")]
         if self.primary_key:
-            columns.append(pl.struct(list(self.primary_key)).struct.json_encode().cast(pl.Binary).alias("key"))
+            columns.append(json_objects(self.primary_key, texts).cast(pl.Binary).alias("key"))
         encoded = frame.select(columns)
         values: list[bytes] = encoded.get_column("value").to_list()
         keys: list[bytes | None] = (
             encoded.get_column("key").to_list() if self.primary_key else [None] * data.num_rows
         )
-        special = special_float_rows(data)
-        if special:
-            rows = json_level.take(pa.array(special, pa.int64())).to_pylist()
-            for i, json_row in zip(special, rows, strict=True):
-                json_row = {name: float_to_json(v) for name, v in json_row.items()}
-                values[i] = self._envelope(kinds[i], json_row, timestamp_ms)
-                if self.primary_key:
-                    keys[i] = orjson.dumps({k: json_row[k] for k in self.primary_key})
         return Encoded(keys, values)
 
     def _check_per_row(self) -> None:
@@ -202,20 +195,6 @@ class RecordCodec:
             data, kinds, schema_id=self.schema_id, compression=self.compression, limit=limit,
             primary_key=self.primary_key, table=self.table,
         )
-
-    def _envelope(self, kind: RowKind, json_row: dict[str, Any], timestamp_ms: int) -> bytes:
-        """One value, as :meth:`encode` writes it in native code."""
-        if self.value_format is LogFormat.JSON:
-            return orjson.dumps({**json_row, KIND_COLUMN: kind.value, SCHEMA_FIELD: self.schema_id})
-        retraction = kind.is_retraction
-        return orjson.dumps({
-            "before": json_row if retraction else None,
-            "after": None if retraction else json_row,
-            "op": _OP_BY_VALUE[kind.value],
-            "ts_ms": timestamp_ms,
-            KIND_COLUMN: kind.value,
-            SCHEMA_FIELD: self.schema_id,
-        })
 
     # -- reading ---------------------------------------------------------------
 

@@ -116,30 +116,6 @@ def to_json_array(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return column
 
 
-def special_float_rows(data: pa.Table) -> list[int]:
-    """The rows holding NaN or an infinity in a float column: JSON has no number for them."""
-    masks = [
-        pc.invert(pc.fill_null(pc.is_finite(column), True))
-        for column in data.columns
-        if is_float(column.type) and column.null_count < len(column)
-    ]
-    if not masks:
-        return []
-    mask = masks[0]
-    for other in masks[1:]:
-        mask = pc.or_(mask, other)
-    if not pc.any(mask).as_py():
-        return []
-    return pc.indices_nonzero(mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask).to_pylist()
-
-
-def float_to_json(value: Any) -> Any:
-    """A float as JSON carries it (special values as their strings)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    return value
-
-
 def unloggable_value(data: pa.Table) -> tuple[str, int, Any] | None:
     """(column, row, value) of the first value the log cannot carry exactly, if any:
     a nanosecond timestamp or time with a sub-microsecond part (the log carries
