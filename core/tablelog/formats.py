@@ -29,6 +29,8 @@ codec delegates to (:attr:`RecordCodec.batched`).
 
 from __future__ import annotations
 
+import decimal
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,7 +44,6 @@ from tablelog import arrow_records
 from tablelog.errors import SchemaMismatchError
 from tablelog.json_rows import json_objects, value_texts
 from tablelog.json_values import (
-    SPECIAL_FLOAT_TOKENS,
     float_from_json,
     from_json_arrow,
     is_float,
@@ -103,9 +104,14 @@ class RecordCodec:
     _float_names: tuple[str, ...] = attrs.field(init=False, default=(), repr=False, eq=False)
     _change_decoder: Callable[[bytes], tuple[RowKind, dict[str, Any]]] | None = attrs.field(
         init=False, default=None, repr=False, eq=False)
+    # orjson reads every number with a fraction or above 2^64 as a double: a table with a
+    # decimal column reads its values exactly, with the standard library's parser.
+    _loads: Callable[[bytes], Any] = attrs.field(init=False, default=orjson.loads, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         check_loggable(self.schema)
+        if any(pa.types.is_decimal(f.type) for f in self.schema):
+            self._loads = _exact_loads
         converters = [(f.name, python_converter(f.type)) for f in self.schema]
         self._row_converters = [(name, convert or _identity) for name, convert in converters]
         if all(convert in (None, float_from_json) for _, convert in converters):
@@ -210,7 +216,7 @@ class RecordCodec:
         (see :mod:`tablelog.store.evolution`). The schema id is returned as the value
         holds it: the caller checks it only when it is not its own (:func:`schema_id`)."""
         self._check_per_row()
-        doc = orjson.loads(value)
+        doc = self._loads(value)
         if not isinstance(doc, dict):
             raise ValueError("value is not a JSON object")
         if self.value_format is LogFormat.JSON:
@@ -291,10 +297,9 @@ class RecordCodec:
                 parse_options=self._json_parse_options,
             )
         except pa.ArrowInvalid:
-            if not self._float_names or not any(token in data for token in SPECIAL_FLOAT_TOKENS):
-                raise
-            # Arrow's reader takes no string in a number column: the rare values with
-            # NaN or an infinity are decoded one by one.
+            # Arrow's reader takes a column's values of one JSON type only: the rare values
+            # with NaN or an infinity (strings in a number column), and those of the older
+            # encoding (numbers for times), are decoded one by one.
             return self._values_to_arrow_one_by_one(values)  # type: ignore[arg-type]
         if parsed.num_rows != len(values):  # a value with a raw newline: not one of ours
             raise ValueError("values do not parse one row each")
@@ -309,9 +314,12 @@ class RecordCodec:
             columns = [parsed.column(field.name) for field in self.schema]
         else:
             kinds, columns = _debezium_columns(parsed, len(self.schema))
-        arrays = [kinds] + [
-            from_json_arrow(column, field.type) for column, field in zip(columns, self.schema, strict=True)
-        ]
+        try:
+            arrays = [kinds] + [
+                from_json_arrow(column, field.type) for column, field in zip(columns, self.schema, strict=True)
+            ]
+        except ValueError:  # Arrow's casts are stricter than the rules (a fraction's trailing zeros)
+            return self._values_to_arrow_one_by_one(values)  # type: ignore[arg-type]
         return pa.Table.from_arrays(arrays, schema=output)
 
     def _values_to_arrow_one_by_one(self, values: list[bytes]) -> pa.Table:
@@ -454,3 +462,12 @@ def schema_id(value: Any) -> int:
 
 def _identity(value: Any) -> Any:
     return value
+
+
+def _exact_loads(value: bytes) -> Any:
+    """A JSON document with its numbers exact: integers as ints, the others as Decimals."""
+    return json.loads(value, parse_float=decimal.Decimal, parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # as orjson refuses it

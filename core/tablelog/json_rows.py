@@ -1,11 +1,12 @@
 """The JSON text of rows and keys, built column-wise in native code by polars.
 
 Polars' ``struct.json_encode`` writes most columns the way :mod:`tablelog.json_values`
-says, but NaN and infinities as null (Jackson's ``"NaN"``, ``"Infinity"``, ``"-Infinity"``
-are written instead). A float column that holds one is written member by member with
-polars' string expressions, every other value of it with the very text polars gives it:
-a value has one text whatever else its row or its write holds, so a key value is one
-record key (Kafka's log compaction merges its records).
+says. Two kinds of value it does not: a decimal, which it quotes (the text of the
+number is written instead), and NaN or an infinity, which it writes as null (Jackson's
+``"NaN"``, ``"Infinity"``, ``"-Infinity"`` are written instead). Such columns are written
+member by member with polars' string expressions, every other value of them with the
+very text polars gives it: a value has one text whatever else its row or its write holds,
+so a key value is one record key (Kafka's log compaction merges its records).
 
 Polars is imported by writers only (see :meth:`tablelog.formats.RecordCodec.encode`).
 """
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablelog.json_values import is_float
+from tablelog.json_values import is_float, written_as_number
 
 if TYPE_CHECKING:
     import polars as pl
@@ -33,7 +34,9 @@ def value_texts(json_level: pa.Table, schema: pa.Schema) -> dict[str, pl.Expr]:
 
     texts: dict[str, pl.Expr] = {}
     for field, column in zip(schema, json_level.columns, strict=True):
-        if is_float(field.type) and _has_special_float(column):
+        if written_as_number(field.type):
+            texts[field.name] = pl.col(field.name)
+        elif is_float(field.type) and _has_special_float(column):
             value = pl.col(field.name)
             texts[field.name] = (
                 pl.when(value.is_nan()).then(pl.lit('"NaN"'))
