@@ -29,6 +29,8 @@ codec delegates to (:attr:`RecordCodec.batched`).
 
 from __future__ import annotations
 
+import decimal
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,15 +42,13 @@ import pyarrow.json as pa_json
 
 from tablelog import arrow_records
 from tablelog.errors import SchemaMismatchError
+from tablelog.json_rows import json_objects, value_texts
 from tablelog.json_values import (
-    SPECIAL_FLOAT_TOKENS,
     float_from_json,
-    float_to_json,
     from_json_arrow,
     is_float,
     json_type,
     python_converter,
-    special_float_rows,
     to_json_array,
     unloggable_value,
 )
@@ -104,9 +104,14 @@ class RecordCodec:
     _float_names: tuple[str, ...] = attrs.field(init=False, default=(), repr=False, eq=False)
     _change_decoder: Callable[[bytes], tuple[RowKind, dict[str, Any]]] | None = attrs.field(
         init=False, default=None, repr=False, eq=False)
+    # orjson reads every number with a fraction or above 2^64 as a double: a table with a
+    # decimal column reads its values exactly, with the standard library's parser.
+    _loads: Callable[[bytes], Any] = attrs.field(init=False, default=orjson.loads, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         check_loggable(self.schema)
+        if any(pa.types.is_decimal(f.type) for f in self.schema):
+            self._loads = _exact_loads
         converters = [(f.name, python_converter(f.type)) for f in self.schema]
         self._row_converters = [(name, convert or _identity) for name, convert in converters]
         if all(convert in (None, float_from_json) for _, convert in converters):
@@ -136,12 +141,11 @@ class RecordCodec:
     def encode(self, data: pa.Table, kinds: Sequence[RowKind], timestamp_ms: int) -> Encoded:
         """Encode every row of ``data`` (already cast to the table schema), column-wise.
 
-        Polars builds the JSON of all rows in native code: several times faster than
-        a dumps call per row, which matters because encoding sits on the writer's
-        hot path between Arrow and the log client. Polars writes NaN and infinities
-        as null, so the rare rows holding one are encoded again here, one by one.
-        Polars is imported here, by writers only: readers (Spark's planner and tasks
-        among them, a fresh process each query) never pay its import.
+        Polars builds the JSON of all rows in native code (:mod:`tablelog.json_rows`):
+        several times faster than a dumps call per row, which matters because encoding
+        sits on the writer's hot path between Arrow and the log client. Polars is imported
+        here, by writers only: readers (Spark's planner and tasks among them, a fresh
+        process each query) never pay its import.
         """
         import polars as pl
 
@@ -151,40 +155,35 @@ class RecordCodec:
         )
         frame = pl.from_arrow(json_level, rechunk=False)
         assert isinstance(frame, pl.DataFrame)
-        row = pl.struct(pl.all()) if data.num_columns else pl.lit(None)
+        texts = value_texts(json_level, self.schema)
         # A RowKind is a str holding its value: polars reads "+I", "-U"... in native code
         # (a Python-level .value / dict look-up per row cost more than the JSON encoding).
         kind_values = pl.Series(KIND_COLUMN, kinds, dtype=pl.String)
-        schema_id = pl.lit(self.schema_id, dtype=pl.Int64).alias(SCHEMA_FIELD)
+        quoted_kind = pl.concat_str([pl.lit('"'), kind_values, pl.lit('"')])
+        schema_id = pl.lit(str(self.schema_id))
+        names = data.schema.names
         if self.value_format is LogFormat.JSON:
-            value_expr = pl.struct(pl.all(), kind_values.alias(KIND_COLUMN), schema_id).struct.json_encode()
+            value_expr = json_objects(names, texts, [(KIND_COLUMN, quoted_kind), (SCHEMA_FIELD, schema_id)])
         else:
-            retraction = kind_values.is_in(_RETRACTION_VALUES).alias("retraction")
-            ops = kind_values.replace_strict(_OP_BY_VALUE, return_dtype=pl.String).alias("op")
-            value_expr = pl.struct(
-                pl.when(retraction).then(row).otherwise(None).alias("before"),
-                pl.when(retraction).then(None).otherwise(row).alias("after"),
-                ops.alias("op"),
-                pl.lit(timestamp_ms, dtype=pl.Int64).alias("ts_ms"),
-                kind_values.alias(KIND_COLUMN),
-                schema_id,
-            ).struct.json_encode()
+            row = json_objects(names, texts)
+            retraction = kind_values.is_in(_RETRACTION_VALUES)
+            ops = kind_values.replace_strict(_OP_BY_VALUE, return_dtype=pl.String)
+            value_expr = json_objects((), {}, [
+                ("before", pl.when(retraction).then(row).otherwise(pl.lit("null"))),
+                ("after", pl.when(retraction).then(pl.lit("null")).otherwise(row)),
+                ("op", pl.concat_str([pl.lit('"'), ops, pl.lit('"')])),
+                ("ts_ms", pl.lit(str(timestamp_ms))),
+                (KIND_COLUMN, quoted_kind),
+                (SCHEMA_FIELD, schema_id),
+            ])
         columns = [value_expr.cast(pl.Binary).alias("value")]
         if self.primary_key:
-            columns.append(pl.struct(list(self.primary_key)).struct.json_encode().cast(pl.Binary).alias("key"))
+            columns.append(json_objects(self.primary_key, texts).cast(pl.Binary).alias("key"))
         encoded = frame.select(columns)
         values: list[bytes] = encoded.get_column("value").to_list()
         keys: list[bytes | None] = (
             encoded.get_column("key").to_list() if self.primary_key else [None] * data.num_rows
         )
-        special = special_float_rows(data)
-        if special:
-            rows = json_level.take(pa.array(special, pa.int64())).to_pylist()
-            for i, json_row in zip(special, rows, strict=True):
-                json_row = {name: float_to_json(v) for name, v in json_row.items()}
-                values[i] = self._envelope(kinds[i], json_row, timestamp_ms)
-                if self.primary_key:
-                    keys[i] = orjson.dumps({k: json_row[k] for k in self.primary_key})
         return Encoded(keys, values)
 
     def _check_per_row(self) -> None:
@@ -203,20 +202,6 @@ class RecordCodec:
             primary_key=self.primary_key, table=self.table,
         )
 
-    def _envelope(self, kind: RowKind, json_row: dict[str, Any], timestamp_ms: int) -> bytes:
-        """One value, as :meth:`encode` writes it in native code."""
-        if self.value_format is LogFormat.JSON:
-            return orjson.dumps({**json_row, KIND_COLUMN: kind.value, SCHEMA_FIELD: self.schema_id})
-        retraction = kind.is_retraction
-        return orjson.dumps({
-            "before": json_row if retraction else None,
-            "after": None if retraction else json_row,
-            "op": _OP_BY_VALUE[kind.value],
-            "ts_ms": timestamp_ms,
-            KIND_COLUMN: kind.value,
-            SCHEMA_FIELD: self.schema_id,
-        })
-
     # -- reading ---------------------------------------------------------------
 
     def decode_value(self, value: bytes) -> tuple[RowKind, dict[str, Any]]:
@@ -231,7 +216,7 @@ class RecordCodec:
         (see :mod:`tablelog.store.evolution`). The schema id is returned as the value
         holds it: the caller checks it only when it is not its own (:func:`schema_id`)."""
         self._check_per_row()
-        doc = orjson.loads(value)
+        doc = self._loads(value)
         if not isinstance(doc, dict):
             raise ValueError("value is not a JSON object")
         if self.value_format is LogFormat.JSON:
@@ -312,10 +297,9 @@ class RecordCodec:
                 parse_options=self._json_parse_options,
             )
         except pa.ArrowInvalid:
-            if not self._float_names or not any(token in data for token in SPECIAL_FLOAT_TOKENS):
-                raise
-            # Arrow's reader takes no string in a number column: the rare values with
-            # NaN or an infinity are decoded one by one.
+            # Arrow's reader takes a column's values of one JSON type only: the rare values
+            # with NaN or an infinity (strings in a number column), and those of the older
+            # encoding (numbers for times), are decoded one by one.
             return self._values_to_arrow_one_by_one(values)  # type: ignore[arg-type]
         if parsed.num_rows != len(values):  # a value with a raw newline: not one of ours
             raise ValueError("values do not parse one row each")
@@ -330,9 +314,12 @@ class RecordCodec:
             columns = [parsed.column(field.name) for field in self.schema]
         else:
             kinds, columns = _debezium_columns(parsed, len(self.schema))
-        arrays = [kinds] + [
-            from_json_arrow(column, field.type) for column, field in zip(columns, self.schema, strict=True)
-        ]
+        try:
+            arrays = [kinds] + [
+                from_json_arrow(column, field.type) for column, field in zip(columns, self.schema, strict=True)
+            ]
+        except ValueError:  # Arrow's casts are stricter than the rules (a fraction's trailing zeros)
+            return self._values_to_arrow_one_by_one(values)  # type: ignore[arg-type]
         return pa.Table.from_arrays(arrays, schema=output)
 
     def _values_to_arrow_one_by_one(self, values: list[bytes]) -> pa.Table:
@@ -475,3 +462,12 @@ def schema_id(value: Any) -> int:
 
 def _identity(value: Any) -> Any:
     return value
+
+
+def _exact_loads(value: bytes) -> Any:
+    """A JSON document with its numbers exact: integers as ints, the others as Decimals."""
+    return json.loads(value, parse_float=decimal.Decimal, parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # as orjson refuses it

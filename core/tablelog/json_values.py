@@ -1,25 +1,32 @@
 """How each column type travels through JSON, exactly, in both directions.
 
-Values that JSON cannot carry as they are take the encodings Debezium's connectors use,
-so a consumer that knows nothing of tablelog can read them:
+Values are written as Flink's JSON formats write them (``json``, ``debezium-json``:
+``RowDataToJsonConverters``, with their default options), so a Flink table declaring
+the matching SQL types reads them, and tablelog reads what Flink writes:
 
-==================  =========================================================
-table column        JSON value
-==================  =========================================================
-integers, boolean,  as they are (integers exact to the int64 bounds; a consumer
-string              in a language with only doubles loses precision above 2^53)
-float, double       a number; NaN, +inf and -inf as the strings ``"NaN"``,
-                    ``"Infinity"``, ``"-Infinity"`` (what Jackson, and so Flink
-                    and Debezium, write and read for special doubles)
-decimal             a string (``"12.340"``), exact at any precision up to 38
+==================  ===============================================  ======================
+table column        JSON value written                               also read
+==================  ===============================================  ======================
+integers, boolean,  as they are (integers exact to the int64 bounds;
+string              a consumer in a language with only doubles loses
+                    precision above 2^53)
+float, double       a number, the shortest text that reads back as
+                    the same float32 or float64; NaN, +inf and -inf
+                    as the strings ``"NaN"``, ``"Infinity"``,
+                    ``"-Infinity"`` (what Jackson, and so Flink,
+                    writes and reads)
+decimal             a number, as Java's ``BigDecimal.toString``      a string (``"12.340"``)
+                    writes it (``12.340``, ``1.00E-7``): exact at
+                    any precision up to 38
 binary              base64 string
-date                epoch days
-time                microseconds of the day
-timestamp           epoch microseconds (Debezium's MicroTimestamp), with or
-                    without time zone; nanosecond columns are refused a value
-                    with a sub-microsecond part when written
-==================  =========================================================
+date                ``"2024-01-02"``                                 epoch days
+time                ``"03:04:05"``, ``"03:04:05.25"``                microseconds of the day
+timestamp           ``"2024-01-02 03:04:05.123456"``; with a time    epoch microseconds;
+                    zone (an instant), in UTC with a final ``Z``     ``T`` for the space
+==================  ===============================================  ======================
 
+The older encodings in the last column are those of Debezium's connectors, which
+tablelog wrote before; :mod:`tablelog.json_times` has the rules of the text of times.
 Only these types can be columns of a table: pypaimon refuses unsigned integers,
 half floats, ``date64`` and large binary (BLOB), and the log has no encoding for
 nested or other types, so :func:`json_type` names them all at create time.
@@ -28,6 +35,7 @@ nested or other types, so :func:`json_type` names them all at create time.
 from __future__ import annotations
 
 import base64
+import decimal
 import math
 import struct
 from collections.abc import Callable
@@ -36,6 +44,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tablelog import json_times
 from tablelog.errors import SchemaMismatchError
 
 #: What a table column may be, for error messages.
@@ -46,7 +55,6 @@ SUPPORTED_TYPES = (
 
 #: The strings that stand for the floating-point values JSON has no number for.
 SPECIAL_FLOATS: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-SPECIAL_FLOAT_TOKENS = tuple(f'"{name}"'.encode() for name in SPECIAL_FLOATS)
 
 _REFUSED_HINTS = {
     "uint": "use a signed integer type wide enough for the values (uint32 -> int64)",
@@ -59,15 +67,14 @@ _REFUSED_HINTS = {
 
 
 def json_type(data_type: pa.DataType) -> pa.DataType:
-    """The Arrow type a column takes on its way through JSON; raises
+    """The Arrow type Arrow's JSON reader parses a column at (text for times and binary;
+    a decimal at its own type, which takes JSON numbers and strings exactly); raises
     :class:`SchemaMismatchError` for a type a table column cannot have."""
     t = pa.types
-    if t.is_timestamp(data_type) or t.is_time(data_type):
-        return pa.int64()
-    if t.is_date32(data_type):
-        return pa.int32()
-    if t.is_decimal128(data_type) or t.is_binary(data_type) or t.is_large_string(data_type):
+    if json_times.is_temporal(data_type) or t.is_binary(data_type) or t.is_large_string(data_type):
         return pa.string()
+    if t.is_decimal128(data_type):
+        return data_type
     if t.is_signed_integer(data_type) or t.is_boolean(data_type) or t.is_string(data_type):
         return data_type
     if t.is_float32(data_type) or t.is_float64(data_type):
@@ -95,17 +102,14 @@ def is_float(data_type: pa.DataType) -> bool:
 
 
 def to_json_array(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """The column in the types it has in JSON (see the module docstring); special floats
-    stay floats here (the caller writes them as strings, see :func:`special_float_rows`)."""
+    """The column in the types it has in JSON (see the module docstring): times, binary and
+    decimals as text (a decimal's, :func:`written_as_number`, is written unquoted); special
+    floats stay floats here (the encoder writes them as strings)."""
     data_type = column.type
-    if pa.types.is_timestamp(data_type):
-        return pc.cast(pc.cast(column, pa.timestamp("us", tz=data_type.tz)), pa.int64())
-    if pa.types.is_time(data_type):
-        return pc.cast(pc.cast(column, pa.time64("us")), pa.int64())
-    if pa.types.is_date(data_type):
-        return pc.cast(column, pa.int32())
+    if json_times.is_temporal(data_type):
+        return json_times.to_text(column)
     if pa.types.is_decimal(data_type):
-        return pc.cast(column, pa.string())
+        return pc.cast(column, pa.string())  # Arrow's text of a decimal is BigDecimal.toString's
     if pa.types.is_binary(data_type):
         return pa.chunked_array(
             [pa.array([None if v is None else base64.b64encode(v).decode() for v in column.to_pylist()],
@@ -116,28 +120,9 @@ def to_json_array(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return column
 
 
-def special_float_rows(data: pa.Table) -> list[int]:
-    """The rows holding NaN or an infinity in a float column: JSON has no number for them."""
-    masks = [
-        pc.invert(pc.fill_null(pc.is_finite(column), True))
-        for column in data.columns
-        if is_float(column.type) and column.null_count < len(column)
-    ]
-    if not masks:
-        return []
-    mask = masks[0]
-    for other in masks[1:]:
-        mask = pc.or_(mask, other)
-    if not pc.any(mask).as_py():
-        return []
-    return pc.indices_nonzero(mask.combine_chunks() if isinstance(mask, pa.ChunkedArray) else mask).to_pylist()
-
-
-def float_to_json(value: Any) -> Any:
-    """A float as JSON carries it (special values as their strings)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    return value
+def written_as_number(data_type: pa.DataType) -> bool:
+    """Whether :func:`to_json_array` turns the column into the text of a JSON number."""
+    return pa.types.is_decimal(data_type)
 
 
 def unloggable_value(data: pa.Table) -> tuple[str, int, Any] | None:
@@ -164,37 +149,19 @@ def float_from_json(value: Any) -> Any:
     the special values (the record is then not ours)."""
     if type(value) is str:
         return SPECIAL_FLOATS[value]
+    if type(value) is decimal.Decimal:  # parsed exactly, for a decimal column of the row
+        return float(value)
     return value
-
-
-def from_json_values(values: list[Any], data_type: pa.DataType) -> pa.Array:
-    """JSON-level Python values of one column as an Arrow array of the table's type."""
-    if pa.types.is_binary(data_type):
-        return pa.array([None if v is None else base64.b64decode(v) for v in values], data_type)
-    if pa.types.is_timestamp(data_type):
-        micros = pa.array(values, pa.int64()).cast(pa.timestamp("us", tz=data_type.tz))
-        return micros.cast(data_type)
-    if pa.types.is_time(data_type):
-        return pa.array(values, pa.int64()).cast(pa.time64("us")).cast(data_type)
-    if pa.types.is_date(data_type):
-        return pa.array(values, pa.int32()).cast(data_type)
-    if pa.types.is_decimal(data_type):
-        return pa.array(values, pa.string()).cast(data_type)
-    if is_float(data_type) and any(type(v) is str for v in values):
-        return pa.array([float_from_json(v) for v in values], data_type)
-    return pa.array(values, data_type)
 
 
 def from_json_arrow(column: pa.ChunkedArray | pa.Array, data_type: pa.DataType) -> pa.ChunkedArray | pa.Array:
     """A column parsed at its JSON-level type (see :func:`json_type`) in the table's type."""
     if column.type == data_type:
         return column
-    if pa.types.is_timestamp(data_type):
-        return pc.cast(pc.cast(column, pa.timestamp("us", tz=data_type.tz)), data_type)
-    if pa.types.is_time(data_type):
-        return pc.cast(pc.cast(column, pa.time64("us")), data_type)
+    if json_times.is_temporal(data_type):
+        return json_times.from_text(column, data_type)
     if pa.types.is_binary(data_type):
-        return from_json_values(column.to_pylist(), data_type)
+        return pa.array([None if v is None else base64.b64decode(v) for v in column.to_pylist()], data_type)
     return pc.cast(column, data_type)
 
 
@@ -217,12 +184,60 @@ def python_converter(data_type: pa.DataType) -> Callable[[Any], Any] | None:
         return float32_from_json
     if is_float(data_type):
         return float_from_json
-    if json_type(data_type) == data_type:
-        return None
+    if pa.types.is_decimal(data_type):
+        return _decimal_reader(data_type)
+    if json_times.is_temporal(data_type):
+        return json_times.python_reader(data_type)
+    if pa.types.is_binary(data_type):
+        return _bytes_from_json
+    if pa.types.is_large_string(data_type):
+        return _text_from_json
+    return None
+
+
+def _bytes_from_json(value: Any) -> Any:
+    return None if value is None else base64.b64decode(value)
+
+
+def _text_from_json(value: Any) -> Any:
+    if value is None or type(value) is str:
+        return value
+    raise TypeError(f"{value!r} is not a string")
+
+
+#: Digits enough for any decimal128 value and its rounding, whatever the current context.
+_EXACT = decimal.Context(prec=100)
+#: A double holds any decimal of up to this many digits exactly (``DBL_DIG``).
+_DOUBLE_DIGITS = 15
+
+
+def _decimal_reader(data_type: pa.DataType) -> Callable[[Any], Any]:
+    """One JSON value of a decimal column (a number: an int, a float or an exact Decimal;
+    or the text of the older encoding) as the column's Decimal; ValueError when the column
+    cannot hold it exactly."""
+    quantum = decimal.Decimal(1).scaleb(-data_type.scale)
+    bound = decimal.Decimal(1).scaleb(data_type.precision - data_type.scale)
+    zero = decimal.Decimal(0).quantize(quantum)
+    floats_exact = data_type.precision <= _DOUBLE_DIGITS
 
     def convert(value: Any) -> Any:
         if value is None:
             return None
-        return from_json_values([value], data_type)[0].as_py()
+        kind = type(value)
+        try:
+            if kind is decimal.Decimal:
+                number = value
+            elif kind is str or kind is int:
+                number = decimal.Decimal(value)
+            elif kind is float and floats_exact:
+                number = decimal.Decimal(repr(value))
+            else:
+                raise TypeError(f"{value!r} is not a decimal of a {data_type} column")
+            exact = number.quantize(quantum, context=_EXACT)
+        except ArithmeticError:  # no number's text, or NaN / Infinity
+            raise ValueError(f"{value!r} is not a decimal") from None
+        if exact != number or not exact.copy_abs() < bound:  # copy_abs: abs() rounds to the context
+            raise ValueError(f"{value!r} does not fit a {data_type} column exactly")
+        return exact if exact else zero  # one zero, unsigned, as Arrow returns it
 
     return convert
