@@ -18,6 +18,7 @@ The lifecycle, as the core drives it::
     commit(conn, committed)                 # after the snapshot, idempotent
     end_positions / seek / fetch            # readers
     prefetch / fetch_values                 # readers, optional: faster reads
+    wait_for_records(conn, positions, t)    # idle eventual readers, optional: one wait for all partitions
     delete_before(conn, positions)          # optional: retention the core drives
     close_log(conn)
 
@@ -279,6 +280,29 @@ def fetch_values(
     reading them is most of a client's per-record cost (Kafka headers). Same
     positions, order, waiting, errors and redelivery rules as ``fetch``. A log
     system without it is read with ``fetch``.
+    """
+
+
+@optional(
+    "an idle reader of several partitions asks ``end_positions`` of all of them at once, "
+    "every ``tablelog.registry.IDLE_LOOK_S`` (0.1 s)"
+)
+@hookspec(firstresult=True)
+def wait_for_records(connection: Connection, positions: dict[int, int], timeout_s: float) -> list[int]:
+    """Wait at most ``timeout_s`` until at least one partition of ``positions`` has a record
+    at or after its position; return every such partition (``[]`` when the time ran out).
+    ``timeout_s=0`` looks without waiting.
+
+    An eventual reader of several partitions calls it with all of them, then fetches only
+    the ones returned: one call waits on all of them, so that an idle reader costs the log
+    one call per ``poll``, however many partitions it reads (Redis ``XREAD BLOCK`` on several
+    streams, a Kafka consumer assigned to every partition, a database's ``LISTEN``).
+    It must not take records away from ``fetch``: a record it received while waiting is
+    returned by the next ``fetch`` at that position (keep it for that fetch). A position
+    at the end of its partition is the usual case. A partition whose position the log no
+    longer holds or never held (deleted, past the end) may be returned, so that ``fetch``
+    reports it: this hook never raises :class:`~tablelog.errors.PositionOutOfRangeError`.
+    Other errors as ``fetch`` (an unreachable log, a missing partition).
     """
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.metadata as metadata
 import os
 import sys
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -45,8 +46,14 @@ KNOWN_EXTRAS = {
 }
 
 #: Hooks every log system must implement (marked ``@required`` in tablelog.hookspecs);
-#: the others (option_specs, prefetch, fetch_values) are optional.
+#: the others (option_specs, prefetch, fetch_values, wait_for_records, delete_before) are optional.
 REQUIRED_HOOKS = hookspecs.required_hooks()
+
+#: How often :meth:`LogClient.wait_for_records` looks at the end positions while it waits,
+#: for a log system without the ``wait_for_records`` hook: one ``end_positions`` call for
+#: all the partitions per look, so that an idle reader's calls do not grow with them.
+#: It is also the most that waiting adds to a record's latency there.
+IDLE_LOOK_S = 0.1
 
 _registered: dict[str, Any] = {}
 
@@ -337,6 +344,34 @@ class LogClient:
         return ValuesResult(
             [r.value for r in fetched.records], [r.position for r in fetched.records], fetched.next_position
         )
+
+    @property
+    def waits_for_records(self) -> bool:
+        """Whether the log system implements the optional ``wait_for_records`` hook."""
+        return "wait_for_records" in self.system.implemented
+
+    def wait_for_records(self, positions: dict[int, int], timeout_s: float) -> list[int]:
+        """The partitions of ``positions`` that have a record at or after their position,
+        sorted, once one has or ``timeout_s`` passed (``[]``). Without the hook: the end
+        positions of all of them, looked at every :data:`IDLE_LOOK_S`; a partition whose
+        end is not its position is returned (a record is there, or the position is not in
+        the log and ``fetch`` reports it)."""
+        if not positions:
+            time.sleep(max(0.0, timeout_s))
+            return []
+        if self.waits_for_records:
+            ready = self._hook.wait_for_records(
+                connection=self.connection, positions=positions, timeout_s=max(0.0, timeout_s))
+            return sorted(p for p in set(ready or ()) if p in positions)
+        deadline = time.monotonic() + timeout_s
+        partitions = sorted(positions)
+        while True:
+            ends = self.end_positions(partitions)
+            ready = [p for p in partitions if ends[p] != positions[p]]
+            remaining = deadline - time.monotonic()
+            if ready or remaining <= 0:
+                return ready
+            time.sleep(min(IDLE_LOOK_S, remaining))
 
     @property
     def deletes_before(self) -> bool:

@@ -1,6 +1,7 @@
-"""An idle eventual reader lets the log's waiting fetch do the waiting: a few fetch
-calls per poll, not one every few milliseconds per partition, and a new record is
-still returned at once. The fetch calls are counted around the real file log."""
+"""An idle eventual reader waits on all its partitions in one call to the log
+(``wait_for_records``): its log calls do not grow with the partitions, and a record written
+while it waits is still returned at once. The calls are counted around the real file log
+(a hook wrapper), and around a log without the hook (the core's fallback)."""
 
 from __future__ import annotations
 
@@ -14,103 +15,90 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog.registry import LogClient
+from tablelog import registry
+from tablelog.registry import IDLE_LOOK_S
 from tablelog.table import Table, create_table
+from tablelog.testing.idle_reader import counting_log_calls, idle_poll_calls, latency_by_partition
+from tablelog.testing.memory_log import MemoryLog
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
 
-class FetchSpy:
-    """Counts the reader's fetch calls (and how long each may wait) on the real log."""
+def _table(tmp_path: Path, buckets: int, log_system: str = "filesystem") -> Table:
+    return create_table(str(tmp_path / "wh"), f"db.t_{uuid.uuid4().hex[:8]}", SCHEMA, primary_key=["id"],
+                        bucket=buckets, options={"log.system": log_system})
 
-    def __init__(self) -> None:
-        self.timeouts: list[float] = []
 
-    @property
-    def calls(self) -> int:
-        return len(self.timeouts)
-
-    @property
-    def waiting_calls(self) -> int:
-        return sum(1 for t in self.timeouts if t > 0)
+def _row(i: int) -> dict[str, Any]:
+    return {"id": i, "name": f"n{i}"}
 
 
 @pytest.fixture
-def spy(monkeypatch: pytest.MonkeyPatch) -> Iterator[FetchSpy]:
-    spy = FetchSpy()
-    real = LogClient.fetch
-
-    def counted(self: LogClient, partition: int, position: int, max_records: int, timeout_s: float) -> Any:
-        spy.timeouts.append(timeout_s)
-        return real(self, partition, position, max_records, timeout_s)
-
-    monkeypatch.setattr(LogClient, "fetch", counted)
-    yield spy
+def memory_log() -> Iterator[MemoryLog]:
+    log = MemoryLog()  # no wait_for_records hook
+    registry.register_log_system("memory", log.plugin())
+    yield log
+    registry.unregister_log_system("memory")
 
 
-def _table(tmp_path: Path, buckets: int) -> Table:
-    return create_table(str(tmp_path / "wh"), f"db.t_{uuid.uuid4().hex[:8]}", SCHEMA, primary_key=["id"],
-                        bucket=buckets, options={"log.system": "filesystem"})
-
-
-def _idle_poll(table: Table, spy: FetchSpy, timeout_s: float) -> tuple[list[Any], float]:
-    with table.reader(consistency="eventual", scan_mode="latest") as reader:
-        reader.poll()  # opens the log, finds the start
-        spy.timeouts.clear()
-        began = time.monotonic()
-        changes = reader.poll(timeout_s=timeout_s)
-        return changes, time.monotonic() - began
-
-
-def test_an_idle_eventual_reader_of_one_partition_waits_in_one_fetch(tmp_path: Path, spy: FetchSpy) -> None:
-    changes, took = _idle_poll(_table(tmp_path, 1), spy, timeout_s=1.0)
-    assert changes == [] and took >= 0.95
-    assert spy.calls <= 2, spy.timeouts  # a look at what is there, then one waiting fetch
-    assert spy.waiting_calls == 1 and spy.timeouts[-1] > 0.9
-
-
-def test_an_idle_eventual_reader_of_several_partitions_waits_in_one_at_a_time(
-    tmp_path: Path, spy: FetchSpy,
+@pytest.mark.parametrize("partitions", [1, 2, 4, 8])
+def test_an_idle_eventual_readers_log_calls_do_not_grow_with_its_partitions(
+    tmp_path: Path, partitions: int
 ) -> None:
-    changes, took = _idle_poll(_table(tmp_path, 4), spy, timeout_s=1.0)
+    calls, took, changes = idle_poll_calls(_table(tmp_path, partitions), timeout_s=1.5)
+    assert changes == [] and took >= 1.45
+    # Several partitions: one wait on all of them, and a second should the first end early
+    # (it was a fetch per partition every few milliseconds: 125 calls in 3 s for 2
+    # partitions). One partition: a fetch that looks, then one that waits.
+    assert calls.total <= 2, calls.counts
+    assert set(calls.counts) == ({"wait_for_records"} if partitions > 1 else {"fetch"}), calls.counts
+
+
+def test_an_idle_eventual_reader_returns_a_record_written_while_it_waits_at_once_on_every_partition(
+    tmp_path: Path,
+) -> None:
+    latency = latency_by_partition(_table(tmp_path, 4), _row)
+    assert sorted(latency) == [0, 1, 2, 3]
+    assert max(latency.values()) < 0.5, latency
+
+
+def test_without_the_wait_hook_an_idle_reader_looks_at_all_end_positions_at_once_a_few_times_a_second(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    calls, took, changes = idle_poll_calls(_table(tmp_path, 8, "memory"), timeout_s=1.0)
     assert changes == [] and took >= 0.95
-    # Four looks, then slices of waiting that visit each partition every 20 ms: about 150
-    # calls in a second (it was one call per partition every ~2 ms: thousands).
-    assert spy.calls - spy.waiting_calls <= 4
-    assert spy.calls <= 200, spy.calls
-    assert min([t for t in spy.timeouts if t > 0][:-1]) >= 0.006  # but the last, cut short by the deadline
+    assert set(calls.counts) == {"end_positions"}, calls.counts  # no fetch of an idle partition
+    assert calls.total <= 1.0 / IDLE_LOOK_S + 2, calls.counts
 
 
-def test_an_idle_eventual_reader_returns_a_new_record_at_once(tmp_path: Path, spy: FetchSpy) -> None:
-    table = _table(tmp_path, 4)
-    written: dict[int, float] = {}
-
-    def write_later() -> None:
-        time.sleep(0.3)
-        with table.writer() as writer:
-            written[0] = time.monotonic()
-            writer.write([{"id": i, "name": "x"} for i in range(8)])  # in every partition
-            writer.commit()
-
-    with table.reader(consistency="eventual", scan_mode="latest") as reader:
-        reader.poll()
-        thread = threading.Thread(target=write_later)
-        thread.start()
-        changes = reader.poll(timeout_s=5.0)
-        returned = time.monotonic()
-        thread.join()
-        changes += reader.poll(timeout_s=0.2)
-    assert sorted(c.row["id"] for c in changes) == list(range(8))
-    assert returned - written[0] < 0.25  # not the whole 5 s
+def test_without_the_wait_hook_a_record_written_while_the_reader_waits_is_returned_within_a_look(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    latency = latency_by_partition(_table(tmp_path, 4, "memory"), _row)
+    assert max(latency.values()) < IDLE_LOOK_S + 0.2, latency
 
 
-def test_an_eventual_reader_of_no_partition_waits_without_fetching(tmp_path: Path, spy: FetchSpy) -> None:
+def test_an_eventual_reader_of_no_partition_waits_without_calling_the_log(tmp_path: Path) -> None:
     table = _table(tmp_path, 2)
-    with table.reader(consistency="eventual", scan_mode="latest", partitions=[]) as reader:
+    with counting_log_calls() as calls, table.reader(
+        consistency="eventual", scan_mode="latest", partitions=[]
+    ) as reader:
         began = time.monotonic()
         assert reader.poll(timeout_s=0.2) == []
         assert time.monotonic() - began >= 0.19
-    assert spy.calls == 0
+    assert calls.total == 0, calls.counts
+
+
+def test_an_idle_transactional_reader_waits_on_the_table_not_the_log(tmp_path: Path) -> None:
+    table = _table(tmp_path, 8)
+    with table.writer() as writer:
+        writer.write([_row(i) for i in range(16)])
+        writer.commit()
+    with counting_log_calls() as calls, table.reader(consistency="transactional", scan_mode="latest") as reader:
+        reader.poll()
+        calls.counts.clear()
+        assert reader.poll(timeout_s=0.5) == []
+    assert calls.total == 0, calls.counts
 
 
 @pytest.mark.parametrize("pause_gc", ["false", "true"])

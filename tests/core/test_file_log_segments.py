@@ -121,6 +121,25 @@ def test_a_reader_following_the_log_reads_on_into_segments_started_after_it(
     assert len(list_bases(topic_dir(config), 0)) > 2
 
 
+def test_a_wait_at_the_end_of_a_full_segment_sees_the_record_a_writer_rolled_to_the_next(
+    tmp_path: Path, clients: ClientOpener
+) -> None:
+    """The waiting reader need not know the writers' segment size: the file log looks for
+    the segment a writer would start where the last one ends."""
+    config = make_config(tmp_path, partitions=2, **{"segment-bytes": str(SEGMENT)})
+    writer = clients(config)
+    reader = clients(attrs.evolve(config, options={}))  # the default segment size, much larger
+    writer.ensure_topic()
+    produce(writer, "a", 10)  # two full segments
+    ends = reader.end_positions([0, 1])
+    assert reader.wait_for_records(ends, 0.0) == []
+    bases = list_bases(topic_dir(config), 0)
+    produce(writer, "b", 1)
+    assert list_bases(topic_dir(config), 0) == [*bases, ends[0]]  # the record went to a new segment
+    assert reader.wait_for_records(ends, 1.0) == [0]
+    assert [r.token for r in fetch_all(reader, ends[0])] == ["b"]
+
+
 def test_a_log_written_before_segments_is_read_and_appended_to(tmp_path: Path, clients: ClientOpener) -> None:
     config = make_config(tmp_path)
     writer = clients(config)

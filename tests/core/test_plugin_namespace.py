@@ -109,7 +109,8 @@ def test_every_hook_is_marked_required_or_optional_and_its_docstring_says_which(
     names = hookspecs.hook_names()
     assert set(names) == {
         "option_specs", "open_log", "close_log", "ensure_topic", "produce", "flush",
-        "end_positions", "seek", "fetch", "prefetch", "fetch_values", "delete_before", "commit",
+        "end_positions", "seek", "fetch", "prefetch", "fetch_values", "wait_for_records", "delete_before",
+        "commit",
     }
     for name in names:
         spec = getattr(hookspecs, name)
@@ -120,7 +121,7 @@ def test_every_hook_is_marked_required_or_optional_and_its_docstring_says_which(
 def test_the_registry_requires_exactly_the_hooks_marked_required() -> None:
     assert hookspecs.required_hooks() == registry.REQUIRED_HOOKS
     assert set(hookspecs.hook_names()) - set(registry.REQUIRED_HOOKS) == {
-        "option_specs", "prefetch", "fetch_values", "delete_before"
+        "option_specs", "prefetch", "fetch_values", "wait_for_records", "delete_before"
     }
 
 

@@ -2,7 +2,8 @@
 
 At least once; records of other tables on the topic, told by the tag in their writer
 token, are left out. Add :class:`tablelog.normalize.Normalizer` for a correct
-changelog. Idle, the reader waits in the log's own fetch, not in a loop of fetches.
+changelog. Idle, the reader waits on all its partitions in one call to the log
+(``wait_for_records``), not in a loop of fetches.
 After the full scan of a hybrid read (``scan.mode = latest-full``), the records of
 writes committed after the scan but produced before the log part began are returned
 once, so that the read has no gap. Positions the log no longer holds are read from the
@@ -27,10 +28,8 @@ from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
 from tablelog.reading.lost_range import committed_changes_lost_from_log, snapshot_changes_from_table
 from tablelog.records import FetchResult, LogRecord, ProducedRange, SeekSpec
+from tablelog.registry import IDLE_LOOK_S
 
-#: An idle eventual reader waits in one partition at a time: each partition is
-#: looked at again within this long (the most an idle reader adds to a record's latency).
-_IDLE_ROUND_S = 0.02
 _TOKEN = operator.itemgetter(3)  # LogRecord.token
 
 
@@ -42,7 +41,6 @@ class EventualRead:
         #: Exclusive end position per partition of a bounded read (a Spark micro-batch).
         self._until = dict(until or {})
         self._own_prefix = context.table.token_prefix
-        self._wait_turn = 0  # which partition an idle reader waits in next
         #: Records of other tables that share this table's topic, left out.
         self.other_tables_skipped = 0
 
@@ -66,23 +64,35 @@ class EventualRead:
             p for p in sorted(position.offsets) or range(context.table.log_partitions)
             if context.reads(p) and not self._at_end(position, p)
         ]
-        for partition in partitions:  # what every partition holds now
-            if len(out) >= budget:
+        if not partitions:
+            if not out:
+                time.sleep(max(0.0, timeout_s))
+            return out
+        if len(partitions) == 1:
+            # The log's own waiting fetch is a wait on all (one) partitions: a look at what
+            # is there, then a wait for the rest of the time.
+            self._fetch(position, partitions[0], budget - len(out), 0.0, out)
+            if not out and (remaining := deadline - time.monotonic()) > 0:
+                self._fetch(position, partitions[0], budget, remaining, out)
+            return out
+        log = context.log
+        # One wait on every partition (a fetch may be a round trip or a database
+        # transaction: never a fetch per partition while idle), then a fetch of each
+        # partition that has records. The first wait returns at once when some have.
+        while True:
+            waiting = {p: position.offsets.get(p, 0) for p in partitions}
+            ready = log.wait_for_records(waiting, 0.0 if out else max(0.0, deadline - time.monotonic()))
+            for partition in ready:
+                if len(out) >= budget:
+                    return out
+                self._fetch(position, partition, budget - len(out), 0.0, out)
+            if out or (remaining := deadline - time.monotonic()) <= 0:
                 return out
-            self._fetch(position, partition, budget - len(out), 0.0, out)
-        # Nothing yet: the log's own waiting fetch does the waiting (a fetch may be a
-        # round trip or a database transaction: never spin on it). It waits in one
-        # partition at a time, taking turns, for a slice short enough that each
-        # partition is looked at again within _IDLE_ROUND_S.
-        while not out and (remaining := deadline - time.monotonic()) > 0:
-            if not partitions:
-                time.sleep(remaining)
-                break
-            partition = partitions[self._wait_turn % len(partitions)]
-            self._wait_turn += 1
-            wait = remaining if len(partitions) == 1 else min(remaining, _IDLE_ROUND_S / (len(partitions) - 1))
-            self._fetch(position, partition, budget, wait, out)
-        return out
+            if ready and all(position.offsets.get(p, 0) == waiting[p] for p in ready):
+                # The log said records were there, and the fetches found none (a client
+                # that has not received them yet, a gap the end position counts): look
+                # again a little later, not at once.
+                time.sleep(min(IDLE_LOOK_S, remaining))
 
     def _fetch(
         self, position: ReaderPosition, partition: int, max_records: int, timeout_s: float, out: Batch

@@ -18,6 +18,7 @@ Positions encode entry ids (:mod:`tablelog_redis.positions`).
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -412,6 +413,29 @@ class RedisStreamsLog:
                     reply = self.client.xread({stream: after}, count=max_records, block=block_ms)
                     entries = reply[0][1] if reply else []
         return self._records(partition, position, entries)
+
+    def wait_for_records(self, positions: Mapping[int, int], timeout_s: float) -> list[int]:
+        """One ``XREAD COUNT 1 [BLOCK ms] STREAMS <stream>... <id(position - 1)>...`` over
+        every partition: it answers at once with the streams that have an entry at or
+        after their position, else blocks until one has. XREAD only reads (no consumer
+        group): the entries it returns are still there for the fetch."""
+        ready = []
+        after: dict[str, str] = {}
+        for partition, position in positions.items():
+            try:
+                self._check_position(partition, position)
+            except PositionOutOfRangeError:
+                ready.append(partition)  # not a position: the fetch reports it
+                continue
+            after[self.stream(partition)] = pos.entry_id(position - 1) if position > 0 else "0-0"
+        if ready or not after:
+            return sorted(ready)
+        block_ms = math.ceil(timeout_s * 1000) if timeout_s > 0 else None
+        with self._errors("wait for records"):
+            reply = self.client.xread(after, count=1, block=block_ms)
+        partition_of = {self.stream(p): p for p in positions}
+        names = (name.decode() if isinstance(name, bytes) else name for name, _entries in reply or ())
+        return sorted(partition_of[name] for name in names)
 
     def _records(self, partition: int, position: int, entries: list[Entry]) -> FetchResult:
         if not entries:

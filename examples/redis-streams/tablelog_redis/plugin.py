@@ -103,6 +103,13 @@ def fetch(
 
 
 @hookimpl
+def wait_for_records(connection: RedisStreamsLog, positions: dict[int, int], timeout_s: float) -> list[int]:
+    # One XREAD BLOCK over every partition's stream: an idle reader makes one call per
+    # poll, however many partitions it reads. XREAD returns entries, but only reads them.
+    return connection.wait_for_records(positions, timeout_s)
+
+
+@hookimpl
 def commit(connection: RedisStreamsLog, committed: CommittedLog) -> None:
     # Nothing to do, and so trivially idempotent (it may run again for the same
     # snapshot after a crash). Visibility is decided by the table snapshot, which

@@ -109,6 +109,11 @@ def prefetch(connection: KafkaConnection, positions: dict[int, int]) -> None:
 
 
 @hookimpl
+def wait_for_records(connection: KafkaConnection, positions: dict[int, int], timeout_s: float) -> list[int]:
+    return _open(connection).reader.wait_for_records(positions, timeout_s)
+
+
+@hookimpl
 def fetch_values(
     connection: KafkaConnection, partition: int, position: int, max_records: int, timeout_s: float
 ) -> ValuesResult:

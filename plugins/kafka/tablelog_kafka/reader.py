@@ -44,6 +44,8 @@ from .producer import SEQ_HEADER, TOKEN_HEADER
 #: then it is paused.
 _BUFFER_LIMIT = 50_000
 _BUFFER_BYTES = 32 << 20
+#: Messages a wait takes from the consumer without waiting, to learn which partitions have some.
+_WAIT_TAKES = 10_000
 
 # Unbound C methods: map() and groupby() call them without a Python frame per message.
 _offset: Any = Message.offset
@@ -195,6 +197,32 @@ class FetchSide:
                     self._reposition(consumer, partition, position, check_start=False)
         except KafkaException:
             pass  # only a hint: the fetch at that position reports what is wrong
+
+    def wait_for_records(self, positions: dict[int, int], timeout_s: float) -> list[int]:
+        """The partitions of ``positions`` with records (or an error) waiting in the buffers,
+        once one has or ``timeout_s`` passed. Every partition is assigned and positioned, as
+        ``prefetch`` does, so the one consumer waits on all of them; what it receives
+        meanwhile stays in the buffers for the next ``fetch``."""
+        consumer = self._client()
+        try:
+            for partition, position in sorted(positions.items()):
+                if not self._stands_at(partition, position):
+                    self._reposition(consumer, partition, position, check_start=False)
+            deadline = time.monotonic() + max(0.0, timeout_s)
+            messages = consumer.consume(_WAIT_TAKES, 0)
+            while True:
+                # No partition is being fetched (-1): every message goes to its buffer.
+                self._sort(messages, -1, 0, [])
+                ready = [p for p in sorted(positions) if self._buffers.get(p) or p in self._errors]
+                remaining = deadline - time.monotonic()
+                if ready or remaining <= 0:
+                    return ready
+                messages = consumer.consume(1, remaining)
+        except KafkaException as exc:
+            raise translate(
+                exc, self._settings, "cannot wait for records", LogSystemError,
+                topic=self._settings.topic, events=self._events,
+            ) from None
 
     def _stands_at(self, partition: int, position: int) -> bool:
         """Whether the next record of ``partition`` the consumer gives (or has buffered)

@@ -81,6 +81,11 @@ def fetch(
 
 
 @hookimpl
+def wait_for_records(connection: PulsarConnection, positions: dict[int, int], timeout_s: float) -> list[int]:
+    return connection.reader.wait_for_records(positions, timeout_s)
+
+
+@hookimpl
 def fetch_values(
     connection: PulsarConnection, partition: int, position: int, max_records: int, timeout_s: float
 ) -> ValuesResult:

@@ -11,7 +11,8 @@ id (an end position, ``last + 1``) never returns a record twice: the broker may
 start at the whole entry (a batch) or at the next one. ``fetch_values`` reads
 only each message's id and data. There is no ``prefetch``: a reader opened while
 others receive opens much more slowly than one opened alone, which costs more than
-reading the partitions in turn (docs/performance-history.md).
+reading the partitions in turn (docs/performance-history.md). An idle reader waits on the open
+readers of all its partitions at once (:mod:`tablelog_pulsar.waiting`).
 
 **End position** = position of the last message + 1. The broker's
 ``getLastMessageId`` (only a Consumer exposes it in the Python client, so a
@@ -48,7 +49,7 @@ from tablelog.plugin import (
     TopicError,
     ValuesResult,
 )
-from tablelog_pulsar import codec, positions
+from tablelog_pulsar import codec, positions, waiting
 from tablelog_pulsar.config import PulsarConfig
 from tablelog_pulsar.failures import PulsarException, translate
 
@@ -72,6 +73,9 @@ class _Open:
     # whether it is stuck (see Reader._stuck).
     active: float = attrs.field(factory=time.monotonic)
     checked: float = 0.0
+    #: A message a wait for records took from the reader, and its position: the next
+    #: fetch returns it first.
+    pending: tuple[Any, int] | None = None
 
 
 class Reader:
@@ -81,6 +85,7 @@ class Reader:
         self._config = config
         self._client = client
         self._open: dict[int, _Open] = {}
+        self.stuck_turn = 0  # which silent reader a wait for records asks next whether it is stuck
         self.operation_timeout_ms = int(config.client_kwargs.get("operation_timeout_seconds", 30)) * 1000
 
     # -- readers -------------------------------------------------------------------------
@@ -164,6 +169,11 @@ class Reader:
         deadline = time.monotonic() + max(timeout_s, 0.0)
         floor = position
         keep, note = messages.append, found.append
+        pending, opened.pending = opened.pending, None
+        if pending is not None and pending[1] >= floor:
+            keep(pending[0])
+            note(pending[1])
+            floor = pending[1] + 1
         # positions.encode_message_id inlined (it runs for every record; the ids' range
         # checks stay, as one comparison chain).
         max_entry, max_batch = positions.MAX_ENTRY_ID, positions.MAX_BATCH_INDEX
@@ -211,6 +221,11 @@ class Reader:
         if found:
             opened.active = time.monotonic()
         return messages, found
+
+    def wait_for_records(self, starts: dict[int, int], timeout_s: float) -> list[int]:
+        """The partitions of ``starts`` whose reader has a message at or after the position,
+        once one has or ``timeout_s`` passed (:mod:`tablelog_pulsar.waiting`)."""
+        return waiting.wait_for_records(self, starts, timeout_s)
 
     def _stuck(self, opened: _Open) -> bool:
         """Whether a reader that returns nothing is stuck: it has been silent for a while

@@ -45,6 +45,7 @@ __all__ = [
     "option_specs",
     "produce",
     "seek",
+    "wait_for_records",
 ]
 
 
@@ -108,6 +109,11 @@ def fetch(
     connection: FileLog, partition: int, position: int, max_records: int, timeout_s: float
 ) -> FetchResult:
     return connection.fetch(partition, position, max_records, timeout_s)
+
+
+@hookimpl
+def wait_for_records(connection: FileLog, positions: dict[int, int], timeout_s: float) -> list[int]:
+    return connection.wait_for_records(positions, timeout_s)
 
 
 @hookimpl

@@ -17,7 +17,7 @@ from tablelog.plugin import (
 from . import frames
 from .files import flock, reader
 from .partitions import WALK_CHUNK, PartitionFiles
-from .segments import Segment
+from .segments import Segment, segment_file_name
 
 #: Bounds of one fetch read; the size in between follows max_records x average frame.
 MIN_READ, MAX_READ = 64 << 10, 4 << 20
@@ -105,6 +105,32 @@ class PartitionReads(PartitionFiles):
                 break
             time.sleep(min(POLL_INTERVAL_S, remaining))
         return FetchResult([], position)
+
+    def wait_for_records(self, positions: dict[int, int], timeout_s: float) -> list[int]:
+        """The partitions whose end is not their position: a record is there, or the
+        position is not this log's (the fetch reports it). One loop over all of them,
+        every ``POLL_INTERVAL_S``, until one is or ``timeout_s`` passed."""
+        for partition in positions:
+            self._check_partition(partition)  # TopicError for a partition the topic does not have
+        deadline = time.monotonic() + max(timeout_s, 0.0)
+        while True:
+            ready = [p for p, position in sorted(positions.items()) if self._end_moved(p, position)]
+            remaining = deadline - time.monotonic()
+            if ready or remaining <= 0:
+                return ready
+            time.sleep(min(POLL_INTERVAL_S, remaining))
+
+    def _end_moved(self, partition: int, position: int) -> bool:
+        """Whether the partition's end is no longer ``position``. While it is, this costs an
+        ``fstat`` of the last segment and a ``stat`` of the name a next one would have (a
+        writer rolls to it when the segment is full; the reader may not know that size)."""
+        segment = (self._segments.get(partition) or self._known_segments(partition))[-1]
+        local = os.fstat(self._open(partition, segment)).st_size
+        if segment.base + local == position and not (
+            local and os.path.exists(os.path.join(self.directory, segment_file_name(partition, position)))
+        ):
+            return False
+        return self.end_position(partition) != position
 
     def _read_records(
         self,

@@ -45,10 +45,11 @@ is a loop of short fetches until the expected count or a deadline, never a sleep
 A subclass may tune the class attributes of :class:`~.base.ConformanceBase` for a slow broker.
 
 The tests are grouped by hook, one module each: topics, producing (produce and flush),
-fetching, positions (end positions, seek and delete_before), sizes (large records against
-the log's limit), unreachable (an outage), committing (commit and close), retention (whole
-tables on the log: retention after commits, with writers committing in another order than
-they wrote); :class:`LogSystemConformance` combines them all.
+fetching, waiting (``wait_for_records``), positions (end positions, seek and
+delete_before), sizes (large records against the log's limit), unreachable (an outage),
+committing (commit and close), retention (whole tables on the log: retention after
+commits, with writers committing in another order than they wrote);
+:class:`LogSystemConformance` combines them all.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from tablelog.testing.conformance.retention import RetentionTests
 from tablelog.testing.conformance.sizes import RecordSizeTests
 from tablelog.testing.conformance.topics import TopicTests
 from tablelog.testing.conformance.unreachable import UnreachableLogTests
+from tablelog.testing.conformance.waiting import WaitForRecordsTests
 
 __all__ = ["ClientOpener", "ConfigFactory", "LogSystemConformance", "opened_clients"]
 
@@ -74,6 +76,7 @@ class LogSystemConformance(
     UnreachableLogTests,
     RecordSizeTests,
     PositionTests,
+    WaitForRecordsTests,
     FetchTests,
     ProduceFlushTests,
     TopicTests,
