@@ -1,4 +1,6 @@
-"""One topic, one table: the check ``create_table`` makes before a table takes a topic.
+"""A table's topic: the option that names it, the config of the table's further streams
+(one topic each), and one topic, one table: the check ``create_table`` makes before a
+table takes a topic.
 
 Two tables writing one topic would each hand their readers the other's records
 (eventual readers leave them out by the table tag in their writer tokens, see

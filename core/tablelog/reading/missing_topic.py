@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 
 def topic_is_missing(log: LogClient) -> bool:
+    """Whether the log has no such topic at all (every topic has a partition 0)."""
     try:
         log.end_positions([0])
     except TopicError:
