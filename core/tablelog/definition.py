@@ -2,8 +2,9 @@
 
 A table's **definition** is what its log records and table files depend on: the
 columns and primary key, the buckets, the log system, topic, formats and changelog
-mode, and the Paimon options that shape its files. It is fixed when the table is
-created, but for the columns, which change only by ``Table.alter`` (:mod:`tablelog.alter`). Given again when the table is opened or written (Python API, CLI ``-o``,
+mode, the Paimon options that shape its files, and the options a log-system plugin
+declares with ``OptionSpec(defines_table=True)`` (:func:`system_definition`). It is
+fixed when the table is created, but for the columns, which change only by ``Table.alter`` (:mod:`tablelog.alter`). Given again when the table is opened or written (Python API, CLI ``-o``,
 Spark ``.option``), an equal value is fine and a different one is an error, before
 anything is written: a write with another ``log.format`` or topic would leave
 records that ``tail``, ``verify`` and readers cannot use. Everything else (secrets,
@@ -22,9 +23,11 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
+from tablelog import registry
 from tablelog.errors import OptionError, SchemaMismatchError
 from tablelog.formats import KIND_COLUMN, SCHEMA_FIELD
 from tablelog.options import TableOptions, fixed_option_keys
+from tablelog.redaction import shown_value
 from tablelog.store import (
     KIND_FIELD,
     PaimonTable,
@@ -32,6 +35,7 @@ from tablelog.store import (
     paimon_option_default,
     system_column_names,
 )
+from tablelog.topic_owners import default_topic, topic_option
 
 
 def _reserved_columns() -> dict[str, str]:
@@ -250,10 +254,32 @@ def _check_bucket_key(value: str, schema: pa.Schema, primary_key: Sequence[str])
         )
 
 
+def system_definition(identifier: str, system: str, system_options: Mapping[str, str]) -> dict[str, str | None]:
+    """The table's value (None: unset) of each option of its log system that defines it:
+    the option naming the topic (the topic the table uses, derived when not given) and
+    those the plugin declares ``OptionSpec(defines_table=True)``. ``system_options``: the
+    table's stored ones."""
+    values: dict[str, str | None] = {
+        spec.key: system_options.get(spec.key, spec.default)
+        for spec in registry.declared_options(system) if spec.defines_table
+    }
+    values[topic_option(system)] = default_topic(identifier, system, system_options)
+    return values
+
+
+def defining_defaults(system: str, system_options: Mapping[str, str]) -> dict[str, str]:
+    """The declared defaults of the defining options not given: stored with a table created,
+    so that a plugin release with another default does not change what defines it."""
+    return {
+        spec.key: spec.default for spec in registry.declared_options(system)
+        if spec.defines_table and spec.default is not None and spec.key not in system_options
+    }
+
+
 def check_same_definition(
     store: PaimonTable,
     stored: TableOptions,
-    topic: str,
+    system_values: Mapping[str, str | None],
     given_keys: Sequence[str],
     given: TableOptions,
     given_system_options: Mapping[str, str],
@@ -261,8 +287,9 @@ def check_same_definition(
 ) -> None:
     """Refuse options given when a table is opened that would change its definition.
 
-    ``stored``: the table's own options, ``topic`` its topic; ``given_*``: the parsed
-    options of this open (``given_keys`` the keys it named, normalized).
+    ``stored``: the table's own options, ``system_values`` its log system's defining
+    options (:func:`system_definition`); ``given_*``: the parsed options of this open
+    (``given_keys`` the keys it named, normalized).
     """
     differences: list[tuple[str, Any, Any]] = []  # key, the table's value, the given value
     fields = {f.metadata["key"]: f.name for f in attrs.fields(TableOptions)}
@@ -278,10 +305,9 @@ def check_same_definition(
             actual, wanted = actual or store.bucket, wanted or store.bucket
         if wanted != actual:
             differences.append((key, actual, wanted))
-    system = stored.log_system
-    topic_key = f"{system}.topic"
-    if topic_key in given_system_options and given_system_options[topic_key] != topic:
-        differences.append((topic_key, topic, given_system_options[topic_key]))
+    for key, value in system_values.items():
+        if key in given_system_options and not _same_text(given_system_options[key], value):
+            differences.append((key, value, given_system_options[key]))
     properties = store.properties
     for key, value in given_paimon_options.items():
         actual_value = properties.get(key, paimon_option_default(key))
@@ -289,7 +315,8 @@ def check_same_definition(
             differences.append((key, actual_value, value))
     if differences:
         shown = "; ".join(
-            f"{key}: the table has {_text(actual)}, given {_text(wanted)}" for key, actual, wanted in differences
+            f"{key}: the table has {_text(shown_value(key, actual))}, given {_text(shown_value(key, wanted))}"
+            for key, actual, wanted in differences
         )
         raise OptionError(
             f"table {store.identifier!r}: options that define the table differ from the table's ({shown}). "

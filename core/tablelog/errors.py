@@ -65,6 +65,11 @@ class TopicError(LogSystemError):
     """The topic is missing (and may not be created) or has too few partitions."""
 
 
+class MissingTopicError(TopicError):
+    """A reader's table topic does not exist at all: the options that say where the log is
+    are wrong, or the log lost the topic (see :mod:`tablelog.reading.missing_topic`)."""
+
+
 class LogUnavailableError(LogSystemError):
     """The log system cannot be reached within its time-out."""
 

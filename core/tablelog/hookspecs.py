@@ -122,7 +122,10 @@ def option_specs() -> list[OptionSpec]:
     does not give reaches ``open_log`` with that default (as ``LogConfig.options``
     does: prefix removed), so the default shown is the one used. Keys with the
     system's prefix that are not declared still reach the plugin (they are client
-    settings). Must not do I/O.
+    settings). ``names_topic`` marks the option naming where a topic's records are
+    stored (each further stream of the table, such as the projection stream, gets it
+    with the stream's suffix), ``defines_table`` the options the table's records depend
+    on (refused when a table is opened with another value). Must not do I/O.
     """
 
 

@@ -447,6 +447,10 @@ def _to_text(value: Any) -> str:
     return str(value)
 
 
+#: Appended to the doc line of an option that defines the table, in the option listings.
+DEFINES_TABLE = " **Defines the table**: may be given again later, not changed."
+
+
 @attrs.frozen
 class OptionDoc:
     key: str
@@ -461,7 +465,7 @@ def option_docs() -> list[OptionDoc]:
         default = "—" if field.default in (None, ()) else _to_text(field.default)
         doc = field.metadata["doc"]
         if field.metadata["fixed"]:
-            doc += " **Defines the table**: may be given again later, not changed."
+            doc += DEFINES_TABLE
         docs.append(OptionDoc(field.metadata["key"], default, doc))
     from tablelog.store.s3 import S3_OPTION_DOCS
 

@@ -34,13 +34,10 @@ import pyarrow as pa
 from tablelog.errors import OptionError
 from tablelog.options import LogFormat, TableOptions
 
-#: Appended to the table topic's name: the projection stream's topic.
+#: Appended to the table topic's name (and to the plugin option naming it, where given:
+#: :func:`tablelog.topic_owners.stream_config`): the projection stream's topic.
 TOPIC_SUFFIX = ".projection"
 KEY = "log.arrow.projection"
-
-
-def projection_topic(topic: str) -> str:
-    return topic + TOPIC_SUFFIX
 
 
 def check_projection(options: TableOptions, schema: pa.Schema, primary_key: Sequence[str]) -> None:

@@ -193,6 +193,18 @@ class OptionSpec:
 
     ``key`` is the full key (``kafka.bootstrap.servers``). Keys a plugin does not
     declare but that carry its prefix still pass through to its client.
+
+    ``names_topic``: the option names where the table's records are stored (a topic, a
+    stream, a database table). tablelog resolves it into ``LogConfig.topic``; for every
+    further stream of the table (the projection stream, ``<topic>.projection``) the
+    plugin gets the option, when given, with the stream's suffix appended, as
+    ``LogConfig.topic``: no stream shares another's storage. At most one option of a log
+    system names its topic, without a default; without one, ``<system>.topic`` does.
+
+    ``defines_table``: the table's records depend on the value, so it is stored with the
+    table when it is created (its default too) and, given again when the table is
+    opened, may be repeated but not changed (:mod:`tablelog.definition`). True for the
+    option that names the topic; never for a secret (never stored, so never compared).
     """
 
     key: str
@@ -200,3 +212,5 @@ class OptionSpec:
     required: bool = False
     default: str | None = None
     secret: bool = False
+    names_topic: bool = False
+    defines_table: bool = attrs.field(default=attrs.Factory(lambda spec: spec.names_topic, takes_self=True))

@@ -24,7 +24,7 @@ import pluggy
 
 from tablelog import hookspecs
 from tablelog.errors import PluginNotFoundError, PluginUnavailableError, TablelogError
-from tablelog.options import declare_secret_keys
+from tablelog.options import declare_secret_keys, is_secret
 from tablelog.records import (
     CommittedLog,
     FetchResult,
@@ -224,15 +224,55 @@ def load_log_system(name: str) -> LogSystem:
         if any(not (i.wrapper or i.hookwrapper) for i in getattr(pm.hook, hook).get_hookimpls())
     )
     system = LogSystem(name, pm, implemented)
-    # Even a plugin that fails the next check keeps its secrets out of the error messages.
-    declare_secret_keys(spec.key for spec in system.option_specs() if spec.secret)
+    # Even a plugin that fails the next checks keeps its secrets out of the error messages.
+    specs = system.option_specs()
+    declare_secret_keys(spec.key for spec in specs if spec.secret)
     missing = [h for h in REQUIRED_HOOKS if h not in implemented]
     if missing:
         raise PluginUnavailableError(
             f"log system {name!r} ({getattr(plugin, '__name__', plugin)!r}) does not implement "
             f"the required hooks: {', '.join(missing)}"
         )
+    _check_declarations(name, specs)
     return system
+
+
+def _check_declarations(name: str, specs: list[OptionSpec]) -> None:
+    """Refuse ``names_topic`` and ``defines_table`` declarations the core could not honour."""
+    def refuse(key: str, why: str) -> PluginUnavailableError:
+        return PluginUnavailableError(f"log system {name!r} declares option {key!r} {why}; fix its option_specs()")
+
+    naming = [spec.key for spec in specs if spec.names_topic and spec.key.startswith(name + ".")]
+    if len(naming) > 1:
+        raise refuse(naming[1], f"as naming the topic, as well as {naming[0]!r}: one option names the topic")
+    for spec in specs:
+        if spec.names_topic and spec.default is not None:
+            raise refuse(spec.key, "as naming the topic, with a default: every table would share that topic; "
+                                   "without the option the topic is derived from the table name")
+        if spec.names_topic and not spec.defines_table:
+            raise refuse(spec.key, "as naming the topic but not defining the table: the topic always defines it")
+        if spec.defines_table and (spec.secret or is_secret(spec.key)):
+            raise refuse(spec.key, "as defining the table, but it is a secret: secrets are never stored, "
+                                   "so there is no value to compare")
+
+
+def declared_options(name: str) -> list[OptionSpec]:
+    """The options log system ``name`` declares with its prefix (another name's keys, of a
+    plugin registered under two names, are not its options); none when it is not installed
+    or cannot be loaded (using it fails later, with the reason). Kept per plugin object:
+    loading a log system costs far more than finding its plugin, and a table's topic is
+    asked for often."""
+    try:
+        plugin = _load_plugin(name)
+        known = _declared.get(name)
+        if known is None or known[0] is not plugin:
+            known = _declared[name] = (plugin, load_log_system(name).option_specs())
+    except TablelogError:
+        return []
+    return [spec for spec in known[1] if spec.key.startswith(name + ".")]
+
+
+_declared: dict[str, tuple[Any, list[OptionSpec]]] = {}
 
 
 def learn_declared_secrets(keys: Iterable[str]) -> None:

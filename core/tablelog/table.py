@@ -29,7 +29,7 @@ from tablelog.options import (
     split_system_options,
     split_warehouse_options,
 )
-from tablelog.projection import check_projection, projected_columns, projection_topic
+from tablelog.projection import TOPIC_SUFFIX, check_projection, projected_columns
 from tablelog.records import LogConfig
 from tablelog.store import (
     PaimonTable,
@@ -39,7 +39,7 @@ from tablelog.store import (
     Warehouse,
     paimon_option_keys,
 )
-from tablelog.topic_owners import default_topic, refuse_shared_topic
+from tablelog.topic_owners import default_topic, refuse_shared_topic, stream_config
 
 if TYPE_CHECKING:
     from tablelog.log_pool import LogPool
@@ -119,6 +119,8 @@ def create_table(
     if parsed.log_enabled:
         _check_system_options(parsed, system_options)
     RecordCodec(schema, tuple(parsed.primary_key), parsed.log_format)
+    if parsed.log_enabled:
+        system_options = {**definition.defining_defaults(parsed.log_system, system_options), **system_options}
     stored = {
         **parsed.to_properties(),
         **{k: v for k, v in system_options.items() if not is_secret(k)},
@@ -153,7 +155,7 @@ def _register_topic(
         if create:
             log.ensure_topic()
     if create and options.log_arrow_projection:
-        with system_plugin.open(attrs.evolve(config, topic=projection_topic(config.topic))) as log:
+        with system_plugin.open(stream_config(config, TOPIC_SUFFIX)) as log:
             log.ensure_topic()
 
 
@@ -172,7 +174,7 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
     table_options = attrs.evolve(table_options, primary_key=store.primary_key, bucket=store.bucket)
     given_options, given_system_options, given_paimon_options = _parse(given, [*systems, table_options.log_system])
     definition.check_same_definition(
-        store, table_options, default_topic(identifier, table_options.log_system, table_system_options),
+        store, table_options, definition.system_definition(identifier, table_options.log_system, table_system_options),
         [k.strip().lower() for k in given],
         given_options, given_system_options, given_paimon_options,
     )
@@ -335,7 +337,7 @@ class Table:
         return tuple(projected_columns(self.schema, self.primary_key, named))
 
     def projection_log_config(self) -> LogConfig:
-        return attrs.evolve(self.log_config(), topic=projection_topic(self.topic))
+        return stream_config(self.log_config(), TOPIC_SUFFIX)
 
     def open_projection_log(self) -> LogClient:
         system = registry.load_log_system(self.options.log_system)

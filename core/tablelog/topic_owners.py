@@ -1,4 +1,6 @@
-"""One topic, one table: the check ``create_table`` makes before a table takes a topic.
+"""A table's topic: the option that names it, the config of the table's further streams
+(one topic each), and one topic, one table: the check ``create_table`` makes before a
+table takes a topic.
 
 Two tables writing one topic would each hand their readers the other's records
 (eventual readers leave them out by the table tag in their writer tokens, see
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import attrs
+
 from tablelog import registry
 from tablelog.errors import OptionError, TablelogError
 from tablelog.options import split_system_options
@@ -17,10 +21,28 @@ from tablelog.records import LogConfig
 from tablelog.store import Warehouse, parse_identifier
 
 
+def topic_option(system: str) -> str:
+    """The option that names the topic of ``system``'s tables: the one its plugin declares
+    with ``OptionSpec(names_topic=True)``, else ``<system>.topic``."""
+    declared = [spec.key for spec in registry.declared_options(system) if spec.names_topic]
+    return declared[0] if declared else f"{system}.topic"
+
+
 def default_topic(identifier: str, system: str, system_options: Mapping[str, str]) -> str:
-    """The `<system>.topic` option, else ``db.name``."""
+    """The topic option's value (:func:`topic_option`), else ``db.name``."""
     db, name = parse_identifier(identifier)
-    return system_options.get(f"{system}.topic") or f"{db}.{name}"
+    return system_options.get(topic_option(system)) or f"{db}.{name}"
+
+
+def stream_config(config: LogConfig, suffix: str) -> LogConfig:
+    """The config of a further stream of the table whose log ``config`` opens (the
+    projection stream): its topic is the table topic's with ``suffix``, and so is the
+    option naming the topic, where given, so that a plugin that takes its storage from
+    the option gives each stream its own."""
+    topic = config.topic + suffix
+    key = topic_option(config.system).removeprefix(config.system + ".")
+    options = {**config.options, key: topic} if key in config.options else config.options
+    return attrs.evolve(config, topic=topic, options=options)
 
 
 def refuse_shared_topic(wh: Warehouse, identifier: str, system: str, system_options: Mapping[str, str]) -> None:
@@ -39,7 +61,7 @@ def refuse_shared_topic(wh: Warehouse, identifier: str, system: str, system_opti
             raise OptionError(
                 f"table {identifier!r}: {system} topic {default_topic(identifier, system, system_options)!r} "
                 f"is already the log of table {other!r} in this warehouse; two tables on one topic "
-                f"would read each other's records. Choose another topic with option '{system}.topic'"
+                f"would read each other's records. Choose another topic with option '{topic_option(system)}'"
             )
 
 

@@ -1,6 +1,6 @@
 """The log loses records that a committed snapshot references: a Kafka broker
-restarted on memory storage, a deleted and recreated topic, a filesystem log
-partition file cut short. Transactional readers read those snapshots' changes from
+restarted on memory storage (its topic created again), a deleted and recreated topic, a
+filesystem log partition file cut short. Transactional readers read those snapshots' changes from
 the table files instead, each once; read from the log alone (``changes_from_table=False``)
 they raise LogDataLostError naming table, topic, partition and the missing positions
 instead of skipping them; ``verify`` (API and CLI), which compares the log with the
@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient
 import tablelog
 from tablelog.cli import cli
 from tablelog.commit import LogCommitRecord
-from tablelog.errors import LogDataLostError
+from tablelog.errors import LogDataLostError, MissingTopicError
 from tablelog.logs.filesystem.topic import partition_file_name
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
 from tablelog.verify import verify
@@ -79,6 +79,12 @@ def test_kafka_broker_restarted_on_memory_storage_is_reported_as_lost_data(
                                   options=options)
     _populate(table)
     tansu.restart()  # memory storage: every topic and record is gone
+    # A missing topic looks like a log option given wrong: readers say so, and do not read
+    # the table files in its place.
+    with pytest.raises(MissingTopicError, match="its log topic 'db.amnesia' does not exist"):
+        read_transactional(table)
+    with table.open_log() as log:  # as the table's next write does
+        log.ensure_topic()
     _assert_loss_is_reported(table, options, {0, 1})
 
 

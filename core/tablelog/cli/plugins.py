@@ -11,7 +11,7 @@ from rich.table import Table as RichTable
 from tablelog import registry
 from tablelog.cli.common import console
 from tablelog.errors import TablelogError
-from tablelog.options import option_docs
+from tablelog.options import DEFINES_TABLE, option_docs
 from tablelog.records import OptionSpec
 
 
@@ -32,13 +32,22 @@ def spec_default(spec: OptionSpec) -> str:
     return "—" if spec.default is None else spec.default
 
 
+def spec_meaning(spec: OptionSpec) -> str:
+    """What the option listings show as an option's meaning: its doc, and whether it
+    names the topic (each further stream's is its value with the stream's suffix) or
+    otherwise defines the table."""
+    if spec.names_topic:
+        return spec.doc + " **Names the topic** (the projection stream's is `<value>.projection`);" + DEFINES_TABLE
+    return spec.doc + (DEFINES_TABLE if spec.defines_table else "")
+
+
 def option_spec_table(specs: Iterable[OptionSpec]) -> str:
     """Markdown table of a log system's options: key, default (or "required"), secret, meaning."""
     lines = ["| key | default | secret | meaning |", "|---|---|---|---|"]
     for spec in specs:
         default = spec_default(spec)
         shown = default if default in ("required", "—") else f"`{default}`"
-        lines.append(f"| `{spec.key}` | {shown} | {'yes' if spec.secret else ''} | {spec.doc} |")
+        lines.append(f"| `{spec.key}` | {shown} | {'yes' if spec.secret else ''} | {spec_meaning(spec)} |")
     return "\n".join(lines)
 
 
@@ -91,5 +100,5 @@ def options_command(markdown: bool, log_systems: tuple[str, ...]) -> None:
             continue
         system_table = RichTable("key", "default", "secret", "meaning", title=escape(title))
         for spec in specs:
-            system_table.add_row(spec.key, spec_default(spec), "yes" if spec.secret else "", spec.doc)
+            system_table.add_row(spec.key, spec_default(spec), "yes" if spec.secret else "", spec_meaning(spec))
         console.print(system_table)

@@ -12,16 +12,25 @@ newer rows into it as well.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from tablelog import arrow_records
-from tablelog.errors import LogDataLostError, PositionOutOfRangeError, TopicError
+from tablelog.errors import (
+    LogDataLostError,
+    LogSystemError,
+    MissingTopicError,
+    PositionOutOfRangeError,
+    TopicError,
+)
 from tablelog.formats import RecordCodec
 from tablelog.reading.decode import Change, Decoder
 from tablelog.reading.gc_pause import batch_guard
+from tablelog.reading.missing_topic import missing_topic_error, topic_is_missing
 from tablelog.records import FetchResult, ValuesResult
 
 if TYPE_CHECKING:
@@ -44,6 +53,8 @@ class ReadContext:
         self.table = table
         #: Whether committed changes the log lost are read from the table files instead.
         self.changes_from_table = changes_from_table
+        #: Whether it did so (it is logged once).
+        self.read_from_table = False
         self.options = options
         self.pinned = schema_id is not None
         self.columns = columns
@@ -171,9 +182,12 @@ class ReadContext:
                         return result
                 end = log.end_positions([partition]).get(partition, 0)
             except PositionOutOfRangeError as err:
+                self.check_topic_exists(err)
                 raise self.lost(partition, pos, hi, f"the log no longer holds them ({err})") from err
             except TopicError as err:
-                # The topic or partition is gone (deleted, or a broker that lost its storage).
+                self.check_topic_exists(err)
+                # The table topic is there: a partition of it, or the projection stream, is gone
+                # (deleted, or a broker that lost its storage).
                 raise self.lost(partition, pos, hi, f"the log no longer has them ({err})") from err
             if end <= pos:
                 raise self.lost(partition, pos, hi, f"the log ends at position {end}")
@@ -182,6 +196,26 @@ class ReadContext:
                     partition, pos, hi,
                     f"the log did not return them within log.fetch-timeout-ms={self.options.log_fetch_timeout_ms}",
                 )
+
+    def check_topic_exists(self, err: LogSystemError) -> None:
+        """Raise :class:`~tablelog.errors.MissingTopicError` when ``err`` (a missing topic or
+        partition, a position the log does not have) came from reading a table whose topic
+        does not exist (:mod:`tablelog.reading.missing_topic`): before a reader takes
+        what the log lost from the table files, and before such an error leaves it."""
+        if isinstance(err, MissingTopicError):
+            raise err
+        if topic_is_missing(self.log):
+            raise missing_topic_error(self.table, err) from err
+
+    @contextlib.contextmanager
+    def topic_checked(self) -> Iterator[None]:
+        """A ``TopicError`` or ``PositionOutOfRangeError`` raised inside becomes a
+        ``MissingTopicError`` when the table topic does not exist."""
+        try:
+            yield
+        except (TopicError, PositionOutOfRangeError) as err:
+            self.check_topic_exists(err)
+            raise
 
     def lost(self, partition: int, first: int, last: int, detail: str) -> LogDataLostError:
         topic = self.table.projection_log_config().topic if self.projecting else self.table.topic

@@ -126,6 +126,7 @@ class EventualRead:
         position come from the table files (:mod:`tablelog.reading.lost_range`), and the
         reader goes on in the log from there."""
         context = self._context
+        context.check_topic_exists(err)  # a missing topic is not lost records
         earliest = context.log.seek(partition, SeekSpec.earliest())
         lost = context.lost(partition, pos, max(pos, earliest - 1), f"the log no longer holds them ({err})")
         if not context.changes_from_table or earliest <= pos:

@@ -182,7 +182,8 @@ class ChangelogReader:
         is read again by the next poll, never skipped."""
         saved = attrs.evolve(position, offsets=dict(position.offsets), horizon=dict(position.horizon))
         try:
-            yield
+            with self._context.topic_checked():
+                yield
         except BaseException:
             for field in attrs.fields(ReaderPosition):
                 setattr(position, field.name, getattr(saved, field.name))
@@ -237,7 +238,8 @@ class ChangelogReader:
 
     def _ensure_position(self) -> ReaderPosition:
         if self._position is None:
-            self._position = initial_position(self._context)
+            with self._context.topic_checked():
+                self._position = initial_position(self._context)
         return self._position
 
     def _ready_position(self) -> ReaderPosition:
@@ -246,7 +248,8 @@ class ChangelogReader:
         position = self._ensure_position()
         if not self._ends_checked:
             self._ends_checked = True
-            check_ends(self._context, position)
+            with self._context.topic_checked():
+                check_ends(self._context, position)
         return position
 
 

@@ -41,6 +41,13 @@ def changes_from_table(
     not known how many); see :func:`not_yet_returned`."""
     table = context.table
     first, last = min(r.first for r in ranges), max(r.last for r in ranges)
+    if not context.read_from_table:  # once per reader: it may be a log option pointing elsewhere
+        context.read_from_table = True
+        log.warning(
+            "table %r: the log does not have the records snapshot %d committed to partition %d (%s); "
+            "this reader reads such changes from the table files (logged once per reader)",
+            table.identifier, snapshot_id, partition, lost_reason(lost),
+        )
     delta = table.store.read_delta(snapshot_id, [partition])
     if delta is None:
         raise context.lost(

@@ -25,6 +25,7 @@ from tablelog.records import SeekSpec
 from tablelog.store import AddColumn, RenameColumn
 from tablelog.table import Table, create_table
 from tablelog.testing.scenarios import LogSystemFixtures
+from tablelog.topic_owners import topic_option
 from tablelog.verify import verify
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()), ("note", pa.string())])
@@ -128,6 +129,24 @@ class ProjectionScenarios(LogSystemFixtures):
         assert fetched.by_topic[main] == 0 and fetched.by_topic[side] > 0
         assert ids(read(table)) == Counter(range(300))
         assert fetched.by_topic[main] > 3 * fetched.by_topic[side]
+
+    def test_the_projection_stream_has_storage_of_its_own_when_the_option_naming_the_topic_is_given(
+        self, warehouse: str, log_options: dict[str, str]
+    ) -> None:
+        # The option is the one the plugin declares with OptionSpec(names_topic=True), else
+        # <system>.topic: a plugin whose storage follows an option not declared so puts the
+        # projection's records among the table topic's.
+        topic = f"tl_named_{uuid.uuid4().hex[:10]}"
+        options = {**log_options, topic_option(log_options["log.system"]): topic, "log.format": "arrow",
+                   "log.arrow.projection": PROJECTION}
+        table = create_table(warehouse, f"db.p_{uuid.uuid4().hex[:10]}", SCHEMA, primary_key=["id"], bucket=2,
+                             options=options)
+        assert table.topic == topic
+        self._commit(table, 1, rows())
+        assert projection_rows(table) == Counter(range(ROWS))  # the projection's records, and no others
+        with table.reader(consistency="eventual", scan_mode="earliest") as reader:  # the table topic's records
+            assert ids(reader.read_all(idle_timeout_s=0.5)) == Counter(range(ROWS))
+        assert ids(read(table, columns=[PROJECTION])) == Counter(range(ROWS))
 
     def test_attempts_dying_after_producing_to_both_streams_are_never_returned(self, table: Table) -> None:
         self._commit(table, 1, rows(), attempts=3)

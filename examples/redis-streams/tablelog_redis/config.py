@@ -64,7 +64,9 @@ def option_specs() -> list[OptionSpec]:
             "`unix:///path/redis.sock?db=0`. Without a password: give it as `redis.password`.",
             required=True,
         ),
-        OptionSpec(p + TOPIC, "Topic; partition n is the stream `<topic>:<n>`. Default: the table name."),
+        OptionSpec(
+            p + TOPIC, "Topic; partition n is the stream `<topic>:<n>`. Default: the table name.", names_topic=True
+        ),
         OptionSpec(p + PASSWORD, "Password (AUTH); never stored, logged or shown.", secret=True),
         OptionSpec(
             p + WAIT_REPLICAS,

@@ -123,7 +123,7 @@ def option_specs() -> list[OptionSpec]:
     p = PREFIX
     return [
         OptionSpec(p + BOOTSTRAP, "Kafka brokers to connect to, `host:port[,host:port...]`.", required=True),
-        OptionSpec(p + TOPIC, "Topic of the table's log; default derived from the table name."),
+        OptionSpec(p + TOPIC, "Topic of the table's log; default derived from the table name.", names_topic=True),
         OptionSpec(
             p + REPLICATION_FACTOR,
             "Replication factor of a topic tablelog creates; `-1` uses the broker's default.",

@@ -136,6 +136,7 @@ def option_specs() -> list[OptionSpec]:
             required=k.required,
             default=k.default,
             secret=is_secret(k.key),
+            names_topic=k.key == "topic",
         )
         for k in _KEYS
     ]

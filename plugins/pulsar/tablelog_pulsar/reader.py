@@ -19,7 +19,8 @@ readers of all its partitions at once (:mod:`tablelog_pulsar.waiting`).
 throw-away subscription is created and removed) names the last *entry*; its
 batch index is -1 on pulsar-lite, so the last entry is read to find its last
 batch index. A topic with no message (pulsar-lite answers getLastMessageId with
-``UnknownError: Topic has no messages``) has end position 0.
+``UnknownError: Topic has no messages``) has end position 0, once the topic's record
+says that the topic exists (a missing topic looks the same to the broker).
 
 **Seek by time** scans from the earliest record to the end position and returns
 the first record whose timestamp (event time, else publish time) is >= the
@@ -49,7 +50,7 @@ from tablelog.plugin import (
     TopicError,
     ValuesResult,
 )
-from tablelog_pulsar import codec, positions, waiting
+from tablelog_pulsar import codec, positions, topics, waiting
 from tablelog_pulsar.config import PulsarConfig
 from tablelog_pulsar.failures import PulsarException, translate
 
@@ -86,6 +87,7 @@ class Reader:
         self._client = client
         self._open: dict[int, _Open] = {}
         self.stuck_turn = 0  # which silent reader a wait for records asks next whether it is stuck
+        self._topic_exists = False  # known once an empty-looking partition made us look
         self.operation_timeout_ms = int(config.client_kwargs.get("operation_timeout_seconds", 30)) * 1000
 
     # -- readers -------------------------------------------------------------------------
@@ -272,15 +274,31 @@ class Reader:
         self._check_partition(partition)
         last = self.last_message_id(partition)
         if last is None:
-            return 0
+            return self._end_of_empty(partition)
         ledger, entry, batch = int(last.ledger_id()), int(last.entry_id()), int(last.batch_index())
         if ledger < 0:
-            return 0
+            return self._end_of_empty(partition)
         if entry < 0:
             return positions.encode(ledger, 0, -1)  # ledger without entries yet
         if batch >= 0:
             return positions.encode(ledger, entry, batch) + 1
         return self._end_of_entry(partition, ledger, entry)
+
+    def _end_of_empty(self, partition: int) -> int:
+        """0, the end of a partition without messages, once the topic is known to exist: the
+        broker answers a missing topic as an empty one, so its record tells (see
+        :mod:`tablelog_pulsar.topics`); a missing topic is a ``TopicError``, never a made-up 0."""
+        if not self._topic_exists:
+            client = self._client()
+            if not topics.partitioned_count(self._config, client) and topics.recorded_partitions(
+                self._config, client, self.operation_timeout_ms
+            ) is None:
+                raise TopicError(
+                    f"pulsar: topic {self._config.topic!r} does not exist (no topic record on "
+                    f"{topics.meta_topic(self._config)!r})", topic=self._config.topic, partition=partition,
+                )
+            self._topic_exists = True
+        return 0
 
     def _end_of_entry(self, partition: int, ledger: int, entry: int) -> int:
         """Last position of entry (ledger, entry) + 1: read the entry's first message, whose

@@ -58,7 +58,8 @@ def option_specs() -> list[OptionSpec]:
             "Default: `<warehouse>/.tablelog/log`.",
         ),
         OptionSpec(
-            "filesystem.topic", "Topic (directory) name. Default: derived from the table name."
+            "filesystem.topic", "Topic (directory) name. Default: derived from the table name.",
+            names_topic=True,
         ),
         OptionSpec(
             "filesystem.segment-bytes",

@@ -16,6 +16,7 @@ from tablelog.testing.conformance.base import (
     ConformanceBase,
     new_token,
 )
+from tablelog.topic_owners import stream_config
 
 
 class TopicTests(ConformanceBase):
@@ -26,6 +27,28 @@ class TopicTests(ConformanceBase):
         assert all(spec.key.startswith(config.system + ".") for spec in specs), [
             s.key for s in specs
         ]
+
+    def test_end_positions_of_a_topic_that_does_not_exist_raise_a_topic_error(
+        self, log_config_factory: ConfigFactory, open_client: ClientOpener
+    ) -> None:
+        # How a reader tells a missing topic (a log option given wrong) from records the log lost.
+        client = open_client(log_config_factory())
+        with pytest.raises(TopicError):
+            client.end_positions([0])
+
+    def test_a_further_stream_of_the_table_is_stored_apart_from_its_topic(
+        self, config: LogConfig, open_client: ClientOpener
+    ) -> None:
+        # The projection stream's config: the topic, and the option naming it where given
+        # (OptionSpec(names_topic=True)), with a suffix. A plugin that takes its storage from
+        # an option it does not declare so would put both streams' records in one place.
+        main, side = open_client(config), open_client(stream_config(config, ".projection"))
+        main.ensure_topic()
+        side.ensure_topic()
+        self.produce(main, new_token(), 0, 3)
+        self.flush(main)
+        start = side.seek(0, SeekSpec.earliest())
+        assert side.fetch(0, start, 10, 0.2).records == [], "the further stream holds the topic's records"
 
     def test_ensure_topic_creates_requested_partitions(
         self, log_config_factory: ConfigFactory, open_client: ClientOpener
