@@ -29,7 +29,14 @@ from tablelog.reading.decode import Change
 from tablelog.reading.table_changes import changes_from_table
 from tablelog.records import ProducedRange
 
-_POLL_SLEEP_S = 0.01
+#: An idle reader looks for the next snapshot (one existence check of its file) this often
+#: at first; the longer it has been idle, the less often, up to the second figure (local
+#: warehouse) or the third (object store, where each look is a request). A snapshot
+#: found resets it.
+_IDLE_LOOK_S, _IDLE_LOOK_MAX_S, _IDLE_LOOK_MAX_OBJECT_STORE_S = 0.01, 0.1, 0.5
+#: While idle, whether snapshots expired under the reader is checked this often (several
+#: reads of hints and snapshots: not at every look).
+_EXPIRY_CHECK_S = 1.0
 
 #: Changes a fetch may ask for when a poll past its budget finishes a begun partition.
 _FINISHING_CHUNK = 10_000
@@ -57,6 +64,8 @@ class TransactionalRead:
         self._split_partitions = split_partitions
         self._records = CommittedRecords(context)
         self._counted_from_start = counted_from_start
+        self._idle_since: float | None = None  # when the reader last found no next snapshot
+        self._expiry_checked = 0.0
 
     def poll(self, position: ReaderPosition, budget: int, timeout_s: float) -> list[Change]:
         return self._poll(position, budget, timeout_s, Batch(arrow=False)).in_schema(self._context).to_changes()
@@ -73,11 +82,15 @@ class TransactionalRead:
                 break
             snapshot = store.snapshot(position.snapshot + 1)
             if snapshot is None:
-                self._check_not_expired(position.snapshot + 1)
-                if out or time.monotonic() >= deadline:
+                now = time.monotonic()
+                if now - self._expiry_checked >= _EXPIRY_CHECK_S:
+                    self._check_not_expired(position.snapshot + 1)
+                    self._expiry_checked = now
+                if out or now >= deadline:
                     break
-                time.sleep(_POLL_SLEEP_S)
+                time.sleep(min(self._idle_look_s(now), max(0.0, deadline - now)))
                 continue
+            self._idle_since = None
             record = LogCommitRecord.from_properties(snapshot.properties)
             if record is None or not record.ranges:
                 self._advance(position, snapshot.id)
@@ -115,6 +128,14 @@ class TransactionalRead:
             self._records.stream_changed()
         self._context.projecting = projecting
         return projecting
+
+    def _idle_look_s(self, now: float) -> float:
+        """How long to wait before looking for the next snapshot again: a tenth of how
+        long the reader has been idle, within the bounds above."""
+        if self._idle_since is None:
+            self._idle_since = now
+        cap = _IDLE_LOOK_MAX_OBJECT_STORE_S if self._context.table.store.on_object_store else _IDLE_LOOK_MAX_S
+        return min(cap, max(_IDLE_LOOK_S, (now - self._idle_since) / 10))
 
     def _check_not_expired(self, snapshot_id: int) -> None:
         table = self._context.table
