@@ -14,9 +14,9 @@ import pyarrow as pa
 import tablelog
 from tablelog.commit import WriteReceipt
 from tablelog.log_pool import LogPool
-from tablelog.routing import partition_order
 from tablelog.table import Table
-from tablelog.writer import WriteTask
+from tablelog.writing.routing import partition_order
+from tablelog.writing.writer import WriteTask
 
 #: Rows per Arrow batch handed to the writer (what a Spark task hands over per Arrow batch).
 ARROW_BATCH = 10_000
@@ -135,7 +135,7 @@ def write_full(table: Table, parts: Sequence[pa.Table], commit: bool = True) -> 
 
 def encoded_records(table: Table, rows: pa.Table) -> dict[int, tuple[list[bytes | None], list[bytes]]]:
     """The exact keys and values tablelog writes, per partition: what the raw clients send."""
-    from tablelog import inputs
+    from tablelog.writing import inputs
 
     arrow, kinds = inputs.prepare(rows, table.schema, table.primary_key)
     encoded = table.codec.encode(arrow, kinds, int(time.time() * 1000))

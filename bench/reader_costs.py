@@ -28,7 +28,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog import registry
-from tablelog.formats import RecordCodec
+from tablelog.formats.codec import RecordCodec
 from tablelog.options import LogFormat
 from tablelog.reading import Change
 from tablelog.records import RowKind

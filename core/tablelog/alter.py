@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from tablelog.definition import check_columns
 from tablelog.errors import SchemaChangeError
-from tablelog.formats import check_loggable
+from tablelog.formats.codec import check_loggable
 from tablelog.options import fixed_option_keys
 from tablelog.store import (
     AddColumn,

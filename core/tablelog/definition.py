@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from tablelog import registry
 from tablelog.errors import OptionError, SchemaMismatchError
-from tablelog.formats import KIND_COLUMN, SCHEMA_FIELD
+from tablelog.formats.codec import KIND_COLUMN, SCHEMA_FIELD
 from tablelog.options import TableOptions, fixed_option_keys
 from tablelog.redaction import shown_value
 from tablelog.store import (

@@ -19,7 +19,8 @@ from tablelog.commit import committer, compaction, history
 from tablelog.commit.compaction import CompactionResult
 from tablelog.commit.record import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, SchemaChangeError
-from tablelog.formats import RecordCodec
+from tablelog.formats.codec import RecordCodec
+from tablelog.formats.projection import TOPIC_SUFFIX, check_projection, projected_columns
 from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_prefix
 from tablelog.options import (
     ChangelogMode,
@@ -29,7 +30,6 @@ from tablelog.options import (
     split_system_options,
     split_warehouse_options,
 )
-from tablelog.projection import TOPIC_SUFFIX, check_projection, projected_columns
 from tablelog.records import LogConfig
 from tablelog.store import (
     PaimonTable,
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from tablelog.positions import ReaderPosition
     from tablelog.reading import ChangelogReader
     from tablelog.registry import LogClient
-    from tablelog.writer import Writer, WriteTask
+    from tablelog.writing.writer import Writer, WriteTask
 
 
 def _parse(
@@ -330,7 +330,7 @@ class Table:
     @property
     def projection(self) -> tuple[str, ...]:
         """The columns of the log's projection stream, the key's among them, in schema
-        order; empty when the table has none (:mod:`tablelog.projection`)."""
+        order; empty when the table has none (:mod:`tablelog.formats.projection`)."""
         named = self.options.log_arrow_projection
         if not named:
             return ()
@@ -346,7 +346,7 @@ class Table:
     # -- writing ---------------------------------------------------------------
 
     def writer(self, writer_id: str | None = None) -> Writer:
-        from tablelog.writer import Writer
+        from tablelog.writing.writer import Writer
 
         return Writer(self, writer_id)
 
@@ -355,7 +355,7 @@ class Table:
     ) -> WriteTask:
         """One write attempt; ``log_pool`` lends it an open log connection (see
         :mod:`tablelog.log_pool`), for processes that run many short tasks."""
-        from tablelog.writer import WriteTask
+        from tablelog.writing.writer import WriteTask
 
         return WriteTask(self, writer_id, commit_identifier, task, log_pool=log_pool)
 

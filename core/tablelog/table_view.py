@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tablelog.formats import RecordCodec
+    from tablelog.formats.codec import RecordCodec
     from tablelog.options import ChangelogMode, TableOptions
     from tablelog.records import LogConfig
     from tablelog.registry import LogClient

@@ -1,5 +1,5 @@
 """``log.format = arrow``: a log record holds an Arrow IPC stream of a batch of one
-partition's changes (see :mod:`tablelog.arrow_records`), on the built-in file log."""
+partition's changes (see :mod:`tablelog.formats.arrow`), on the built-in file log."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 import tablelog
 from tablelog import AddColumn, Normalizer, RenameColumn
-from tablelog.arrow_records import FORMAT_VERSION_KEY, SCHEMA_ID_KEY, encode_records
 from tablelog.cli import cli
 from tablelog.commit.record import new_token
 from tablelog.errors import ForeignRecordError, OptionError, SchemaMismatchError
+from tablelog.formats.arrow import FORMAT_VERSION_KEY, SCHEMA_ID_KEY, encode_records
 from tablelog.options import ArrowCompression
 from tablelog.records import ProduceBatch, RowKind
 from tablelog.table import Table

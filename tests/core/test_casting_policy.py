@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.casting import Verdict, verdict
 from tablelog.errors import SchemaMismatchError
+from tablelog.writing.casting import Verdict, verdict
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), nullable=False), ("name", pa.string()), ("tiny", pa.int8()),

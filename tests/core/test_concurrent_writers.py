@@ -38,7 +38,7 @@ def test_two_processes_committing_concurrently_both_land_and_readers_see_each_re
     rows = table.rows().to_pylist()
     assert Counter(r["writer"] for r in rows) == {"writer-a": COMMITS * ROWS, "writer-b": COMMITS * ROWS}
     writers = Counter(
-        s.properties["tablelog.writer"] for s in table.snapshots() if "tablelog.writer" in s.properties
+        s.properties["tablelog.writing.writer"] for s in table.snapshots() if "tablelog.writing.writer" in s.properties
     )
     assert writers == {"writer-a": COMMITS, "writer-b": COMMITS}
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:

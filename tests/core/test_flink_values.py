@@ -36,7 +36,7 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.formats import RecordCodec
+from tablelog.formats.codec import RecordCodec
 from tablelog.options import LogFormat
 from tablelog.records import ProduceBatch, RowKind
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from tablelog.errors import SchemaMismatchError
-from tablelog.formats import RecordCodec
+from tablelog.formats.codec import RecordCodec
 from tablelog.options import LogFormat
 from tablelog.records import RowKind
 

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog.formats import RecordCodec
+from tablelog.formats.codec import RecordCodec
 from tablelog.table import Table, create_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

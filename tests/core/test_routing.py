@@ -6,8 +6,8 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.routing import partition_order
 from tablelog.store import PaimonTable
+from tablelog.writing.routing import partition_order
 
 
 def route_rows(store: PaimonTable, data: pa.Table) -> list[tuple[int, list[int]]]:

@@ -20,7 +20,7 @@ import pytest
 
 import tablelog
 from tablelog.errors import SchemaMismatchError
-from tablelog.formats import RecordCodec
+from tablelog.formats.codec import RecordCodec
 from tablelog.options import LogFormat
 from tablelog.records import RowKind
 from tablelog.row_equality import row_items

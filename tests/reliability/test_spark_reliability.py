@@ -62,7 +62,7 @@ def test_two_streaming_queries_writing_one_table_at_once_both_land_and_each_chan
     table = tablelog.open_table(str(warehouse), "db.shared")
     expected = Counter([*range(200), *range(10_000, 10_200)])
     assert Counter(r["id"] for r in table.rows().to_pylist()) == expected
-    writers = Counter(s.properties.get("tablelog.writer") for s in table.snapshots())
+    writers = Counter(s.properties.get("tablelog.writing.writer") for s in table.snapshots())
     assert len(writers) == 2 and sorted(writers.values()) == [2, 2]  # two micro-batches per query
     changes = collect_stream(spark.readStream.format("tablelog").option("warehouse", str(warehouse))
                              .option("table", "db.shared").option("scan.mode", "earliest").load(),

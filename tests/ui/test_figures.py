@@ -64,7 +64,7 @@ def test_a_commit_records_when_it_began_and_its_latency_is_measured_to_the_snaps
 
 
 def test_a_snapshot_of_an_older_version_has_no_commit_latency() -> None:
-    properties = {"tablelog.version": "1", "tablelog.writer": "w", "tablelog.commit-identifier": "1"}
+    properties = {"tablelog.version": "1", "tablelog.writing.writer": "w", "tablelog.commit-identifier": "1"}
     record = LogCommitRecord.from_properties(properties)
     assert record is not None and record.commit_started_ms is None
     assert commit_latency_ms(snapshot(1, 1_000), record) is None

@@ -22,7 +22,7 @@ from tablelog.records import ProducedRange
 
 FORMAT_VERSION = "1"
 P_VERSION = "tablelog.version"
-P_WRITER = "tablelog.writer"
+P_WRITER = "tablelog.writing.writer"
 P_COMMIT = "tablelog.commit-identifier"
 P_SYSTEM = "tablelog.log.system"
 P_TOPIC = "tablelog.log.topic"
@@ -31,7 +31,7 @@ P_RANGES = "tablelog.log.ranges"
 # Indices into the ranges of those the log system reported contiguous; a property of
 # its own, so that the ranges keep the format every reader understands.
 P_CONTIGUOUS = "tablelog.log.contiguous-ranges"
-# The projection stream's part (tablelog.projection): its topic, columns and ranges.
+# The projection stream's part (tablelog.formats.projection): its topic, columns and ranges.
 P_PROJECTION = "tablelog.log.projection"
 # When the committer began (epoch ms): with the snapshot's own time, the commit's latency.
 P_COMMIT_STARTED = "tablelog.commit.started-ms"
@@ -57,7 +57,7 @@ def _ranges_of(encoded: Sequence[Sequence[Any]], contiguous: set[int]) -> tuple[
 
 @attrs.frozen
 class LogProjection:
-    """Where a snapshot's records of the log's projection stream are (:mod:`tablelog.projection`)."""
+    """Where a snapshot's records of the log's projection stream are (:mod:`tablelog.formats.projection`)."""
 
     topic: str
     #: Its columns (the key's among them), by name in the schema the snapshot was written with.
@@ -156,7 +156,7 @@ class WriteReceipt:
     rows: int
     ranges: tuple[ProducedRange, ...]
     paimon_messages: Sequence[Any] = attrs.field(repr=False)
-    #: Where its records of the log's projection stream landed (:mod:`tablelog.projection`).
+    #: Where its records of the log's projection stream landed (:mod:`tablelog.formats.projection`).
     projection_ranges: tuple[ProducedRange, ...] = ()
 
 

@@ -71,7 +71,7 @@ _walked_lock = threading.Lock()
 def needed_positions(store: PaimonTable, *, projection: bool = False) -> dict[int, int]:
     """Per partition, the earliest log position a retained snapshot needs (partitions no
     retained snapshot has committed to are absent: nothing there may be deleted).
-    ``projection``: of the log's projection stream (:mod:`tablelog.projection`)."""
+    ``projection``: of the log's projection stream (:mod:`tablelog.formats.projection`)."""
     return _needs(store)[1 if projection else 0]
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from tablelog.formats import KIND_COLUMN
+from tablelog.formats.codec import KIND_COLUMN
 from tablelog.reading.decode import Change, remap_changes
 
 if TYPE_CHECKING:

@@ -63,7 +63,7 @@ class CommittedRecords:
         self.counts.clear()
 
     def stream_changed(self) -> None:
-        """The next snapshot is read from the other stream (:mod:`tablelog.projection`):
+        """The next snapshot is read from the other stream (:mod:`tablelog.formats.projection`):
         check each partition's first record there again."""
         self._checked_partitions.clear()
 

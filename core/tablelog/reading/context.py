@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from tablelog import arrow_records
 from tablelog.errors import (
     LogDataLostError,
     LogSystemError,
@@ -27,7 +26,8 @@ from tablelog.errors import (
     PositionOutOfRangeError,
     TopicError,
 )
-from tablelog.formats import RecordCodec
+from tablelog.formats import arrow as arrow_records
+from tablelog.formats.codec import RecordCodec
 from tablelog.reading.decode import Change, Decoder
 from tablelog.reading.gc_pause import batch_guard
 from tablelog.reading.missing_topic import missing_topic_error, topic_is_missing
@@ -76,7 +76,7 @@ class ReadContext:
         self.building_batch = batch_guard(options.log_reader_pause_gc)
         self._log: LogClient | None = None
         #: Whether the snapshot being read comes from the log's projection stream
-        #: (:mod:`tablelog.projection`); set by the transactional read.
+        #: (:mod:`tablelog.formats.projection`); set by the transactional read.
         self.projecting = False
         self._projection_log: LogClient | None = None
         self._layout: tuple[RecordCodec, pa.Schema] | None = None

@@ -8,7 +8,7 @@ one of this table's rows is a *foreign record*: it fails the read
 counted (``skip``). A value written under another schema than the reader's is mapped
 into the reader's (a newer one first moves the reader to it: see
 :mod:`tablelog.reading.context`). A value of the ``arrow`` format holds a batch of rows:
-every change it decodes to has its position (:mod:`tablelog.arrow_records`).
+every change it decodes to has its position (:mod:`tablelog.formats.arrow`).
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import pyarrow as pa
 
-from tablelog import arrow_records
 from tablelog.errors import ForeignRecordError
-from tablelog.formats import OtherSchema
-from tablelog.formats import schema_id as checked_schema_id
+from tablelog.formats import arrow as arrow_records
+from tablelog.formats.codec import OtherSchema
+from tablelog.formats.codec import schema_id as checked_schema_id
 from tablelog.options import ForeignRecords
 from tablelog.records import RowKind
 
 if TYPE_CHECKING:
-    from tablelog.formats import RecordCodec
+    from tablelog.formats.codec import RecordCodec
     from tablelog.options import TableOptions
     from tablelog.store import SchemaMapping
     from tablelog.table_view import TableView

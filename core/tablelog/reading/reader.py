@@ -16,7 +16,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.errors import OptionError
-from tablelog.formats import KIND_COLUMN
+from tablelog.formats.codec import KIND_COLUMN
 from tablelog.options import Consistency, ScanMode, TableOptions
 from tablelog.positions import ReaderPosition
 from tablelog.reading.consumer import ConsumerProgress

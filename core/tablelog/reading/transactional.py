@@ -20,8 +20,8 @@ import pyarrow as pa
 
 from tablelog.commit.record import LogCommitRecord
 from tablelog.errors import LogDataLostError, TablelogError
+from tablelog.formats.projection import reads_projection
 from tablelog.positions import ReaderPosition
-from tablelog.projection import reads_projection
 from tablelog.reading.batch import Batch
 from tablelog.reading.committed import CommittedRecords, dense
 from tablelog.reading.context import ReadContext
@@ -117,7 +117,7 @@ class TransactionalRead:
 
     def _choose_stream(self, position: ReaderPosition, record: LogCommitRecord) -> bool:
         """Whether the snapshot is read from the projection stream (see
-        :mod:`tablelog.projection`): it recorded one that holds every column the reader
+        :mod:`tablelog.formats.projection`): it recorded one that holds every column the reader
         returns, and the reader starts it at its beginning. A position inside a snapshot
         is always one of the table topic: a projected snapshot is read whole in one poll."""
         projecting = (

@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tablelog.formats import KIND_COLUMN
+from tablelog.formats.codec import KIND_COLUMN
 from tablelog.records import RowKind
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Spark <-> Arrow schemas, and the driver-side check that a DataFrame fits a table.
 
-The check applies the casting policy of :mod:`tablelog.casting` (the one the Python
+The check applies the casting policy of :mod:`tablelog.writing.casting` (the one the Python
 API applies): a conversion that is never made fails here; one checked value by value
 fails the task that meets a value that does not fit, before it produces anything.
 The check runs in the writer factory on the driver (Spark hands ``DataSource.writer``
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from tablelog.casting import Verdict, refusal_hint, verdict
 from tablelog.errors import SchemaMismatchError
-from tablelog.formats import KIND_COLUMN
-from tablelog.inputs import fillable
+from tablelog.formats.codec import KIND_COLUMN
+from tablelog.writing.casting import Verdict, refusal_hint, verdict
+from tablelog.writing.inputs import fillable
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -55,7 +55,7 @@ def check_write_schema(
 ) -> None:
     """Raise :class:`SchemaMismatchError` naming every column that does not fit. A nullable
     non-key column the DataFrame lacks is written as null (unless it has unknown columns:
-    see :func:`tablelog.inputs.fillable`)."""
+    see :func:`tablelog.writing.inputs.fillable`)."""
     problems = []
     if KIND_COLUMN in data_schema.names:
         kind_type = data_schema.field(KIND_COLUMN).type

@@ -6,7 +6,7 @@ add the DataFrame's extra columns to the table first). Anything wrong fails here
 before a task runs, so nothing reaches the log or the table.
 
 Executors (:func:`write_partition`): each task attempt opens a
-:class:`~tablelog.writer.WriteTask` (a writer token of its own), writes the Arrow
+:class:`~tablelog.writing.writer.WriteTask` (a writer token of its own), writes the Arrow
 batches, and ``finish()`` makes its records durable; the receipt is the commit message.
 The log connection comes from the worker process's :func:`~tablelog.log_pool.shared_pool`
 (PySpark reuses its Python workers across tasks): only a task that finished cleanly

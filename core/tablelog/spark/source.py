@@ -36,7 +36,7 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from tablelog.commit.history import log_commits
 from tablelog.errors import OptionError, TablelogError
-from tablelog.formats import KIND_COLUMN
+from tablelog.formats.codec import KIND_COLUMN
 from tablelog.options import Consistency
 from tablelog.positions import ReaderPosition, check_not_past_ends
 from tablelog.reading.reader import selected_columns

@@ -30,7 +30,7 @@ class WriterLease:
     token: str
     #: Per partition of the table topic, the log's end before the attempt's first produce.
     topic: Mapping[int, int]
-    #: The same of the projection stream (:mod:`tablelog.projection`), when the table has one.
+    #: The same of the projection stream (:mod:`tablelog.formats.projection`), when the table has one.
     projection: Mapping[int, int] = attrs.field(factory=dict)
     #: When the lease was last written (epoch millis; None when the store does not say).
     modified_millis: int | None = None

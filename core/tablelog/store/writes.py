@@ -11,7 +11,7 @@ from typing import Any
 
 from tablelog.store.pypaimon_internals import with_commit_user
 
-log = logging.getLogger("tablelog.writer")
+log = logging.getLogger("tablelog.writing.writer")
 
 _TORN_LATEST_HINT = re.compile(r"Snapshot \d+ does not exist\.?")
 

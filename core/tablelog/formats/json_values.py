@@ -26,7 +26,7 @@ timestamp           ``"2024-01-02 03:04:05.123456"``; with a time    epoch micro
 ==================  ===============================================  ======================
 
 The older encodings in the last column are those of Debezium's connectors, which
-tablelog wrote before; :mod:`tablelog.json_times` has the rules of the text of times.
+tablelog wrote before; :mod:`tablelog.formats.json_times` has the rules of the text of times.
 Only these types can be columns of a table: pypaimon refuses unsigned integers,
 half floats, ``date64`` and large binary (BLOB), and the log has no encoding for
 nested or other types, so :func:`json_type` names them all at create time.
@@ -44,8 +44,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablelog import json_times
 from tablelog.errors import SchemaMismatchError
+from tablelog.formats import json_times
 
 #: What a table column may be, for error messages.
 SUPPORTED_TYPES = (

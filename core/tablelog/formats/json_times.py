@@ -56,7 +56,7 @@ def _pattern(data_type: pa.DataType) -> str:
 
 def to_text(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     """A date, time or timestamp column as the text Flink writes (see the module docstring).
-    Values finer than a microsecond are refused before (:func:`tablelog.json_values.unloggable_value`)."""
+    Values finer than a microsecond are refused before (:func:`tablelog.formats.json_values.unloggable_value`)."""
     data_type = column.type
     if pa.types.is_date32(data_type):
         return pc.cast(column, pa.string())

@@ -9,17 +9,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablelog.casting import Verdict, cast_column, verdict
 from tablelog.errors import SchemaMismatchError
-from tablelog.formats import KIND_COLUMN
+from tablelog.formats.codec import KIND_COLUMN
 from tablelog.records import RowKind
+from tablelog.writing.casting import Verdict, cast_column, verdict
 
 _KIND_VALUES = {k.value: k for k in RowKind}
 
 
 def to_arrow(data: Any, where: str = "") -> pa.Table:
     """``data`` as an Arrow table with the types its values have (cast later, by
-    :mod:`tablelog.casting`); a column whose values do not make one Arrow type is an
+    :mod:`tablelog.writing.casting`); a column whose values do not make one Arrow type is an
     error naming the column and the row."""
     if isinstance(data, pa.Table):
         return data

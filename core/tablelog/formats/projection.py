@@ -10,7 +10,7 @@ What it is:
 
 * Topic ``<topic>.projection``, with the table topic's partitions; bucket b still goes
   to partition b.
-* Its records are ``arrow`` records (:mod:`tablelog.arrow_records`) of ``_kind``, the
+* Its records are ``arrow`` records (:mod:`tablelog.formats.arrow`) of ``_kind``, the
   key columns and the projection's columns, in the table schema's order, written by
   the same write attempt under the same writer token, with sequence numbers of their own.
 * A snapshot records the projection's ranges beside the table topic's

@@ -19,17 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from tablelog import inputs
-from tablelog.arrow_records import kind_array
 from tablelog.commit import committer, history
 from tablelog.commit.leases import AttemptLease
 from tablelog.commit.record import CommitResult, WriteReceipt, new_token
 from tablelog.errors import SchemaMismatchError
+from tablelog.formats.arrow import kind_array
 from tablelog.log_pool import LogPool, release
 from tablelog.options import ChangelogMode
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
-from tablelog.routing import partition_order
 from tablelog.store import KIND_FIELD
+from tablelog.writing import inputs
+from tablelog.writing.routing import partition_order
 
 if TYPE_CHECKING:
     from tablelog.registry import LogClient
@@ -59,7 +59,7 @@ class WriteTask:
         self._seq: dict[int, int] = defaultdict(int)
         self._projection_seq: dict[int, int] = defaultdict(int)
         self._log: LogClient | None = None
-        #: The log's projection stream (:mod:`tablelog.projection`), when the table has one.
+        #: The log's projection stream (:mod:`tablelog.formats.projection`), when the table has one.
         self._projection_log: LogClient | None = None
         self._log_pool = log_pool
         self._paimon_write: Any = None  # a TableWrite, opened on first use

@@ -21,9 +21,9 @@ for ``+U``, only ``before`` for ``-U``; no ``_kind``).
 ``json`` values are the row itself with its row kind in ``"_kind"`` and its schema id
 in ``"_schema"``. Keys are the
 primary key as a JSON object (``{"id": 7}``); tables without one have no key.
-How each column type is written is :mod:`tablelog.json_values`.
+How each column type is written is :mod:`tablelog.formats.json_values`.
 
-``arrow`` values hold a batch of rows each: :mod:`tablelog.arrow_records`, which the
+``arrow`` values hold a batch of rows each: :mod:`tablelog.formats.arrow`, which the
 codec delegates to (:attr:`RecordCodec.batched`).
 """
 
@@ -40,10 +40,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from tablelog import arrow_records
 from tablelog.errors import SchemaMismatchError
-from tablelog.json_rows import json_objects, value_texts
-from tablelog.json_values import (
+from tablelog.formats import arrow as arrow_records
+from tablelog.formats.json_rows import json_objects, value_texts
+from tablelog.formats.json_values import (
     float_from_json,
     from_json_arrow,
     is_float,
@@ -141,7 +141,7 @@ class RecordCodec:
     def encode(self, data: pa.Table, kinds: Sequence[RowKind], timestamp_ms: int) -> Encoded:
         """Encode every row of ``data`` (already cast to the table schema), column-wise.
 
-        Polars builds the JSON of all rows in native code (:mod:`tablelog.json_rows`):
+        Polars builds the JSON of all rows in native code (:mod:`tablelog.formats.json_rows`):
         several times faster than a dumps call per row, which matters because encoding
         sits on the writer's hot path between Arrow and the log client. Polars is imported
         here, by writers only: readers (Spark's planner and tasks among them, a fresh
@@ -191,12 +191,12 @@ class RecordCodec:
         if self.batched:
             raise TypeError(
                 f"log.format={self.value_format.value} records hold batches of rows: use encode_batches "
-                "(writing) and tablelog.arrow_records (reading), not the per-row methods"
+                "(writing) and tablelog.formats.arrow (reading), not the per-row methods"
             )
 
     def encode_batches(self, data: pa.Table, kinds: Sequence[RowKind], limit: int) -> list[bytes]:
         """The rows of ``data`` (one partition's, in the table schema) as ``arrow``
-        records of at most ``limit`` bytes each (see :mod:`tablelog.arrow_records`)."""
+        records of at most ``limit`` bytes each (see :mod:`tablelog.formats.arrow`)."""
         return arrow_records.encode_records(
             data, kinds, schema_id=self.schema_id, compression=self.compression, limit=limit,
             primary_key=self.primary_key, table=self.table,

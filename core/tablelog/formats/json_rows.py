@@ -1,6 +1,6 @@
 """The JSON text of rows and keys, built column-wise in native code by polars.
 
-Polars' ``struct.json_encode`` writes most columns the way :mod:`tablelog.json_values`
+Polars' ``struct.json_encode`` writes most columns the way :mod:`tablelog.formats.json_values`
 says. Two kinds of value it does not: a decimal, which it quotes (the text of the
 number is written instead), and NaN or an infinity, which it writes as null (Jackson's
 ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` are written instead). Such columns are written
@@ -8,7 +8,7 @@ member by member with polars' string expressions, every other value of them with
 very text polars gives it: a value has one text whatever else its row or its write holds,
 so a key value is one record key (Kafka's log compaction merges its records).
 
-Polars is imported by writers only (see :meth:`tablelog.formats.RecordCodec.encode`).
+Polars is imported by writers only (see :meth:`tablelog.formats.codec.RecordCodec.encode`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablelog.json_values import is_float, written_as_number
+from tablelog.formats.json_values import is_float, written_as_number
 
 if TYPE_CHECKING:
     import polars as pl
