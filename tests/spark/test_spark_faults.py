@@ -1,10 +1,10 @@
-"""Test-only fault injection (the ``testing.*`` options) lives in one module with one hook
-point; the sink calls it once per stage and knows nothing else about it. And what a task
-attempt that dies after its flush leaves behind: its writer lease on the log."""
+"""Test-only fault injection (the ``testing.*`` options) lives in one data source,
+``tablelog-faults``, that wraps the sink's writers from the outside; the ``tablelog``
+format refuses those options. And what a task attempt that dies after its flush leaves
+behind: its writer lease on the log."""
 
 from __future__ import annotations
 
-import ast
 import time
 from collections import Counter
 from pathlib import Path
@@ -12,18 +12,22 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 import tablelog
 from tablelog.commit import WriteReceipt
-from tablelog.errors import OptionError
+from tablelog.errors import OptionError, TableNotFoundError
 from tablelog.records import ProducedRange
 from tablelog.spark import faults, sink
-from tablelog.spark.faults import InjectedFailure, Stage
-from tablelog.spark.options import SourceOptions
+from tablelog.spark.faults import InjectedFailure
+from tablelog.spark.sink import TaskAttempt
 
 
 class _Task:
     rows, token = 3, "tok-1"
+
+
+TASK: Any = _Task()  # what a WriteTask has written so far
 
 
 def _receipt() -> WriteReceipt:
@@ -31,51 +35,50 @@ def _receipt() -> WriteReceipt:
 
 
 def test_without_testing_options_no_stage_injects_anything() -> None:
-    for stage in Stage:
-        faults.at({}, stage, 1, 0, 0, _Task())
+    faults.mid_write({}, TaskAttempt(1, 0, 0), TASK)
+    faults.after_finish({}, TaskAttempt(1, 0, 0), _receipt())
+    faults.after_commit({}, 1)
 
 
 def test_fail_mid_write_fails_attempt_zero_of_the_named_batch_and_partition_only() -> None:
     testing = {"testing.fail-mid-write": "2:1"}
     with pytest.raises(InjectedFailure, match=r"testing.fail-mid-write: task attempt b2-p1-a0 fails after "
                        r"producing its first 3 row\(s\), before finish \(token tok-1\)"):
-        faults.at(testing, Stage.MID_WRITE, 2, 1, 0, _Task())
-    faults.at(testing, Stage.MID_WRITE, 2, 1, 1, _Task())  # the retry succeeds
-    faults.at(testing, Stage.MID_WRITE, 3, 1, 0, _Task())  # another micro-batch
-    faults.at(testing, Stage.MID_WRITE, 2, 0, 0, _Task())  # another partition
-    faults.at(testing, Stage.AFTER_FINISH, 2, 1, 0, _receipt())  # another stage
+        faults.mid_write(testing, TaskAttempt(2, 1, 0), TASK)
+    faults.mid_write(testing, TaskAttempt(2, 1, 1), TASK)  # the retry succeeds
+    faults.mid_write(testing, TaskAttempt(3, 1, 0), TASK)  # another micro-batch
+    faults.mid_write(testing, TaskAttempt(2, 0, 0), TASK)  # another partition
+    faults.after_finish(testing, TaskAttempt(2, 1, 0), _receipt())  # another stage
 
 
 def test_fail_after_finish_names_the_records_the_attempt_made_durable() -> None:
     with pytest.raises(InjectedFailure, match=r"testing.fail-after-finish: task attempt p0-a0 fails after "
                        r"producing 5 records \(token tok-2\)"):
-        faults.at({"testing.fail-after-finish": "0"}, Stage.AFTER_FINISH, None, 0, 0, _receipt())
+        faults.after_finish({"testing.fail-after-finish": "0"}, TaskAttempt(None, 0, 0), _receipt())
 
 
 def test_pause_after_commit_sleeps_after_the_named_micro_batch_only() -> None:
     testing = {"testing.pause-after-commit": "4:0.3"}
     start = time.monotonic()
-    faults.at(testing, Stage.AFTER_COMMIT, 3)
-    faults.at(testing, Stage.AFTER_COMMIT, None)
+    faults.after_commit(testing, 3)
+    faults.after_commit(testing, None)
     assert time.monotonic() - start < 0.2
-    faults.at(testing, Stage.AFTER_COMMIT, 4)
+    faults.after_commit(testing, 4)
     assert time.monotonic() - start >= 0.3
 
 
 def test_an_unknown_testing_option_is_refused_naming_the_known_ones() -> None:
     with pytest.raises(OptionError, match=r"unknown testing option\(s\) \['testing.fail-early'\]; known: "):
-        SourceOptions.parse({"warehouse": "/tmp/wh", "table": "db.t", "testing.fail-early": "1"})
+        faults.split_options({"warehouse": "/tmp/wh", "table": "db.t", "testing.fail-early": "1"})
 
 
-def test_the_sink_calls_the_fault_hook_once_per_stage_and_names_no_testing_option() -> None:
-    tree = ast.parse(Path(sink.__file__).read_text())
-    strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-    assert not [s for s in strings if "testing." in s]
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "faults.at"]
-    assert sorted(ast.unparse(c.args[1]) for c in calls) == [
-        "Stage.AFTER_COMMIT", "Stage.AFTER_FINISH", "Stage.MID_WRITE"
-    ]
-    assert not hasattr(sink, "InjectedFailure")
+def test_the_tablelog_format_refuses_testing_options_as_unknown_table_options(tmp_path: Path) -> None:
+    schema = StructType([StructField("id", LongType()), StructField("name", StringType())])
+    options = {"warehouse": str(tmp_path / "wh"), "table": "db.t", "testing.fail-after-finish": "0"}
+    with pytest.raises(OptionError, match=r"unknown option 'testing.fail-after-finish'"):
+        sink.plan_write(options, schema, overwrite=False, streaming=False)
+    with pytest.raises(TableNotFoundError):
+        tablelog.open_table(str(tmp_path / "wh"), "db.t")  # nothing was created
 
 
 def test_spark_write_tasks_hold_writer_leases_that_only_a_dead_attempt_leaves_behind(
@@ -85,7 +88,8 @@ def test_spark_write_tasks_hold_writer_leases_that_only_a_dead_attempt_leaves_be
     table = tablelog.create_table(str(tmp_path / "wh"), "db.t", schema, primary_key=["id"], bucket=2,
                                   options={"log.system": "filesystem", "filesystem.segment-bytes": "1"})
     df = spark.createDataFrame([(i, f"n{i}") for i in range(20)], "id long, name string")  # 2 slices: 0..9, 10..19
-    (df.write.format("tablelog").option("warehouse", str(tmp_path / "wh")).option("table", "db.t")
+    faults.register(spark)
+    (df.write.format(faults.FORMAT).option("warehouse", str(tmp_path / "wh")).option("table", "db.t")
      .option("testing.fail-after-finish", "0").mode("append").save())
     # The executors wrote a lease per attempt; the driver's commit removed those it committed.
     leases = list((Path(table.store.path) / "log-lease").glob("lease-*"))

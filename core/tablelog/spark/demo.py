@@ -1,6 +1,7 @@
 """The demo pipeline on Spark: a streaming write of inserts, updates and deletes into a
-tablelog table (one task attempt dies after producing and is retried), a streaming
-read of its changelog printed live, then verify.
+tablelog table (one task attempt dies after producing and is retried: the write goes
+through :mod:`tablelog.spark.faults`' source), a streaming read of its changelog printed
+live, then verify.
 
 Input is deterministic (the same generator as the pure-Python demo): one JSON file per
 writer task and micro-batch, read with ``maxFilesPerTrigger``.
@@ -66,6 +67,7 @@ def run_spark_demo(
 ) -> DemoResult:
     from pyspark.sql.streaming import StreamingQueryListener
 
+    from tablelog.spark import faults
     from tablelog.spark.session import local_session
 
     identifier = f"demo.orders_{int(time.time() * 1000)}"
@@ -83,6 +85,7 @@ def run_spark_demo(
     say(f"starting Spark ({master}) ...")
     started = time.monotonic()
     spark = local_session(master, "tablelog-demo", log_level="ERROR", logger_levels=_QUIET)
+    faults.register(spark)  # the write's source: tablelog's, with one task attempt made to fail
     say(f"Spark is up ({time.monotonic() - started:.1f}s)")
     lock = threading.Lock()
     seen: Counter[str] = Counter()
@@ -131,8 +134,8 @@ def run_spark_demo(
         say("streaming read started (transactional, scan.mode=latest-full)")
         writing = (spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", FILES_PER_BATCH)
                    .json(os.path.join(work, "input"))
-                   .writeStream.format("tablelog").option("warehouse", warehouse).option("table", identifier)
-                   .options(**options).option("testing.fail-after-finish", "1:0")
+                   .writeStream.format(faults.FORMAT).option("warehouse", warehouse).option("table", identifier)
+                   .options(**options).option(faults.FAIL_AFTER_FINISH, "1:0")
                    .option("checkpointLocation", os.path.join(work, "ck-write"))
                    .trigger(availableNow=True).start())
         writer_id.append(str(writing.id))

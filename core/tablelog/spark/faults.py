@@ -1,9 +1,17 @@
-"""Fault injection for tests and demos: the ``testing.*`` options of the Spark sink.
+"""Fault injection for tests and the demo: the data source ``tablelog-faults``.
 
-They make a task attempt or the driver fail (or wait) at a chosen stage of a write, so
-that the exactly-once scenarios (:mod:`tablelog.testing.spark_scenarios`) and the demo
-can show what a retry, a replay or a killed driver leaves behind. The sink knows none of
-this: it calls :func:`at` once per stage, which does nothing without ``testing.*`` options.
+It is the ``tablelog`` sink with a task attempt or the driver made to fail (or wait) at a
+chosen stage of a write, so that the exactly-once scenarios
+(:mod:`tablelog.testing.spark_scenarios`) and the demo can show what a retry, a replay
+or a killed driver leaves behind. It wraps the sink's writers from the outside: the
+sink does not know it exists, and the ``tablelog`` format refuses the ``testing.*``
+options below as unknown table options. (It is not in :mod:`tablelog.testing`, whose
+suites need pytest: the demo and the executors that unpickle these writers do not.)
+
+::
+
+    tablelog.spark.faults.register(spark)
+    df.writeStream.format("tablelog-faults").option("testing.fail-after-finish", "1:0")...
 
 * ``testing.fail-mid-write = "P"`` or ``"B:P"``: attempt 0 of partition P (in micro-batch
   B) raises after writing its first chunk, before ``finish()``: a task that dies with
@@ -22,16 +30,26 @@ this: it calls :func:`at` once per stage, which does nothing without ``testing.*
 
 from __future__ import annotations
 
-import enum
 import json
 import os
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
+from tablelog.commit.record import WriteReceipt
 from tablelog.errors import OptionError
+from tablelog.spark import sink
+from tablelog.spark.datasource import TablelogDataSource
+from tablelog.spark.sink import PartitionWrite, TablelogCommitMessage, TaskAttempt
 
-#: Options for tests and demos only: they make tasks or the driver fail on purpose.
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+    from tablelog.writer import WriteTask
+
+FORMAT = "tablelog-faults"
+
 TESTING_PREFIX = "testing."
 FAIL_MID_WRITE = "testing.fail-mid-write"
 FAIL_AFTER_FINISH = "testing.fail-after-finish"
@@ -45,77 +63,173 @@ class InjectedFailure(RuntimeError):
     """Raised by a task attempt that a ``testing.fail-*`` option tells to fail."""
 
 
-class Stage(enum.Enum):
-    """Where in a write the sink calls :func:`at`."""
-
-    MID_WRITE = FAIL_MID_WRITE  # a task, after each chunk it wrote (before finish)
-    AFTER_FINISH = FAIL_AFTER_FINISH  # a task, after finish() made its records durable
-    AFTER_COMMIT = PAUSE_AFTER_COMMIT  # the driver, after the table commit of a micro-batch
-
-
-def testing_options(raw: Mapping[str, str]) -> dict[str, str]:
-    """The ``testing.*`` keys of the (lower-cased) data source options; unknown ones refused."""
-    testing = {k: v for k, v in raw.items() if k.startswith(TESTING_PREFIX)}
+def split_options(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The ``testing.*`` options (keys lower-cased, as the sink's) and the others, for the
+    sink; an unknown ``testing.*`` key is refused."""
+    testing: dict[str, str] = {}
+    rest: dict[str, str] = {}
+    for key, value in options.items():
+        lowered = str(key).strip().lower()
+        if lowered.startswith(TESTING_PREFIX):
+            testing[lowered] = str(value)
+        else:
+            rest[key] = value
     unknown = sorted(set(testing) - TESTING_KEYS)
     if unknown:
         raise OptionError(f"unknown testing option(s) {unknown}; known: {sorted(TESTING_KEYS)}")
-    return testing
+    return testing, rest
 
 
-def at(
-    testing: Mapping[str, str], stage: Stage, batch_id: int | None, partition: int = 0,
-    attempt: int = 0, progress: Any = None,
-) -> None:
-    """Inject the fault the ``testing`` options ask for at ``stage`` of this task attempt
-    (or, ``AFTER_COMMIT``, of the driver's commit of micro-batch ``batch_id``): raise
-    :class:`InjectedFailure`, sleep, or, as always without such options, nothing.
-    ``progress`` is what the task has done (its ``WriteTask`` mid-write, its
-    ``WriteReceipt`` after finish), for the failure's message."""
-    if not testing:
-        return
-    if stage is Stage.MID_WRITE:
-        _pause_mid_write(testing, batch_id, partition, attempt)
-    spec = testing.get(stage.value)
-    if spec is None:
-        return
-    if stage is Stage.AFTER_COMMIT:
-        batch, _, seconds = spec.partition(":")
-        if batch_id is not None and int(batch) == batch_id:
-            time.sleep(float(seconds))
-        return
-    if not _selects(spec, batch_id, partition, attempt):
-        return
-    label = f"{'' if batch_id is None else f'b{batch_id}-'}p{partition}-a{attempt}"
-    if stage is Stage.MID_WRITE:
+# -- the stages of a write ---------------------------------------------------------------
+
+
+def mid_write(testing: Mapping[str, str], attempt: TaskAttempt, task: WriteTask) -> None:
+    """After each chunk a task attempt wrote, before its ``finish()``: pause or raise as
+    ``testing.pause-mid-write`` / ``testing.fail-mid-write`` ask."""
+    _pause_mid_write(testing, attempt)
+    spec = testing.get(FAIL_MID_WRITE)
+    if spec is not None and _selects(spec, attempt):
         raise InjectedFailure(
-            f"{stage.value}: task attempt {label} fails after producing its first "
-            f"{progress.rows} row(s), before finish (token {progress.token})"
+            f"{FAIL_MID_WRITE}: task attempt {attempt.label} fails after producing its first "
+            f"{task.rows} row(s), before finish (token {task.token})"
         )
-    raise InjectedFailure(
-        f"{stage.value}: task attempt {label} fails after producing "
-        f"{sum(r.count for r in progress.ranges)} records (token {progress.token})"
-    )
 
 
-def _pause_mid_write(testing: Mapping[str, str], batch_id: int | None, partition: int, attempt: int) -> None:
+def after_finish(testing: Mapping[str, str], attempt: TaskAttempt, receipt: WriteReceipt) -> None:
+    """After a task attempt's ``finish()`` made its records durable: raise as
+    ``testing.fail-after-finish`` asks (the receipt never reaches the driver)."""
+    spec = testing.get(FAIL_AFTER_FINISH)
+    if spec is not None and _selects(spec, attempt):
+        raise InjectedFailure(
+            f"{FAIL_AFTER_FINISH}: task attempt {attempt.label} fails after producing "
+            f"{sum(r.count for r in receipt.ranges)} records (token {receipt.token})"
+        )
+
+
+def after_commit(testing: Mapping[str, str], batch_id: int | None) -> None:
+    """After the driver committed micro-batch ``batch_id`` to the table, before Spark's
+    commit log records it: sleep as ``testing.pause-after-commit`` asks."""
+    spec = testing.get(PAUSE_AFTER_COMMIT)
+    if spec is None or batch_id is None:
+        return
+    batch, _, seconds = spec.partition(":")
+    if int(batch) == batch_id:
+        time.sleep(float(seconds))
+
+
+def _pause_mid_write(testing: Mapping[str, str], attempt: TaskAttempt) -> None:
     spec = testing.get(PAUSE_MID_WRITE)
     if spec is None:
         return
     batch, part, seconds = spec.split(":")
-    if attempt != 0 or batch_id != int(batch) or partition != int(part):
+    if attempt.number != 0 or attempt.batch_id != int(batch) or attempt.partition != int(part):
         return
     marker = testing.get(PAUSED_TASK_FILE)
     if marker:
         with open(marker, "w") as f:
-            json.dump({"pid": os.getpid(), "cwd": os.getcwd(), "batch": batch_id, "partition": partition}, f)
+            json.dump({"pid": os.getpid(), "cwd": os.getcwd(), "batch": attempt.batch_id,
+                       "partition": attempt.partition}, f)
     time.sleep(float(seconds))
 
 
-def _selects(spec: str, batch_id: int | None, partition: int, attempt: int) -> bool:
-    """Whether ``spec`` (``"P"`` or ``"B:P"``) names attempt 0 of this task."""
-    if attempt != 0:
+def _selects(spec: str, attempt: TaskAttempt) -> bool:
+    """Whether ``spec`` (``"P"`` or ``"B:P"``) names this attempt (attempt 0 only)."""
+    if attempt.number != 0:
         return False
     batch, _, part = spec.rpartition(":")
-    if batch and (batch_id is None or int(batch) != batch_id):
+    if batch and (attempt.batch_id is None or int(batch) != attempt.batch_id):
         return False
-    return int(part) == partition
+    return int(part) == attempt.partition
+
+
+def _each_chunk_then(data: Iterable[Any], testing: Mapping[str, str], write: PartitionWrite) -> Iterator[Any]:
+    """``data``, with :func:`mid_write` run when the sink asks for the next chunk: the one
+    before is written by then (after the last, before ``finish()``)."""
+    for chunk in data:
+        yield chunk
+        mid_write(testing, write.attempt, write.task)
+
+
+# -- the sink's writers, with the stages injected ---------------------------------------
+
+
+class _Injecting:
+    """Mixed in before one of the sink's writer classes (whose Spark base class says
+    whether Spark hands it Arrow batches or rows)."""
+
+    plan: sink.WritePlan
+
+    def __init__(self, plan: sink.WritePlan, testing: Mapping[str, str]) -> None:
+        super().__init__(plan)  # type: ignore[call-arg]
+        self.testing = dict(testing)
+
+    def _chunks(self, iterator: Iterator[Any]) -> Iterable[Any]:
+        return iterator  # Arrow batches
+
+    def write(self, iterator: Iterator[Any]) -> TablelogCommitMessage:
+        write = PartitionWrite.start(self.plan)
+        message = write.run(_each_chunk_then(self._chunks(iterator), self.testing, write))
+        after_finish(self.testing, write.attempt, message.receipt)
+        return message
+
+
+class _Rows(_Injecting):
+    def _chunks(self, iterator: Iterator[Any]) -> Iterable[Any]:
+        return sink.row_chunks(self.plan, iterator)
+
+
+class _InjectingCommit:
+    plan: sink.WritePlan
+    testing: dict[str, str]
+
+    def commit(self, messages: list[Any], batchId: int) -> None:  # noqa: N803 (Spark's name)
+        if sink.commit_messages(self.plan, messages, batchId) is not None:  # None: no task ran
+            after_commit(self.testing, batchId)
+
+
+class BatchArrowWriter(_Injecting, sink.BatchArrowWriter):
+    pass
+
+
+class BatchRowWriter(_Rows, sink.BatchRowWriter):
+    pass
+
+
+class StreamArrowWriter(_InjectingCommit, _Injecting, sink.StreamArrowWriter):
+    pass
+
+
+class StreamRowWriter(_InjectingCommit, _Rows, sink.StreamRowWriter):
+    pass
+
+
+_INJECTING: dict[type, type[_Injecting]] = {
+    sink.BatchArrowWriter: BatchArrowWriter,
+    sink.BatchRowWriter: BatchRowWriter,
+    sink.StreamArrowWriter: StreamArrowWriter,
+    sink.StreamRowWriter: StreamRowWriter,
+}
+
+
+class FaultInjectingDataSource(TablelogDataSource):
+    """``format("tablelog-faults")``: the ``tablelog`` data source, its writes with the
+    ``testing.*`` options' faults injected."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def writer(self, schema: StructType, overwrite: bool) -> Any:
+        testing, options = split_options(self.options)
+        writer = sink.batch_writer(options, schema, overwrite)
+        return _INJECTING[type(writer)](writer.plan, testing)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:  # noqa: N802 (Spark's name)
+        testing, options = split_options(self.options)
+        writer = sink.stream_writer(options, schema, overwrite)
+        return _INJECTING[type(writer)](writer.plan, testing)
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``tablelog-faults`` data source in ``spark`` (a classic or Connect session)."""
+    spark.dataSource.register(FaultInjectingDataSource)

@@ -17,7 +17,6 @@ import attrs
 
 from tablelog.errors import OptionError
 from tablelog.redaction import redact
-from tablelog.spark.faults import TESTING_PREFIX, testing_options
 from tablelog.store import warehouse_path
 
 #: The sink option that adds a DataFrame's extra columns to the table (Delta's and Spark's name).
@@ -54,7 +53,6 @@ class SourceOptions:
     # s3.secret-key...) shown as ****** wherever the options are printed.
     table_options: dict[str, str] = attrs.field(repr=lambda options: repr(redact(options)))
     writer_id: str | None = None
-    testing: dict[str, str] = attrs.field(factory=dict)  # tablelog.spark.faults
     #: A streaming read's Paimon consumer: recorded by the driver when Spark commits a
     #: batch (never by the executors' readers).
     consumer_id: str | None = None
@@ -79,10 +77,7 @@ class SourceOptions:
                 "the tablelog data source needs option 'table' ('database.name'): "
                 ".option('table', 'db.orders'), or .load('db.orders') / .save('db.orders')"
             )
-        testing = testing_options(raw)
-        table_options = {
-            k: v for k, v in raw.items() if k not in ENGINE_KEYS and not k.startswith(TESTING_PREFIX)
-        }
+        table_options = {k: v for k, v in raw.items() if k not in ENGINE_KEYS}
         writer_id = raw.get("writer.id") or None
         merge = raw.get(MERGE_SCHEMA, "false").strip().lower()
         if merge not in ("true", "false"):
@@ -93,7 +88,7 @@ class SourceOptions:
             columns = tuple(c.strip() for c in raw[COLUMNS].split(",") if c.strip())
             if not columns:
                 raise OptionError(f"option columns={raw[COLUMNS]!r}: expected column names separated by commas")
-        return cls(warehouse_path(warehouse), table, table_options, writer_id, testing, raw.get("consumer-id"),
+        return cls(warehouse_path(warehouse), table, table_options, writer_id, raw.get("consumer-id"),
                    merge == "true", columns)
 
     @property

@@ -36,8 +36,6 @@ from tablelog.commit.leases import log_deletes_before, release_leases
 from tablelog.commit.record import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, TablelogError
 from tablelog.log_pool import shared_pool
-from tablelog.spark import faults
-from tablelog.spark.faults import Stage
 from tablelog.spark.options import SourceOptions
 from tablelog.spark.schema import check_write_schema, data_columns, extra_columns, to_arrow
 from tablelog.store import AddColumn
@@ -45,6 +43,8 @@ from tablelog.table import Table, create_table, open_table
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
+
+    from tablelog.writer import WriteTask
 
 #: Local properties Spark sets on every task of a streaming micro-batch.
 BATCH_ID_KEY = "streaming.sql.batchId"
@@ -130,42 +130,71 @@ def open_or_create(parsed: SourceOptions, data_schema: pa.Schema) -> Table:
 # -- executors: write -----------------------------------------------------------------
 
 
+@attrs.frozen
+class TaskAttempt:
+    """The Spark task attempt a write runs in."""
+
+    batch_id: int | None  # a streaming write's micro-batch
+    partition: int = 0
+    number: int = 0  # 0, then 1 for its first retry...
+
+    @property
+    def label(self) -> str:
+        """Its name in its receipt (``WriteReceipt.task``) and in messages: ``b1-p0-a0``."""
+        return f"{'' if self.batch_id is None else f'b{self.batch_id}-'}p{self.partition}-a{self.number}"
+
+
+@attrs.define
+class PartitionWrite:
+    """One task attempt's write: the attempt, the writer id and commit identifier it
+    writes under, and its :class:`~tablelog.writer.WriteTask`."""
+
+    attempt: TaskAttempt
+    writer_id: str
+    commit_identifier: int
+    task: WriteTask
+
+    @classmethod
+    def start(cls, plan: WritePlan) -> PartitionWrite:
+        """The write of the task attempt this executor runs (Spark's ``TaskContext``)."""
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context else 0
+        number = context.attemptNumber() if context else 0
+        batch_id: int | None = None
+        if plan.streaming:
+            batch_text = context.getLocalProperty(BATCH_ID_KEY) if context else None
+            query_id = context.getLocalProperty(QUERY_ID_KEY) if context else None
+            if batch_text is None or (plan.writer_id is None and query_id is None):
+                raise TablelogError(
+                    "the tablelog streaming sink found no micro-batch id / query id in the task context; "
+                    "set option 'writer.id' to a name that is stable across restarts of this query"
+                )
+            batch_id = int(batch_text)
+            writer_id = plan.writer_id or query_writer_id(str(query_id))
+            commit_identifier = batch_id + 1
+        else:
+            assert plan.writer_id is not None and plan.commit_identifier is not None
+            writer_id, commit_identifier = plan.writer_id, plan.commit_identifier
+        attempt = TaskAttempt(batch_id, partition, number)
+        task = plan.open().write_task(writer_id, commit_identifier, task=attempt.label, log_pool=shared_pool())
+        return cls(attempt, writer_id, commit_identifier, task)
+
+    def run(self, data: Iterable[Any]) -> TablelogCommitMessage:
+        """Write the data (Arrow batches, or row chunks), finish, and return the receipt."""
+        try:
+            for chunk in data:
+                self.task.write(chunk)
+        except BaseException:
+            self.task.abort()
+            raise
+        return TablelogCommitMessage(self.writer_id, self.commit_identifier, self.task.finish())
+
+
 def write_partition(plan: WritePlan, data: Iterable[Any]) -> TablelogCommitMessage:
     """Write one task attempt's data (Arrow batches, or row chunks) and return its receipt."""
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    partition = context.partitionId() if context else 0
-    attempt = context.attemptNumber() if context else 0
-    batch_id: int | None = None
-    if plan.streaming:
-        batch_text = context.getLocalProperty(BATCH_ID_KEY) if context else None
-        query_id = context.getLocalProperty(QUERY_ID_KEY) if context else None
-        if batch_text is None or (plan.writer_id is None and query_id is None):
-            raise TablelogError(
-                "the tablelog streaming sink found no micro-batch id / query id in the task context; "
-                "set option 'writer.id' to a name that is stable across restarts of this query"
-            )
-        batch_id = int(batch_text)
-        writer_id = plan.writer_id or query_writer_id(str(query_id))
-        commit_identifier = batch_id + 1
-    else:
-        assert plan.writer_id is not None and plan.commit_identifier is not None
-        writer_id, commit_identifier = plan.writer_id, plan.commit_identifier
-    table = plan.open()
-    label = f"{'' if batch_id is None else f'b{batch_id}-'}p{partition}-a{attempt}"
-    task = table.write_task(writer_id, commit_identifier, task=label, log_pool=shared_pool())
-    testing = plan.options.testing
-    try:
-        for chunk in data:
-            task.write(chunk)
-            faults.at(testing, Stage.MID_WRITE, batch_id, partition, attempt, task)
-    except BaseException:
-        task.abort()
-        raise
-    receipt = task.finish()
-    faults.at(testing, Stage.AFTER_FINISH, batch_id, partition, attempt, receipt)
-    return TablelogCommitMessage(writer_id, commit_identifier, receipt)
+    return PartitionWrite.start(plan).run(data)
 
 
 def row_chunks(plan: WritePlan, rows: Iterator[Any]) -> Iterator[pa.Table]:
@@ -199,10 +228,8 @@ def commit_messages(plan: WritePlan, messages: list[Any], batch_id: int | None) 
     table = plan.open()
     # The pool keeps the committer's log connection (end positions, commit hook) from one
     # micro-batch to the next: opening a connection is a broker round trip per commit.
-    result = table.commit(writer_ids.pop(), identifiers.pop(), [m.receipt for m in received],
-                          log_pool=shared_pool())
-    faults.at(plan.options.testing, Stage.AFTER_COMMIT, batch_id)
-    return result
+    return table.commit(writer_ids.pop(), identifiers.pop(), [m.receipt for m in received],
+                        log_pool=shared_pool())
 
 
 def abort_messages(plan: WritePlan, messages: list[Any]) -> None:

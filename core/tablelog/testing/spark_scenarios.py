@@ -190,8 +190,16 @@ class SparkTaskFailureScenarios:
 
     def _stream_write(self, spark: Any, inputs: Path, warehouse: Path | str, name: str, checkpoint: Path,
                       log_options: dict[str, str], **extra: str) -> Any:
+        """A streaming write of the input files; ``extra`` options with ``testing.*`` faults
+        write through :mod:`tablelog.spark.faults`' source instead of the plain ``tablelog``."""
+        from tablelog.spark import faults
+
+        sink = "tablelog"
+        if any(key.lower().startswith(faults.TESTING_PREFIX) for key in extra):
+            faults.register(spark)
+            sink = faults.FORMAT
         source = spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", FILES_PER_BATCH).json(str(inputs))
-        writer = (source.writeStream.format("tablelog").option("warehouse", str(warehouse)).option("table", name)
+        writer = (source.writeStream.format(sink).option("warehouse", str(warehouse)).option("table", name)
                   .option("primary-key", "id").option("bucket", "2").option("checkpointLocation", str(checkpoint)))
         for key, value in {**log_options, **extra}.items():
             writer = writer.option(key, value)
@@ -232,8 +240,9 @@ class SparkTaskFailureScenarios:
     def _failing_write(
         self, spark: Any, log_options: dict[str, str], tmp_path: Path, testing: dict[str, str]
     ) -> tuple[Path, str, Any]:
-        """A streaming write of the input with ``testing.`` failure options, run to its
-        end (Spark retries the failed attempts); the query must not fail."""
+        """A streaming write of the input with ``testing.`` failure options
+        (:mod:`tablelog.spark.faults`), run to its end (Spark retries the failed attempts);
+        the query must not fail."""
         warehouse, name = tmp_path / "wh", f"db.t_{uuid.uuid4().hex[:8]}"
         query = self._stream_write(spark, write_input(tmp_path / "in"), warehouse, name, tmp_path / "ck",
                                    log_options, **testing)
