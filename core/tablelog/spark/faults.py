@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
-    from tablelog.writer import WriteTask
+    from tablelog.writing.writer import WriteTask
 
 FORMAT = "tablelog-faults"
 

@@ -44,7 +44,7 @@ from tablelog.table import Table, create_table, open_table
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from tablelog.writer import WriteTask
+    from tablelog.writing.writer import WriteTask
 
 #: Local properties Spark sets on every task of a streaming micro-batch.
 BATCH_ID_KEY = "streaming.sql.batchId"
@@ -147,7 +147,7 @@ class TaskAttempt:
 @attrs.define
 class PartitionWrite:
     """One task attempt's write: the attempt, the writer id and commit identifier it
-    writes under, and its :class:`~tablelog.writer.WriteTask`."""
+    writes under, and its :class:`~tablelog.writing.writer.WriteTask`."""
 
     attempt: TaskAttempt
     writer_id: str
