@@ -4,7 +4,7 @@ A table's **definition** is what its log records and table files depend on: the
 columns and primary key, the buckets, the log system, topic, formats and changelog
 mode, the Paimon options that shape its files, and the options a log-system plugin
 declares with ``OptionSpec(defines_table=True)`` (:func:`system_definition`). It is
-fixed when the table is created, but for the columns, which change only by ``Table.alter`` (:mod:`tablelog.alter`). Given again when the table is opened or written (Python API, CLI ``-o``,
+fixed when the table is created, but for the columns, which change only by ``Table.alter`` (:mod:`tablelog.schema_rules`). Given again when the table is opened or written (Python API, CLI ``-o``,
 Spark ``.option``), an equal value is fine and a different one is an error, before
 anything is written: a write with another ``log.format`` or topic would leave
 records that ``tail``, ``verify`` and readers cannot use. Everything else (secrets,

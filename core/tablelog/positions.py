@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from tablelog.commit.record import LogCommitRecord
+from tablelog.commit.log_commit import LogCommitRecord
 from tablelog.errors import OptionError, ReaderPositionError
 from tablelog.options import Consistency
 

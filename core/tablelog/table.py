@@ -17,7 +17,7 @@ import pyarrow as pa
 from tablelog import definition, registry
 from tablelog.commit import committer, compaction, history
 from tablelog.commit.compaction import CompactionResult
-from tablelog.commit.record import CommitResult, WriteReceipt
+from tablelog.commit.log_commit import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, SchemaChangeError
 from tablelog.formats.codec import RecordCodec
 from tablelog.formats.projection import TOPIC_SUFFIX, check_projection, projected_columns
@@ -270,11 +270,11 @@ class Table:
     def alter(self, *changes: SchemaChange) -> int:
         """Change the table's schema: ``AddColumn``, ``RenameColumn``, ``DropColumn``,
         ``WidenColumn``, ``SetOption`` (from :mod:`tablelog`), applied in order as one new
-        schema; returns its id. What is allowed is :mod:`tablelog.alter`'s; a refused
+        schema; returns its id. What is allowed is :mod:`tablelog.schema_rules`'s; a refused
         change raises :class:`~tablelog.errors.SchemaChangeError` and changes nothing.
         Records and files written before keep their schema; every reader returns them in
         its own (see docs/schema-evolution.md)."""
-        from tablelog.alter import check_changes
+        from tablelog.schema_rules import check_changes
 
         set_options: dict[str, str] = {}
         for change in changes:

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 import tablelog
 from tablelog import AddColumn, Normalizer, RenameColumn
 from tablelog.cli import cli
-from tablelog.commit.record import new_token
+from tablelog.commit.log_commit import new_token
 from tablelog.errors import ForeignRecordError, OptionError, SchemaMismatchError
 from tablelog.formats.arrow import FORMAT_VERSION_KEY, SCHEMA_ID_KEY, encode_records
 from tablelog.options import ArrowCompression

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 import tablelog
 from tablelog.cli import cli
-from tablelog.commit.record import LogCommitRecord
+from tablelog.commit.log_commit import LogCommitRecord
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 
 import tablelog
 from tablelog import registry
-from tablelog.commit.record import LogCommitRecord
+from tablelog.commit.log_commit import LogCommitRecord
 from tablelog.errors import LogUnavailableError
 from tablelog.plugin import hookimpl
 

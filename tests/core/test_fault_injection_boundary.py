@@ -16,7 +16,7 @@ FAULTS = "tablelog.spark.faults"
 #: Modules that may name fault injection, and why.
 ALLOWED = {
     "spark/faults.py": "the fault injector itself",
-    "spark/demo.py": "the demo shows a task attempt that dies after producing, on purpose",
+    "spark/demo_pipeline.py": "the demo shows a task attempt that dies after producing, on purpose",
 }
 KIT = "testing/"  # the test kit: its Spark scenarios inject faults
 #: A ``testing.*`` option key (not ``tablelog.testing.…``, the kit's module names).

@@ -231,7 +231,7 @@ def test_the_earliest_position_needed_is_the_oldest_retained_snapshots(tmp_path:
     commit_rows(table, 10)
     records = {s.id: s for s in table.snapshots()}
     expire_snapshots_before(table, 6)
-    from tablelog.commit.record import LogCommitRecord
+    from tablelog.commit.log_commit import LogCommitRecord
 
     sixth = LogCommitRecord.from_properties(records[6].properties)
     assert sixth is not None

@@ -237,7 +237,7 @@ def test_an_eventual_reader_gets_a_snapshot_the_lost_range_cuts_through_whole_fr
     position = eventual_position_now(table)
     expected = commit_rounds(table, range(6), per_round=20)
     fourth = [s for s in table.snapshots() if s.id == 4][0]
-    from tablelog.commit.record import LogCommitRecord
+    from tablelog.commit.log_commit import LogCommitRecord
 
     record = LogCommitRecord.from_properties(fourth.properties)
     assert record is not None
@@ -380,7 +380,7 @@ def table_partition_rows(table: Table, partition: int, value: str) -> list[dict[
 def interleaved_with_a_failed_attempt(table: Table) -> Counter[tuple[Any, ...]]:
     """One committed write whose records have a failed attempt's records between them in
     the log (its range is not dense)."""
-    from tablelog.commit.record import WriteReceipt
+    from tablelog.commit.log_commit import WriteReceipt
 
     task = table.write_task("w", 1, task="kept")
     task.write([{"id": i, "v": "kept"} for i in range(20)])

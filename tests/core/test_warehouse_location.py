@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import tablelog
 from tablelog.cli import cli
-from tablelog.demo import run_demo
+from tablelog.demo_pipeline import run_demo
 from tablelog.errors import OptionError
 from tablelog.store import warehouse_path
 

@@ -6,7 +6,7 @@ import re
 
 import click
 
-from tablelog.alter import describe
+from tablelog.schema_rules import describe
 from tablelog.cli.common import console, friendly_errors, table_argument, warehouse_option
 from tablelog.cli.tables import parse_schema
 from tablelog.errors import OptionError

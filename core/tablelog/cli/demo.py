@@ -32,7 +32,7 @@ def demo(warehouse: str | None, log_system: str, log_path: str | None, kafka_boo
     Spark (a streaming write, a streaming read printed live). `--engine python` runs
     the same pipeline without Spark.
     """
-    from tablelog.demo import demo_options, run_demo
+    from tablelog.demo_pipeline import demo_options, run_demo
     from tablelog.store.warehouse import is_object_store
 
     if log_system == "kafka" and not kafka_bootstrap:
@@ -50,7 +50,7 @@ def demo(warehouse: str | None, log_system: str, log_path: str | None, kafka_boo
     options = demo_options(log_system, kafka_bootstrap, pulsar_url, log_path)
     if engine == "spark":
         try:
-            from tablelog.spark.demo import run_spark_demo
+            from tablelog.spark.demo_pipeline import run_spark_demo
         except ImportError as err:
             raise click.ClickException(f"{err}; or run `tablelog demo --engine python`") from None
         result = run_spark_demo(warehouse, options, batches, rows, say=say)

@@ -1,5 +1,5 @@
 """The commit protocol, in one package: what a snapshot records about the log
-(:mod:`~tablelog.commit.record`), the idempotent commit that writes it
+(:mod:`~tablelog.commit.log_commit`), the idempotent commit that writes it
 (:mod:`~tablelog.commit.committer`), the log system's hook after it
 (:mod:`~tablelog.commit.hook`), and the walk over the table's past commits
 (:mod:`~tablelog.commit.history`).
@@ -13,7 +13,7 @@ from tablelog.commit.history import (
     log_commits,
     snapshot_commits,
 )
-from tablelog.commit.record import CommitResult, LogCommitRecord, WriteReceipt, new_token
+from tablelog.commit.log_commit import CommitResult, LogCommitRecord, WriteReceipt, new_token
 
 __all__ = [
     "CommitResult",

@@ -25,7 +25,7 @@ from tablelog.commit.compaction import compact_after_commit
 from tablelog.commit.history import find_commit, find_commit_or_expired, last_end_positions
 from tablelog.commit.hook import rerun_commit_hook, run_commit_hook
 from tablelog.commit.leases import log_deletes_before, release_leases
-from tablelog.commit.record import CommitResult, LogCommitRecord, LogProjection, WriteReceipt
+from tablelog.commit.log_commit import CommitResult, LogCommitRecord, LogProjection, WriteReceipt
 from tablelog.commit.retention import truncate_log_after_commit
 from tablelog.errors import CommitError
 from tablelog.expiry import expire_after_commit

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from tablelog.commit.record import LogCommitRecord
+from tablelog.commit.log_commit import LogCommitRecord
 
 if TYPE_CHECKING:
     from tablelog.store import PaimonTable, SnapshotInfo

@@ -3,7 +3,7 @@
 The snapshot decides visibility, so once it is durable the commit has happened:
 a hook that fails cannot undo it, and reporting the commit as failed would make
 callers retry a commit that is already there. The hook's failure is logged and
-reported in :attr:`tablelog.commit.record.CommitResult.hook_error`; committing the same
+reported in :attr:`tablelog.commit.log_commit.CommitResult.hook_error`; committing the same
 identifier again (a replay) finds the snapshot and runs the hook again, which the
 hook contract allows because the hook is idempotent.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from tablelog.commit.record import LogCommitRecord
+from tablelog.commit.log_commit import LogCommitRecord
 from tablelog.log_pool import release
 from tablelog.records import CommittedLog
 from tablelog.store import SnapshotInfo

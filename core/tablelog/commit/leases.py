@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from tablelog.store.leases import WriterLease
 
 if TYPE_CHECKING:
-    from tablelog.commit.record import WriteReceipt
+    from tablelog.commit.log_commit import WriteReceipt
     from tablelog.registry import LogClient
     from tablelog.table_view import TableView
 

@@ -14,7 +14,7 @@ What it is:
   key columns and the projection's columns, in the table schema's order, written by
   the same write attempt under the same writer token, with sequence numbers of their own.
 * A snapshot records the projection's ranges beside the table topic's
-  (:class:`~tablelog.commit.record.LogCommitRecord.projection`). So a projection
+  (:class:`~tablelog.commit.log_commit.LogCommitRecord.projection`). So a projection
   record is committed exactly when the table topic's records of its attempt are.
 
 Who reads it: a transactional reader given ``columns`` that the projection holds reads

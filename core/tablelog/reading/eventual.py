@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
-from tablelog.commit.record import LogCommitRecord
+from tablelog.commit.log_commit import LogCommitRecord
 from tablelog.errors import LogDataLostError, PositionOutOfRangeError, TablelogError
 from tablelog.identity import TAG_SEPARATOR
 from tablelog.positions import ReaderPosition

@@ -18,7 +18,7 @@ import time
 
 import pyarrow as pa
 
-from tablelog.commit.record import LogCommitRecord
+from tablelog.commit.log_commit import LogCommitRecord
 from tablelog.errors import LogDataLostError, TablelogError
 from tablelog.formats.projection import reads_projection
 from tablelog.positions import ReaderPosition

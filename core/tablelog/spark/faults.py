@@ -36,7 +36,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tablelog.commit.record import WriteReceipt
+from tablelog.commit.log_commit import WriteReceipt
 from tablelog.errors import OptionError
 from tablelog.spark import sink
 from tablelog.spark.datasource import TablelogDataSource

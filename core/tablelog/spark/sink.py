@@ -33,7 +33,7 @@ import pyarrow as pa
 from pyspark.sql import datasource as _ds
 
 from tablelog.commit.leases import log_deletes_before, release_leases
-from tablelog.commit.record import CommitResult, WriteReceipt
+from tablelog.commit.log_commit import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, TablelogError
 from tablelog.log_pool import shared_pool
 from tablelog.spark.options import SourceOptions

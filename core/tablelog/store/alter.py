@@ -3,7 +3,7 @@ next schema (``schema/schema-<id+1>``, created atomically: a concurrent alter th
 the race makes this one start over from the new latest schema, as Paimon's
 ``SchemaManager`` does).
 
-What is allowed is decided above the store (:mod:`tablelog.alter`); this module only
+What is allowed is decided above the store (:mod:`tablelog.schema_rules`); this module only
 turns the changes into pypaimon's ``SchemaChange`` objects.
 """
 

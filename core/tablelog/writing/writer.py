@@ -4,7 +4,7 @@ publishes both in one snapshot.
 :class:`WriteTask` is one attempt (a Spark task attempt, or one round of a
 :class:`Writer`): it has its own writer token, sends records to the log at once
 (readers in eventual mode see them immediately) and returns a
-:class:`~tablelog.commit.record.WriteReceipt`. The committer, possibly in another
+:class:`~tablelog.commit.log_commit.WriteReceipt`. The committer, possibly in another
 process, turns receipts into a snapshot (:mod:`tablelog.commit`).
 """
 
@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from tablelog.commit import committer, history
 from tablelog.commit.leases import AttemptLease
-from tablelog.commit.record import CommitResult, WriteReceipt, new_token
+from tablelog.commit.log_commit import CommitResult, WriteReceipt, new_token
 from tablelog.errors import SchemaMismatchError
 from tablelog.formats.arrow import kind_array
 from tablelog.log_pool import LogPool, release

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tablelog.commit import log_commits
-from tablelog.demo import SCHEMA, DemoResult, next_changes
+from tablelog.demo_pipeline import SCHEMA, DemoResult, next_changes
 from tablelog.normalize import Normalizer
 from tablelog.table import create_table
 from tablelog.verify import verify
