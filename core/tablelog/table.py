@@ -106,6 +106,7 @@ def create_table(
         definition.check_same_schema(identifier, existing.schema, schema)
         return existing
     definition.check_columns(schema)
+    definition.check_column_types(schema)
     definition.check_paimon_options(paimon_options, schema, parsed.primary_key)
     check_projection(parsed, schema, parsed.primary_key)
     if parsed.log_system_partitions is not None and parsed.log_system_partitions < parsed.bucket:
