@@ -145,6 +145,12 @@ REFUSED_PAIMON_OPTIONS: tuple[RefusedOption, ...] = (
     ),
     RefusedOption("type", "tablelog tables are Paimon tables of type `table`", ("table",)),
     RefusedOption(
+        "auto-create",
+        "a catalog's option to create a table when it is first used; tablelog creates its tables "
+        "itself (`create_table`, `tablelog create`)",
+        ("false",),
+    ),
+    RefusedOption(
         "path",
         "a table's files live in its warehouse (`<warehouse>/<db>.db/<name>`), where tablelog "
         "finds, locks and commits it; choose the warehouse instead",

@@ -41,6 +41,10 @@ class TableNotFoundError(TablelogError, LookupError):
     """The table does not exist in the warehouse."""
 
 
+class TableExistsError(OptionError):
+    """The table to create exists already (or another process created it first)."""
+
+
 class CommitError(TablelogError):
     """A snapshot could not be committed; nothing of this commit is visible."""
 

@@ -97,6 +97,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("g", pa.int64()), ("v", pa.string())])
     ({"path": "/elsewhere"}, "a table's files live in its warehouse"),
     ({"branch": "dev"}, "Paimon branches are not supported"),
     ({"type": "format-table"}, "of type `table`"),
+    ({"auto-create": "true"}, "allowed: 'false'.*tablelog creates its tables itself"),
     ({"bucket": "-1"}, "dynamic .* bucket modes are not supported"),
 ])
 def test_a_paimon_option_tablelog_cannot_honour_is_refused_with_the_reason(

@@ -26,6 +26,7 @@ from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
 from tablelog.store.schema import KIND_FIELD
+from tablelog.store.schema_files import schema_files
 from tablelog.store.writes import TableWrite, abort_files, commit_files
 
 
@@ -175,7 +176,7 @@ class PaimonTable:
     def alter(self, changes: list[SchemaChange]) -> int:
         """Commit ``changes`` as the table's next schema (checked by the caller); returns
         its id. This object keeps its schema: open the table again to use the new one."""
-        return commit_changes(self.paimon, changes)
+        return commit_changes(self.paimon, schema_files(self.file_io, self.path, self.s3_client), changes)
 
     @property
     def has_kind_field(self) -> bool:

@@ -22,10 +22,11 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
-from tablelog.errors import OptionError, TableNotFoundError
+from tablelog.errors import OptionError, TableExistsError, TableNotFoundError
 from tablelog.options import is_secret
 from tablelog.store.metadata import MainBranchSchemas
 from tablelog.store.schema import KIND_FIELD
+from tablelog.store.schema_files import create_first_schema
 from tablelog.store.table import PaimonTable
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -181,11 +182,6 @@ class Warehouse:
     def _join(self, *parts: str) -> str:
         return "/".join([self.path.rstrip("/"), *parts])
 
-    def _is_dir(self, location: str) -> bool:
-        if not self.on_object_store:
-            return os.path.isdir(location)
-        return bool(self.file_io.exists(location))
-
     def _list_dirs(self, location: str) -> list[str]:
         if not self.on_object_store:
             return sorted(os.listdir(location)) if os.path.isdir(location) else []
@@ -200,7 +196,12 @@ class Warehouse:
 
     def exists(self, identifier: str) -> bool:
         db, name = parse_identifier(identifier)
-        return self._is_dir(self._join(f"{db}.db", name, "schema"))
+        return self._has_schema(self._join(f"{db}.db", name))
+
+    def _has_schema(self, table_path: str) -> bool:
+        """Whether the table at ``table_path`` has a schema file: its ``schema`` directory
+        exists a moment before its first schema file, while another process creates it."""
+        return bool(MainBranchSchemas(self.file_io, table_path)._list_versioned_files())
 
     def create(
         self,
@@ -212,7 +213,7 @@ class Warehouse:
     ) -> PaimonTable:
         from pypaimon import Schema
 
-        db, _ = parse_identifier(identifier)
+        db, name = parse_identifier(identifier)
         leaked = [k for k in properties if is_secret(k)]
         if leaked:  # a programming error: callers strip secrets before storing
             raise OptionError(f"refusing to store secret options in the table: {leaked}")
@@ -236,7 +237,10 @@ class Warehouse:
             pa.schema(fields), primary_keys=list(primary_key) or None, options=options
         )
         self.catalog.create_database(db, True)
-        self.catalog.create_table(identifier, paimon_schema, False)
+        created = create_first_schema(self.file_io, self._join(f"{db}.db", name), paimon_schema,
+                                      self.s3_client if self.on_object_store else None)
+        if not created:
+            raise TableExistsError(f"table {identifier!r} already exists in warehouse {self.path!r}")
         return self.open(identifier)
 
     def open(self, identifier: str) -> PaimonTable:
@@ -269,5 +273,5 @@ class Warehouse:
         for entry in self._list_dirs(self.path):
             if entry.endswith(".db"):
                 for name in self._list_dirs(self._join(entry)):
-                    if self._is_dir(self._join(entry, name, "schema")):
+                    if self._has_schema(self._join(entry, name)):
                         yield f"{entry[:-3]}.{name}"
