@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from functools import cached_property
@@ -22,7 +23,7 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
-from tablelog.errors import OptionError, TableExistsError, TableNotFoundError
+from tablelog.errors import OptionError, TableExistsError, TableNotFoundError, WarehouseError
 from tablelog.options import is_secret
 from tablelog.store.metadata import MainBranchSchemas
 from tablelog.store.schema import KIND_FIELD
@@ -79,14 +80,15 @@ def warehouse_path(location: str) -> str:
     A local path (``~`` expanded, relative to the working directory), a ``file://``
     URL without a host, or ``s3://bucket/path`` (``s3a://`` and trailing slashes
     normalized away). Other schemes are refused rather than taken as a relative
-    path: ``hdfs://nn/wh`` would otherwise become the local folder ``./hdfs:/nn/wh``.
+    path: ``hdfs://nn/wh`` would otherwise become the local folder ``./hdfs:/nn/wh``;
+    so is a local path that is a file, lies under one, or cannot be read.
     """
     text = str(location).strip()
     if not text:
         raise OptionError(f"the warehouse is empty; give {SUPPORTED_WAREHOUSES}")
     match = _URL_SCHEME.match(text)
     if match is None:
-        return os.path.abspath(os.path.expanduser(text))
+        return _usable_directory(os.path.abspath(os.path.expanduser(text)))
     scheme = match[1] or match[2]
     if scheme.lower() in ("s3", "s3a"):
         return _s3_url(text)
@@ -106,7 +108,38 @@ def warehouse_path(location: str) -> str:
     path = urllib.parse.unquote(url.path)
     if not path.startswith("/"):
         raise OptionError(f"warehouse {text!r}: a file:// URL needs an absolute path (file:///data/wh)")
-    return os.path.abspath(path)
+    return _usable_directory(os.path.abspath(path))
+
+
+def _usable_directory(path: str) -> str:
+    """``path``, unless it cannot be a warehouse directory: it is a file, or under one, or
+    this process may not read it. Refused here, in the one place every entry point goes
+    through, rather than as "the table does not exist" when a table is opened, or as
+    whatever error the first write into it happens to raise."""
+    problem = _directory_problem(path)
+    if problem is not None:
+        raise WarehouseError(f"warehouse {path!r} {problem}")
+    return path
+
+
+def _directory_problem(path: str) -> str | None:
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None  # created with the first table
+    except NotADirectoryError:
+        above = os.path.dirname(path)
+        while os.path.dirname(above) != above and not os.path.isfile(above):
+            above = os.path.dirname(above)
+        return f"cannot be a directory: {above!r} is a file, not a directory"
+    except PermissionError:
+        return "cannot be reached: this process may not read a directory on its path (permission denied)"
+    if not stat.S_ISDIR(mode):
+        what = "is a file, not a directory" if stat.S_ISREG(mode) else "is not a directory"
+        return f"{what}; give a directory (an existing one, or one that can be created)"
+    if not os.access(path, os.R_OK | os.X_OK):
+        return "cannot be read: this process may not read the directory (permission denied)"
+    return None
 
 
 def _s3_url(text: str) -> str:
@@ -236,9 +269,18 @@ class Warehouse:
         paimon_schema = Schema.from_pyarrow_schema(
             pa.schema(fields), primary_keys=list(primary_key) or None, options=options
         )
-        self.catalog.create_database(db, True)
-        created = create_first_schema(self.file_io, self._join(f"{db}.db", name), paimon_schema,
-                                      self.s3_client if self.on_object_store else None)
+        try:
+            self.catalog.create_database(db, True)
+            created = create_first_schema(self.file_io, self._join(f"{db}.db", name), paimon_schema,
+                                          self.s3_client if self.on_object_store else None)
+        except OSError as err:
+            if self.on_object_store:
+                raise
+            raise WarehouseError(
+                f"warehouse {self.path!r}: cannot create table {identifier!r}: {err.strerror or err}"
+                + (f" ({err.filename})" if err.filename else "")
+                + "; the warehouse must be a directory this process can create, read and write"
+            ) from err
         if not created:
             raise TableExistsError(f"table {identifier!r} already exists in warehouse {self.path!r}")
         return self.open(identifier)
