@@ -10,9 +10,9 @@ anything is written: a write with another ``log.format`` or topic would leave
 records that ``tail``, ``verify`` and readers cannot use. Everything else (secrets,
 client settings, time-outs, reader overrides) is a runtime option and may differ.
 
-At creation, column names tablelog or Paimon use themselves, and Paimon options
-whose routing, merging or file layout tablelog cannot follow, are refused with the
-reason.
+At creation, column names tablelog or Paimon use themselves, column types the table
+files would narrow, and Paimon options whose routing, merging or file layout tablelog
+cannot follow, are refused with the reason.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from tablelog.store import (
     KIND_FIELD,
     PaimonTable,
     as_stored,
+    lossy_stored_type,
     paimon_option_default,
     system_column_names,
 )
@@ -79,6 +80,19 @@ def check_columns(schema: pa.Schema) -> None:
                 "case-insensitively, as Spark and Paimon's engines resolve them)"
             )
         seen[folded] = name
+
+
+def check_column_types(schema: pa.Schema) -> None:
+    """Refuse a column the table files would keep in a narrower type
+    (:func:`tablelog.store.lossy_stored_type`): created in it without a word, the column
+    would then refuse the very values its declared type holds."""
+    for field in schema:
+        stored = lossy_stored_type(field.type)
+        if stored is not None:
+            raise SchemaMismatchError(
+                f"column {field.name!r}: type {field.type} cannot be a table column: a Paimon table keeps it "
+                f"as {stored}, so its values finer than that could not be written; declare the column {stored}"
+            )
 
 
 def check_same_schema(identifier: str, table_schema: pa.Schema, given: pa.Schema) -> None:
@@ -171,6 +185,12 @@ REFUSED_PAIMON_OPTIONS: tuple[RefusedOption, ...] = (
         ("none", "input"),
     ),
     RefusedOption("type", "tablelog tables are Paimon tables of type `table`", ("table",)),
+    RefusedOption(
+        "auto-create",
+        "a catalog's option to create a table when it is first used; tablelog creates its tables "
+        "itself (`create_table`, `tablelog create`)",
+        ("false",),
+    ),
     RefusedOption(
         "path",
         "a table's files live in its warehouse (`<warehouse>/<db>.db/<name>`), where tablelog "

@@ -41,6 +41,15 @@ class TableNotFoundError(TablelogError, LookupError):
     """The table does not exist in the warehouse."""
 
 
+class TableExistsError(OptionError):
+    """The table to create exists already (or another process created it first)."""
+
+
+class WarehouseError(OptionError):
+    """The warehouse cannot hold tables as given: it is a file or under one, or this
+    process may not read or write its directory."""
+
+
 class CommitError(TablelogError):
     """A snapshot could not be committed; nothing of this commit is visible."""
 

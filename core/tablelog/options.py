@@ -481,7 +481,7 @@ WAREHOUSE_PREFIX = "s3."
 def split_warehouse_options(raw: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
     """``(warehouse options, the other options)``: the ``s3.*`` keys, checked against
     :data:`tablelog.store.s3.S3_OPTION_KEYS`, apart from the table's options."""
-    from tablelog.store.s3 import S3_OPTION_KEYS
+    from tablelog.store.s3 import S3_OPTION_KEYS, endpoint_problem
 
     warehouse: dict[str, str] = {}
     rest: dict[str, Any] = {}
@@ -497,6 +497,8 @@ def split_warehouse_options(raw: Mapping[str, Any]) -> tuple[dict[str, str], dic
                 + f"; an s3:// warehouse knows: {', '.join(S3_OPTION_KEYS)}"
             )
         text = str(value).strip()
+        if key == "s3.endpoint" and text and (problem := endpoint_problem(text)):
+            raise invalid_value(key, value, problem)
         if key == "s3.path-style-access":
             try:
                 text = "true" if parse_bool(text) else "false"

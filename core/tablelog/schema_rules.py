@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
-from tablelog.definition import check_columns
+from tablelog.definition import check_column_types, check_columns
 from tablelog.errors import SchemaChangeError
 from tablelog.formats.codec import check_loggable
 from tablelog.options import fixed_option_keys
@@ -106,6 +106,7 @@ def check_changes(
                 existing(change, change.after)
             try:
                 check_loggable(pa.schema([pa.field(change.name, change.type)]))
+                check_column_types(pa.schema([pa.field(change.name, change.type)]))
             except Exception as err:
                 raise refuse(change, str(err)) from None
             fields[change.name] = pa.field(change.name, change.type)

@@ -18,7 +18,7 @@ from tablelog import definition, registry
 from tablelog.commit import committer, compaction, history
 from tablelog.commit.compaction import CompactionResult
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
-from tablelog.errors import OptionError, SchemaChangeError
+from tablelog.errors import OptionError, SchemaChangeError, TableExistsError
 from tablelog.formats.codec import RecordCodec
 from tablelog.formats.projection import TOPIC_SUFFIX, check_projection, projected_columns
 from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_prefix
@@ -92,7 +92,9 @@ def create_table(
 
     Options are the keys of the option table (``log.system``, ``kafka.*``...) and
     Paimon table options. Secrets among them are used but never stored: give
-    them again to :func:`open_table`.
+    them again to :func:`open_table`. A table that exists (created before, or by another
+    process at the same time) is a :class:`~tablelog.errors.TableExistsError`; with
+    ``exist_ok`` it is returned instead, if ``schema`` is its schema.
     """
     storage, raw = split_warehouse_options(dict(options or {}))
     if primary_key:
@@ -103,11 +105,10 @@ def create_table(
     wh = Warehouse(warehouse, storage)
     if wh.exists(identifier):
         if not exist_ok:
-            raise OptionError(f"table {identifier!r} already exists in warehouse {wh.path!r}")
-        existing = open_table(warehouse, identifier, {**storage, **raw})
-        definition.check_same_schema(identifier, existing.schema, schema)
-        return existing
+            raise TableExistsError(f"table {identifier!r} already exists in warehouse {wh.path!r}")
+        return _existing_table(warehouse, identifier, schema, {**storage, **raw})
     definition.check_columns(schema)
+    definition.check_column_types(schema)
     definition.check_paimon_options(paimon_options, schema, parsed.primary_key)
     check_projection(parsed, schema, parsed.primary_key)
     if parsed.log_system_partitions is not None and parsed.log_system_partitions < parsed.bucket:
@@ -130,8 +131,20 @@ def create_table(
     if parsed.log_enabled:
         refuse_shared_topic(wh, identifier, parsed.log_system, system_options)
         _register_topic(wh, identifier, parsed, system_options, create=parsed.log_system_auto_register)
-    store = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
+    try:
+        store = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
+    except TableExistsError:  # another process created it since the check above
+        if not exist_ok:
+            raise
+        return _existing_table(warehouse, identifier, schema, {**storage, **raw})
     return Table(wh, store, parsed, system_options)
+
+
+def _existing_table(warehouse: str, identifier: str, schema: pa.Schema, options: Mapping[str, Any]) -> Table:
+    """The table ``create_table(..., exist_ok=True)`` found, if ``schema`` is its schema."""
+    existing = open_table(warehouse, identifier, options)
+    definition.check_same_schema(identifier, existing.schema, schema)
+    return existing
 
 
 def _register_topic(

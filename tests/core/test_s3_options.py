@@ -3,13 +3,16 @@ and a store that ignores conditional puts (pure logic; tests/cluster runs a real
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from click.testing import CliRunner
 
 import tablelog
+from tablelog.cli import cli
 from tablelog.errors import CommitError, OptionError
 from tablelog.options import is_secret, redact, split_warehouse_options
 from tablelog.store.s3 import check_conditional_put, s3_settings
@@ -79,3 +82,22 @@ def test_a_bad_path_style_value_is_refused_naming_the_key_and_the_allowed_values
     with pytest.raises(OptionError, match=r"invalid value 'sometimes' for option 's3.path-style-access'.*'true'"):
         tablelog.create_table("s3://b/wh", "db.t", SCHEMA, options={"s3.path-style-access": "sometimes"})
     assert split_warehouse_options({"s3.path-style-access": "YES"})[0] == {"s3.path-style-access": "true"}
+
+
+@pytest.mark.parametrize("endpoint", ["127.0.0.1:8333", "localhost:8333", "s3.example.com", "ftp://h:1", "http://h:port"])
+def test_an_s3_endpoint_without_its_http_scheme_is_refused_naming_the_key_the_value_and_the_form(
+        endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # boto3 refused it only when the first client was made, with a bare ValueError.
+    allowed = r"http://host:port or https://host:port"
+    with pytest.raises(OptionError, match=rf"invalid value '{re.escape(endpoint)}' for option 's3.endpoint': .*{allowed}"):
+        split_warehouse_options({"s3.endpoint": endpoint})
+    for call in (lambda: tablelog.create_table("s3://b/wh", "db.t", SCHEMA, options={"s3.endpoint": endpoint}),
+                 lambda: tablelog.open_table("s3://b/wh", "db.t", {"s3.endpoint": endpoint})):
+        with pytest.raises(OptionError, match=f"'s3.endpoint'.*{allowed}"):
+            call()
+    result = CliRunner().invoke(cli, ["describe", "-w", "s3://b/wh", "db.t", "-o", f"s3.endpoint={endpoint}"])
+    assert result.exit_code == 1 and "'s3.endpoint'" in result.output and isinstance(result.exception, SystemExit)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    with pytest.raises(OptionError, match=f"'{re.escape(endpoint)}' of the environment variable AWS_ENDPOINT_URL "
+                       rf"\(the default of option 's3.endpoint'\): .*{allowed}"):
+        tablelog.open_table("s3://b/wh", "db.t")

@@ -14,7 +14,7 @@ from tablelog.definition import (
     REFUSED_PAIMON_OPTIONS,
     reserved_column_names,
 )
-from tablelog.errors import OptionError, SchemaMismatchError
+from tablelog.errors import OptionError, SchemaChangeError, SchemaMismatchError
 from tablelog.verify import verify
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +39,33 @@ def test_a_column_the_product_uses_itself_is_refused_at_create(tmp_path: Path, c
     with pytest.raises(SchemaMismatchError, match=rf"column '{column}' is a reserved name.*_kind, _tablelog_kind"):
         create(tmp_path, schema)
     assert_not_created(tmp_path)
+
+
+@pytest.mark.parametrize("unit", ["us", "ns"])
+def test_a_time_column_finer_than_milliseconds_is_refused_at_create_naming_what_is_allowed(
+    tmp_path: Path, unit: str
+) -> None:
+    # pypaimon keeps a time of day to the millisecond: created as time32[ms] without a word,
+    # the column would then refuse the microseconds its declared type holds.
+    schema = pa.schema([("id", pa.int64()), ("opens", pa.time64(unit))])
+    with pytest.raises(SchemaMismatchError, match=rf"column 'opens': type time64\[{unit}\] cannot be a table "
+                       r"column: a Paimon table keeps it as time32\[ms\].*declare the column time32\[ms\]"):
+        create(tmp_path, schema)
+    assert_not_created(tmp_path)
+    with pytest.raises(SchemaChangeError, match=r"time64.*declare the column time32\[ms\]"):
+        create(tmp_path, pa.schema([("id", pa.int64())])).alter(tablelog.AddColumn("opens", pa.time64(unit)))
+
+
+def test_a_time_column_in_milliseconds_or_seconds_keeps_its_values(tmp_path: Path) -> None:
+    import datetime as dt
+
+    schema = pa.schema([("id", pa.int64()), ("ms", pa.time32("ms")), ("s", pa.time32("s"))])
+    table = create(tmp_path, schema)
+    row = {"id": 1, "ms": dt.time(23, 59, 59, 999000), "s": dt.time(12, 30, 5)}
+    with table.writer() as writer:
+        writer.write([row])
+        writer.commit()
+    assert table.rows().to_pylist() == [row]
 
 
 def test_the_reserved_names_cover_every_column_tablelog_and_paimon_add() -> None:
@@ -75,6 +102,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("g", pa.int64()), ("v", pa.string())])
     ({"path": "/elsewhere"}, "a table's files live in its warehouse"),
     ({"branch": "dev"}, "Paimon branches are not supported"),
     ({"type": "format-table"}, "of type `table`"),
+    ({"auto-create": "true"}, "allowed: 'false'.*tablelog creates its tables itself"),
     ({"bucket": "-1"}, "dynamic .* bucket modes are not supported"),
 ])
 def test_a_paimon_option_tablelog_cannot_honour_is_refused_with_the_reason(

@@ -53,7 +53,7 @@ EDGES: dict[str, tuple[pa.DataType, list[Any]]] = {
     "at_ns": (pa.timestamp("ns"), [dt.datetime(1677, 9, 22), dt.datetime(2262, 4, 11), None]),
     "at_tz": (pa.timestamp("us", tz="UTC"), [dt.datetime(1901, 1, 1, tzinfo=UTC),
                                              dt.datetime(2038, 1, 19, 3, 14, 8, tzinfo=UTC), None]),
-    "tod": (pa.time64("us"), [dt.time(0, 0), dt.time(23, 59, 59, 999000), None]),
+    "tod": (pa.time32("ms"), [dt.time(0, 0), dt.time(23, 59, 59, 999000), None]),
 }
 #: The formats of a record per row (``arrow`` values are Arrow batches, which carry every float as it is).
 JSON_FORMATS = [f for f in LogFormat if f is not LogFormat.ARROW]

@@ -2,6 +2,8 @@
 refused, never turned into a local folder named after the URL."""
 
 import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,7 +13,7 @@ from click.testing import CliRunner
 import tablelog
 from tablelog.cli import cli
 from tablelog.demo_pipeline import run_demo
-from tablelog.errors import OptionError
+from tablelog.errors import OptionError, WarehouseError
 from tablelog.store import warehouse_path
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -143,3 +145,103 @@ def test_the_demo_refuses_an_unsupported_warehouse(in_empty_directory: Path) -> 
     with pytest.raises(OptionError, match="the warehouse is empty"):
         run_demo("", say=lambda line: None)
     assert_nothing_created(in_empty_directory)
+
+
+def refusals_of(warehouse: str) -> dict[str, str]:
+    """What each entry point says for ``warehouse``: the Python API, every CLI command
+    that takes one (its exit code and its one line), the dashboard and the Spark options."""
+    from tablelog.spark.options import SourceOptions
+    from tablelog.ui.state import Dashboard
+
+    said: dict[str, str] = {}
+    for name, call in {
+        "create_table": lambda: tablelog.create_table(warehouse, "db.t", SCHEMA, primary_key=["id"]),
+        "open_table": lambda: tablelog.open_table(warehouse, "db.t"),
+        "dashboard": lambda: Dashboard(warehouse),
+        "spark": lambda: SourceOptions.parse({"warehouse": warehouse, "table": "db.t"}),
+    }.items():
+        with pytest.raises(WarehouseError) as refused:
+            call()
+        said[name] = str(refused.value)
+    for command in (["create", "db.t", "--schema", "id bigint", "-o", "log.system=filesystem"],
+                    ["describe", "db.t"], ["tail", "db.t"], ["verify", "db.t"], ["alter", "db.t", "--drop", "x"],
+                    ["compact", "db.t"], ["expire", "db.t"], ["ui"]):
+        result = CliRunner().invoke(cli, [command[0], "-w", warehouse, *command[1:]])
+        assert isinstance(result.exception, SystemExit), result.exception  # no traceback
+        said[f"tablelog {command[0]} (exit {result.exit_code})"] = " ".join(result.output.split())
+    return said
+
+
+def test_a_warehouse_that_is_a_file_is_refused_as_such_by_every_entry_point(tmp_path: Path) -> None:
+    file = tmp_path / "wh"
+    file.write_text("not a warehouse")
+    said = refusals_of(str(file))
+    expected = f"warehouse '{file}' is a file, not a directory"
+    assert {name: expected in text for name, text in said.items()} == dict.fromkeys(said, True), said
+    assert all("exit 1" in name for name in said if name.startswith("tablelog")), said
+    assert file.read_text() == "not a warehouse"
+
+
+def test_a_warehouse_under_a_file_is_refused_naming_the_file(tmp_path: Path) -> None:
+    file = tmp_path / "data"
+    file.write_text("")
+    said = refusals_of(f"file://{file}/wh/inner")
+    expected = f"warehouse '{file}/wh/inner' cannot be a directory: '{file}' is a file, not a directory"
+    assert {name: expected in text for name, text in said.items()} == dict.fromkeys(said, True), said
+    assert all("exit 1" in name for name in said if name.startswith("tablelog")), said
+
+
+def as_another_user(call: Callable[[], str]) -> str:
+    """``call()``'s result, run as a user the permissions apply to: root reads any
+    directory, so as root it runs in a child process that is 'nobody' (uid 65534)."""
+    if os.geteuid() != 0:
+        return call()
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        os.close(reader)
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            text = call()
+        except BaseException as err:
+            text = f"{type(err).__name__}: {err}"
+        os.write(writer, text.encode())
+        os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as pipe:
+        text = pipe.read().decode()
+    os.waitpid(child, 0)
+    return text
+
+
+def test_a_warehouse_this_process_may_not_read_or_write_is_refused_in_one_line() -> None:
+    with tempfile.TemporaryDirectory() as top:  # pytest's own are the user's alone
+        os.chmod(top, 0o755)
+        refusals_of_unusable_directories(Path(top))
+
+
+def refusals_of_unusable_directories(top: Path) -> None:
+    unreadable, unwritable = top / "unreadable", top / "unwritable"
+    tablelog.create_table(str(unreadable), "db.t", SCHEMA, primary_key=["id"])
+    unreadable.chmod(0)
+    unwritable.mkdir(mode=0o555)
+
+    def attempts() -> str:
+        said = []
+        for call in (lambda: tablelog.open_table(str(unreadable), "db.t"),
+                     lambda: tablelog.create_table(str(unwritable), "db.t", SCHEMA, primary_key=["id"])):
+            try:
+                call()
+                said.append("no error")
+            except WarehouseError as err:
+                said.append(str(err))
+        return "\n".join(said)
+
+    try:
+        opened, created = as_another_user(attempts).split("\n")
+    finally:
+        unreadable.chmod(0o755)
+    assert opened == f"warehouse '{unreadable}' cannot be read: this process may not read the directory " \
+        "(permission denied)"
+    assert created.startswith(f"warehouse '{unwritable}': cannot create table 'db.t': Permission denied")

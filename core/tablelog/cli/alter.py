@@ -6,10 +6,10 @@ import re
 
 import click
 
-from tablelog.schema_rules import describe
 from tablelog.cli.common import console, friendly_errors, table_argument, warehouse_option
 from tablelog.cli.tables import parse_schema
 from tablelog.errors import OptionError
+from tablelog.schema_rules import describe
 from tablelog.store import AddColumn, DropColumn, RenameColumn, SchemaChange, SetOption, WidenColumn
 from tablelog.table import open_table
 

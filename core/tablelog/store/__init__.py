@@ -5,7 +5,8 @@ new file system, catalog or Paimon version touches: :mod:`~tablelog.store.wareho
 (creating and opening tables), :mod:`~tablelog.store.table` (schema, snapshots,
 rows, bucket routing), :mod:`~tablelog.store.writes` (data files written, committed,
 aborted), :mod:`~tablelog.store.schema` (what Paimon defines: option keys, system
-columns, stored types), :mod:`~tablelog.store.alter` (schema changes) and
+columns, stored types), :mod:`~tablelog.store.schema_files` (schema files, each created
+by one writer), :mod:`~tablelog.store.alter` (schema changes) and
 :mod:`~tablelog.store.evolution` (rows of an older schema in a newer one).
 The pypaimon internals it calls (private methods, internal modules) are named, with the
 reason for each, in :mod:`~tablelog.store.pypaimon_internals`; the dependency pins
@@ -24,6 +25,7 @@ from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.schema import (
     KIND_FIELD,
     as_stored,
+    lossy_stored_type,
     paimon_immutable_option_keys,
     paimon_option_default,
     paimon_option_keys,
@@ -56,6 +58,7 @@ __all__ = [
     "TableWrite",
     "Warehouse",
     "as_stored",
+    "lossy_stored_type",
     "native_write_available",
     "paimon_option_default",
     "paimon_option_keys",

@@ -1,7 +1,7 @@
 """The schema changes tablelog makes to a Paimon table, and their commit as Paimon's
-next schema (``schema/schema-<id+1>``, created atomically: a concurrent alter that won
-the race makes this one start over from the new latest schema, as Paimon's
-``SchemaManager`` does).
+next schema (``schema/schema-<id+1>``, created only if absent by
+:mod:`tablelog.store.schema_files`: a concurrent alter that won the race makes this one
+start over from the new latest schema, as Paimon's ``SchemaManager`` does).
 
 What is allowed is decided above the store (:mod:`tablelog.schema_rules`); this module only
 turns the changes into pypaimon's ``SchemaChange`` objects.
@@ -58,8 +58,9 @@ class SetOption:
 SchemaChange = AddColumn | RenameColumn | DropColumn | WidenColumn | SetOption
 
 
-def commit_changes(paimon: Any, changes: Sequence[SchemaChange]) -> int:
-    """Commit ``changes`` as the table's next schema; returns its id."""
+def commit_changes(paimon: Any, schemas: Any, changes: Sequence[SchemaChange]) -> int:
+    """Commit ``changes`` as the table's next schema with pypaimon's schema manager
+    ``schemas`` (:func:`tablelog.store.schema_files.schema_files`); returns its id."""
     from pypaimon.schema.data_types import PyarrowFieldParser
     from pypaimon.schema.schema_change import Move
     from pypaimon.schema.schema_change import SchemaChange as Paimon
@@ -87,4 +88,4 @@ def commit_changes(paimon: Any, changes: Sequence[SchemaChange]) -> int:
             converted.append(Paimon.update_column_type(change.name, paimon_type, keep_nullability=True))
         else:
             converted.append(Paimon.set_option(change.key, change.value))
-    return int(paimon.schema_manager.commit_changes(converted).id)
+    return int(schemas.commit_changes(converted).id)

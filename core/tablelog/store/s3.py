@@ -27,7 +27,7 @@ from tablelog.errors import CommitError, OptionError
 #: pure-Python file IO and pypaimon-rust (the native writer) read. Runtime options: given
 #: when a table is created or opened, never stored in the table.
 S3_OPTION_DOCS: dict[str, str] = {
-    "s3.endpoint": "S3 endpoint URL of an `s3://` warehouse (e.g. `http://10.0.0.5:8333`); default "
+    "s3.endpoint": "S3 endpoint URL of an `s3://` warehouse, with its scheme (`http://10.0.0.5:8333`); default "
     "`AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`, else AWS. Never stored in the table.",
     "s3.access-key": "S3 access key id; default `AWS_ACCESS_KEY_ID`. A secret: never stored or shown.",
     "s3.secret-key": "S3 secret access key; default `AWS_SECRET_ACCESS_KEY`. A secret: never stored or shown.",
@@ -48,6 +48,23 @@ _ENVIRONMENT = {
 
 INSTALL_HINT = 'pip install "tablelog[s3]"'
 
+#: What an S3 endpoint may be, for error messages.
+ENDPOINT_FORMS = "a URL with its scheme, http://host:port or https://host:port (e.g. http://127.0.0.1:8333)"
+
+
+def endpoint_problem(endpoint: str) -> str | None:
+    """Why ``endpoint`` cannot be an S3 endpoint, or None. Checked where the options are
+    read: boto3 would refuse ``127.0.0.1:8333`` only when the first client is made, with
+    a bare ``ValueError``."""
+    url = urlparse(endpoint)
+    try:
+        url.port  # noqa: B018 -- raises for a port that is not a number
+    except ValueError:
+        return f"its port is not a number; expected {ENDPOINT_FORMS}"
+    if url.scheme.lower() not in ("http", "https") or not url.hostname:
+        return f"expected {ENDPOINT_FORMS}"
+    return None
+
 
 def s3_settings(given: Mapping[str, str], environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The connection settings of an ``s3://`` warehouse: the ``s3.*`` options ``given``,
@@ -56,9 +73,13 @@ def s3_settings(given: Mapping[str, str], environ: Mapping[str, str] = os.enviro
     settings = {k: str(v).strip() for k, v in given.items()}
     for key, variables in _ENVIRONMENT.items():
         if key not in settings:
-            found = next((environ[v] for v in variables if environ.get(v)), None)
+            found = next((v for v in variables if environ.get(v)), None)
             if found:
-                settings[key] = found
+                settings[key] = environ[found]
+                problem = endpoint_problem(environ[found]) if key == "s3.endpoint" else None
+                if problem:
+                    raise OptionError(f"invalid value {environ[found]!r} of the environment variable {found} "
+                                      f"(the default of option 's3.endpoint'): {problem}")
     settings.setdefault("s3.region", "us-east-1")
     settings.setdefault("s3.path-style-access", "true" if settings.get("s3.endpoint") else "false")
     return settings

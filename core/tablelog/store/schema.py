@@ -60,6 +60,16 @@ def as_stored(schema: pa.Schema) -> pa.Schema:
     return PyarrowFieldParser.from_paimon_schema(Schema.from_pyarrow_schema(schema).fields)
 
 
+def lossy_stored_type(data_type: pa.DataType) -> pa.DataType | None:
+    """The type a Paimon table would keep a ``data_type`` column in, when that loses values;
+    None when it keeps them all (``large_string`` -> ``string``, ``time32[s]`` ->
+    ``time32[ms]`` lose none). pypaimon keeps every time of day to the millisecond: it
+    stores ``TIME(0)`` whatever the unit and reads ``time32[ms]`` back."""
+    if pa.types.is_time64(data_type):
+        return as_stored(pa.schema([("column", data_type)])).field(0).type
+    return None
+
+
 @functools.cache
 def paimon_immutable_option_keys() -> frozenset[str]:
     """The table options Paimon refuses to change once a table has snapshots."""

@@ -29,6 +29,7 @@ from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
 from tablelog.store.row_count import count_rows
 from tablelog.store.schema import KIND_FIELD
+from tablelog.store.schema_files import schema_files
 from tablelog.store.writes import TableWrite, abort_files, commit_files
 
 
@@ -178,7 +179,7 @@ class PaimonTable:
     def alter(self, changes: list[SchemaChange]) -> int:
         """Commit ``changes`` as the table's next schema (checked by the caller); returns
         its id. This object keeps its schema: open the table again to use the new one."""
-        return commit_changes(self.paimon, changes)
+        return commit_changes(self.paimon, schema_files(self.file_io, self.path, self.s3_client), changes)
 
     @property
     def has_kind_field(self) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from functools import cached_property
@@ -22,10 +23,11 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
-from tablelog.errors import OptionError, TableNotFoundError
+from tablelog.errors import OptionError, TableExistsError, TableNotFoundError, WarehouseError
 from tablelog.redaction import is_secret
 from tablelog.store.metadata import MainBranchSchemas
 from tablelog.store.schema import KIND_FIELD
+from tablelog.store.schema_files import create_first_schema
 from tablelog.store.table import PaimonTable
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -78,14 +80,15 @@ def warehouse_path(location: str) -> str:
     A local path (``~`` expanded, relative to the working directory), a ``file://``
     URL without a host, or ``s3://bucket/path`` (``s3a://`` and trailing slashes
     normalized away). Other schemes are refused rather than taken as a relative
-    path: ``hdfs://nn/wh`` would otherwise become the local folder ``./hdfs:/nn/wh``.
+    path: ``hdfs://nn/wh`` would otherwise become the local folder ``./hdfs:/nn/wh``;
+    so is a local path that is a file, lies under one, or cannot be read.
     """
     text = str(location).strip()
     if not text:
         raise OptionError(f"the warehouse is empty; give {SUPPORTED_WAREHOUSES}")
     match = _URL_SCHEME.match(text)
     if match is None:
-        return os.path.abspath(os.path.expanduser(text))
+        return _usable_directory(os.path.abspath(os.path.expanduser(text)))
     scheme = match[1] or match[2]
     if scheme.lower() in ("s3", "s3a"):
         return _s3_url(text)
@@ -105,7 +108,38 @@ def warehouse_path(location: str) -> str:
     path = urllib.parse.unquote(url.path)
     if not path.startswith("/"):
         raise OptionError(f"warehouse {text!r}: a file:// URL needs an absolute path (file:///data/wh)")
-    return os.path.abspath(path)
+    return _usable_directory(os.path.abspath(path))
+
+
+def _usable_directory(path: str) -> str:
+    """``path``, unless it cannot be a warehouse directory: it is a file, or under one, or
+    this process may not read it. Refused here, in the one place every entry point goes
+    through, rather than as "the table does not exist" when a table is opened, or as
+    whatever error the first write into it happens to raise."""
+    problem = _directory_problem(path)
+    if problem is not None:
+        raise WarehouseError(f"warehouse {path!r} {problem}")
+    return path
+
+
+def _directory_problem(path: str) -> str | None:
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None  # created with the first table
+    except NotADirectoryError:
+        above = os.path.dirname(path)
+        while os.path.dirname(above) != above and not os.path.isfile(above):
+            above = os.path.dirname(above)
+        return f"cannot be a directory: {above!r} is a file, not a directory"
+    except PermissionError:
+        return "cannot be reached: this process may not read a directory on its path (permission denied)"
+    if not stat.S_ISDIR(mode):
+        what = "is a file, not a directory" if stat.S_ISREG(mode) else "is not a directory"
+        return f"{what}; give a directory (an existing one, or one that can be created)"
+    if not os.access(path, os.R_OK | os.X_OK):
+        return "cannot be read: this process may not read the directory (permission denied)"
+    return None
 
 
 def _s3_url(text: str) -> str:
@@ -181,11 +215,6 @@ class Warehouse:
     def _join(self, *parts: str) -> str:
         return "/".join([self.path.rstrip("/"), *parts])
 
-    def _is_dir(self, location: str) -> bool:
-        if not self.on_object_store:
-            return os.path.isdir(location)
-        return bool(self.file_io.exists(location))
-
     def _list_dirs(self, location: str) -> list[str]:
         if not self.on_object_store:
             return sorted(os.listdir(location)) if os.path.isdir(location) else []
@@ -200,7 +229,12 @@ class Warehouse:
 
     def exists(self, identifier: str) -> bool:
         db, name = parse_identifier(identifier)
-        return self._is_dir(self._join(f"{db}.db", name, "schema"))
+        return self._has_schema(self._join(f"{db}.db", name))
+
+    def _has_schema(self, table_path: str) -> bool:
+        """Whether the table at ``table_path`` has a schema file: its ``schema`` directory
+        exists a moment before its first schema file, while another process creates it."""
+        return bool(MainBranchSchemas(self.file_io, table_path)._list_versioned_files())
 
     def create(
         self,
@@ -212,7 +246,7 @@ class Warehouse:
     ) -> PaimonTable:
         from pypaimon import Schema
 
-        db, _ = parse_identifier(identifier)
+        db, name = parse_identifier(identifier)
         leaked = [k for k in properties if is_secret(k)]
         if leaked:  # a programming error: callers strip secrets before storing
             raise OptionError(f"refusing to store secret options in the table: {leaked}")
@@ -235,8 +269,20 @@ class Warehouse:
         paimon_schema = Schema.from_pyarrow_schema(
             pa.schema(fields), primary_keys=list(primary_key) or None, options=options
         )
-        self.catalog.create_database(db, True)
-        self.catalog.create_table(identifier, paimon_schema, False)
+        try:
+            self.catalog.create_database(db, True)
+            created = create_first_schema(self.file_io, self._join(f"{db}.db", name), paimon_schema,
+                                          self.s3_client if self.on_object_store else None)
+        except OSError as err:
+            if self.on_object_store:
+                raise
+            raise WarehouseError(
+                f"warehouse {self.path!r}: cannot create table {identifier!r}: {err.strerror or err}"
+                + (f" ({err.filename})" if err.filename else "")
+                + "; the warehouse must be a directory this process can create, read and write"
+            ) from err
+        if not created:
+            raise TableExistsError(f"table {identifier!r} already exists in warehouse {self.path!r}")
         return self.open(identifier)
 
     def open(self, identifier: str) -> PaimonTable:
@@ -269,5 +315,5 @@ class Warehouse:
         for entry in self._list_dirs(self.path):
             if entry.endswith(".db"):
                 for name in self._list_dirs(self._join(entry)):
-                    if self._is_dir(self._join(entry, name, "schema")):
+                    if self._has_schema(self._join(entry, name)):
                         yield f"{entry[:-3]}.{name}"
