@@ -46,8 +46,9 @@ class TableExistsError(OptionError):
 
 
 class WarehouseError(OptionError):
-    """The warehouse cannot hold tables as given: it is a file or under one, or this
-    process may not read or write its directory."""
+    """The warehouse cannot hold tables as given: an empty or unsupported location, a path
+    that is a file or under one, or a directory this process may not read or write. The
+    CLI exits with the usage code (2) for it: the ``--warehouse`` given is wrong."""
 
 
 class CommitError(TablelogError):

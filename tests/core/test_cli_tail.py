@@ -155,7 +155,7 @@ def test_an_unwritable_warehouse_is_one_line_naming_the_path(tmp_path: Path) -> 
     # The warehouse is checked before the file log kept below it, which would exit 3 (unreachable).
     for log in ("none", "filesystem"):
         _, err = run("create", "-w", str(blocker / "wh"), "db.t", "--schema", "id bigint", "-o",
-                     f"log.system={log}", code=1)
+                     f"log.system={log}", code=2)
         assert str(blocker) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
         assert f"'{blocker}' is a file, not a directory" in err
 

@@ -114,7 +114,7 @@ def test_a_storage_url_without_slashes_is_refused_not_made_a_local_folder(
     with pytest.raises(OptionError, match=problem):
         tablelog.create_table(url, "db.t", SCHEMA, primary_key=["id"])
     result = CliRunner().invoke(cli, ["create", "-w", url, "db.t", "--schema", "id bigint"])
-    assert result.exit_code == 1 and problem in " ".join(result.output.split())
+    assert result.exit_code == 2 and problem in " ".join(result.output.split())
     assert_nothing_created(in_empty_directory)
 
 
@@ -129,13 +129,13 @@ def test_the_cli_takes_a_warehouse_url_from_the_option_or_the_environment(
 ) -> None:
     runner = CliRunner()
     result = runner.invoke(cli, ["create", "-w", "hdfs://nn/wh", "db.t", "--schema", "id bigint"])
-    assert result.exit_code == 1 and "scheme 'hdfs' is not supported" in result.output
+    assert result.exit_code == 2 and "scheme 'hdfs' is not supported" in result.output
     result = runner.invoke(cli, ["create", "db.t", "--schema", "id bigint"],
                            env={"TABLELOG_WAREHOUSE": f"file://{tmp_path}/envwh"})
     assert result.exit_code == 0, result.output
     assert tablelog.open_table(str(tmp_path / "envwh"), "db.t").identifier == "db.t"
     result = runner.invoke(cli, ["create", "-w", "", "db.u", "--schema", "id bigint"])
-    assert result.exit_code == 1 and "the warehouse is empty" in result.output
+    assert result.exit_code == 2 and "the warehouse is empty" in result.output
     assert_nothing_created(in_empty_directory)
 
 
@@ -178,7 +178,7 @@ def test_a_warehouse_that_is_a_file_is_refused_as_such_by_every_entry_point(tmp_
     said = refusals_of(str(file))
     expected = f"warehouse '{file}' is a file, not a directory"
     assert {name: expected in text for name, text in said.items()} == dict.fromkeys(said, True), said
-    assert all("exit 1" in name for name in said if name.startswith("tablelog")), said
+    assert all("exit 2" in name for name in said if name.startswith("tablelog")), said
     assert file.read_text() == "not a warehouse"
 
 
@@ -188,7 +188,7 @@ def test_a_warehouse_under_a_file_is_refused_naming_the_file(tmp_path: Path) -> 
     said = refusals_of(f"file://{file}/wh/inner")
     expected = f"warehouse '{file}/wh/inner' cannot be a directory: '{file}' is a file, not a directory"
     assert {name: expected in text for name, text in said.items()} == dict.fromkeys(said, True), said
-    assert all("exit 1" in name for name in said if name.startswith("tablelog")), said
+    assert all("exit 2" in name for name in said if name.startswith("tablelog")), said
 
 
 def as_another_user(call: Callable[[], str]) -> str:

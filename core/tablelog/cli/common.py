@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from tablelog.errors import LogUnavailableError, OptionError, TablelogError
+from tablelog.errors import LogUnavailableError, OptionError, TablelogError, WarehouseError
 from tablelog.options import same_value
 from tablelog.redaction import shown_value
 
@@ -73,11 +73,14 @@ def _merge(result: dict[str, str], given_as: dict[str, str], key: str, value: st
 
 #: Exit code when the log system cannot be reached (an outage, not bad input or bad data).
 EXIT_LOG_UNAVAILABLE = 3
+#: Exit code of a usage error: click's, for a bad flag or argument, and tablelog's for a
+#: warehouse that cannot be one (the ``--warehouse`` given is wrong).
+EXIT_USAGE = 2
 
 
 def friendly_errors(func: F) -> F:
-    """Show tablelog errors as one clear line and exit 1 (3 when the log system
-    cannot be reached), instead of a traceback."""
+    """Show tablelog errors as one clear line and exit 1 (2 for a warehouse that cannot be
+    one, 3 when the log system cannot be reached), instead of a traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -89,7 +92,7 @@ def friendly_errors(func: F) -> F:
         except TablelogError as err:
             # escape: a message's own brackets (pip install "tablelog[kafka]") are not markup
             err_console.print(f"[bold red]error:[/] {escape(str(err))}", markup=True, soft_wrap=True)
-            raise SystemExit(1) from None
+            raise SystemExit(EXIT_USAGE if isinstance(err, WarehouseError) else 1) from None
         except BrokenPipeError:
             # Whoever read the output went away (`| head`): stop quietly, as Unix tools do,
             # and keep Python from complaining when it flushes stdout at exit.
@@ -103,6 +106,6 @@ def friendly_errors(func: F) -> F:
                 "the warehouse must be a directory this process can create, read and write",
                 markup=True, soft_wrap=True,
             )
-            raise SystemExit(1) from None
+            raise SystemExit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]

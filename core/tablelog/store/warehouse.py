@@ -85,7 +85,7 @@ def warehouse_path(location: str) -> str:
     """
     text = str(location).strip()
     if not text:
-        raise OptionError(f"the warehouse is empty; give {SUPPORTED_WAREHOUSES}")
+        raise WarehouseError(f"the warehouse is empty; give {SUPPORTED_WAREHOUSES}")
     match = _URL_SCHEME.match(text)
     if match is None:
         return _usable_directory(os.path.abspath(os.path.expanduser(text)))
@@ -93,21 +93,21 @@ def warehouse_path(location: str) -> str:
     if scheme.lower() in ("s3", "s3a"):
         return _s3_url(text)
     if scheme.lower() != "file":
-        raise OptionError(
+        raise WarehouseError(
             f"warehouse {text!r}: the URL scheme {scheme!r} is not supported; "
             f"a warehouse is {SUPPORTED_WAREHOUSES}"
         )
     url = urllib.parse.urlsplit(text)
     if url.netloc not in ("", "localhost"):
-        raise OptionError(
+        raise WarehouseError(
             f"warehouse {text!r}: a file:// URL names a local directory, not the host {url.netloc!r}; "
             "write file:///path (three slashes)"
         )
     if url.query or url.fragment:
-        raise OptionError(f"warehouse {text!r}: a file:// URL takes no '?' query or '#' fragment")
+        raise WarehouseError(f"warehouse {text!r}: a file:// URL takes no '?' query or '#' fragment")
     path = urllib.parse.unquote(url.path)
     if not path.startswith("/"):
-        raise OptionError(f"warehouse {text!r}: a file:// URL needs an absolute path (file:///data/wh)")
+        raise WarehouseError(f"warehouse {text!r}: a file:// URL needs an absolute path (file:///data/wh)")
     return _usable_directory(os.path.abspath(path))
 
 
@@ -145,9 +145,9 @@ def _directory_problem(path: str) -> str | None:
 def _s3_url(text: str) -> str:
     url = urllib.parse.urlsplit(text)
     if not url.netloc:
-        raise OptionError(f"warehouse {text!r}: an s3:// URL names a bucket: s3://bucket/path")
+        raise WarehouseError(f"warehouse {text!r}: an s3:// URL names a bucket: s3://bucket/path")
     if url.query or url.fragment:
-        raise OptionError(f"warehouse {text!r}: an s3:// URL takes no '?' query or '#' fragment")
+        raise WarehouseError(f"warehouse {text!r}: an s3:// URL takes no '?' query or '#' fragment")
     path = url.path.strip("/")
     return f"s3://{url.netloc}/{path}" if path else f"s3://{url.netloc}"
 
