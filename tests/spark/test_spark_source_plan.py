@@ -20,7 +20,7 @@ from tablelog.spark import offsets
 from tablelog.spark.options import SourceOptions
 from tablelog.spark.source import (
     CommittedChanges,
-    FullScan,
+    FullScanPartition,
     LogRecords,
     NoRows,
     TablelogBatchReader,
@@ -79,7 +79,7 @@ def test_a_malformed_checkpoint_offset_is_an_option_error_that_shows_it() -> Non
 
 
 def test_source_partitions_are_frozen_and_survive_pickling() -> None:
-    for partition in (FullScan(3, 1), CommittedChanges(0, 2, 5), LogRecords(1, 10, 20), NoRows()):
+    for partition in (FullScanPartition(3, 1), CommittedChanges(0, 2, 5), LogRecords(1, 10, 20), NoRows()):
         assert pickle.loads(pickle.dumps(partition)) == partition
         for field in dataclasses.fields(partition):
             with pytest.raises(dataclasses.FrozenInstanceError):
@@ -95,7 +95,7 @@ def test_a_hybrid_stream_plans_a_full_scan_per_bucket_then_committed_changes_per
     start = source.initialOffset()
     first = source.latestOffset(start)
     plan = source.partitions(start, first)
-    assert plan == [FullScan(1, 0), FullScan(1, 1)]
+    assert plan == [FullScanPartition(1, 0), FullScanPartition(1, 1)]
     assert _ids(batch for p in plan for batch in source.read(p)) == list(range(10))
     with table.writer() as writer:
         writer.write([{"id": i, "name": "y"} for i in range(10, 14)])
@@ -144,7 +144,7 @@ def test_a_batch_read_plans_a_full_scan_per_bucket_of_the_latest_snapshot(tmp_pa
     table = _table(tmp_path / "wh")
     reader = TablelogBatchReader(_options(table))
     plan = reader.partitions()
-    assert plan == [FullScan(1, 0), FullScan(1, 1)]
+    assert plan == [FullScanPartition(1, 0), FullScanPartition(1, 1)]
     assert _ids(batch for p in plan for batch in reader.read(p)) == list(range(10))
 
 
