@@ -26,6 +26,7 @@ import pyarrow as pa
 from tablelog.errors import OptionError, TableExistsError, TableNotFoundError, WarehouseError
 from tablelog.redaction import is_secret
 from tablelog.store.metadata import MainBranchSchemas
+from tablelog.store.pypaimon_internals import schema_ids
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.schema_files import create_first_schema
 from tablelog.store.table import PaimonTable
@@ -234,7 +235,7 @@ class Warehouse:
     def _has_schema(self, table_path: str) -> bool:
         """Whether the table at ``table_path`` has a schema file: its ``schema`` directory
         exists a moment before its first schema file, while another process creates it."""
-        return bool(MainBranchSchemas(self.file_io, table_path)._list_versioned_files())
+        return bool(schema_ids(MainBranchSchemas(self.file_io, table_path)))
 
     def create(
         self,
