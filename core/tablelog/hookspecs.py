@@ -5,7 +5,7 @@ A log system is a module (or object) with ``@hookimpl`` functions, published und
 the entry-point group ``tablelog.log_systems``; the entry-point name is the value
 users put in ``log.system``. Each log system gets a plugin manager of its own, so
 a hook call reaches exactly one implementation (plus any hook wrappers someone
-registers for tracing or metrics: :func:`tablelog.registry.register_hook_wrapper`, or an
+registers for tracing or metrics: :func:`tablelog.logs.discovery.register_hook_wrapper`, or an
 entry point in the group ``tablelog.hook_wrappers``).
 
 The lifecycle, as the core drives it::
@@ -288,7 +288,7 @@ def fetch_values(
 
 @optional(
     "an idle reader of several partitions asks ``end_positions`` of all of them at once, "
-    "every ``tablelog.registry.IDLE_LOOK_S`` (0.1 s)"
+    "every ``tablelog.logs.client.IDLE_LOOK_S`` (0.1 s)"
 )
 @hookspec(firstresult=True)
 def wait_for_records(connection: Connection, positions: dict[int, int], timeout_s: float) -> list[int]:

@@ -1,4 +1,4 @@
-"""The log connection pool (tablelog.log_pool) with the built-in filesystem log: reuse by
+"""The log connection pool (tablelog.logs.pool) with the built-in filesystem log: reuse by
 the next task, exclusive use, and no record of a failed attempt in anyone's receipt."""
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import pyarrow as pa
 import pytest
 
 import tablelog.logs.filesystem as filesystem_log
-from tablelog import log_pool, registry
 from tablelog.errors import ProduceError
-from tablelog.log_pool import LogPool
+from tablelog.logs import discovery
+from tablelog.logs import pool as log_pool
+from tablelog.logs.pool import LogPool
 from tablelog.records import LogConfig, ProducedRange
 from tablelog.table import Table, create_table
 from tablelog.testing.scenarios import read_transactional
@@ -38,7 +39,7 @@ class CountingFileLog:
         self.fail_commits = 0
 
     def plugin(self) -> SimpleNamespace:
-        hooks = {name: getattr(filesystem_log, name) for name in (*registry.REQUIRED_HOOKS, "option_specs")}
+        hooks = {name: getattr(filesystem_log, name) for name in (*discovery.REQUIRED_HOOKS, "option_specs")}
         counted = {name: getattr(self, name) for name in ("open_log", "ensure_topic", "flush", "commit", "close_log")}
         return SimpleNamespace(**{**hooks, **counted})
 
@@ -77,9 +78,9 @@ class CountingFileLog:
 @pytest.fixture
 def counting() -> Iterator[CountingFileLog]:
     log = CountingFileLog()
-    registry.register_log_system("countingfs", log.plugin())
+    discovery.register_log_system("countingfs", log.plugin())
     yield log
-    registry.unregister_log_system("countingfs")
+    discovery.unregister_log_system("countingfs")
 
 
 @pytest.fixture
@@ -268,16 +269,16 @@ def test_idle_connections_of_the_shared_pool_are_closed_at_exit(tmp_path: Path) 
         import pyarrow as pa
         from types import SimpleNamespace
         import tablelog.logs.filesystem as fs
-        from tablelog import registry
-        from tablelog.log_pool import shared_pool
+        from tablelog.logs import discovery
+        from tablelog.logs.pool import shared_pool
         from tablelog.table import create_table
 
         def close_log(connection):
             print("closed", connection.topic, flush=True)
             fs.close_log(connection=connection)
 
-        hooks = {{n: getattr(fs, n) for n in registry.REQUIRED_HOOKS if n != "close_log"}}
-        registry.register_log_system("exitfs", SimpleNamespace(**hooks, close_log=fs.hookimpl(close_log)))
+        hooks = {{n: getattr(fs, n) for n in discovery.REQUIRED_HOOKS if n != "close_log"}}
+        discovery.register_log_system("exitfs", SimpleNamespace(**hooks, close_log=fs.hookimpl(close_log)))
         table = create_table({str(tmp_path / "wh")!r}, "db.exit", pa.schema([("id", pa.int64())]),
                              primary_key=["id"], options={{"log.system": "exitfs"}})
         print("created", flush=True)

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 import tablelog.logs.filesystem as filesystem_log
-from tablelog import registry
 from tablelog.cli import cli
 from tablelog.errors import OptionError
+from tablelog.logs import discovery
 from tablelog.records import LogConfig, OptionSpec
 from tablelog.table import Table, create_table, open_table
 
@@ -29,7 +29,7 @@ class LayoutLog:
     (``layoutlog.layout``, declared defining) and a runtime one."""
 
     def plugin(self) -> SimpleNamespace:
-        hooks = {name: getattr(filesystem_log, name) for name in registry.REQUIRED_HOOKS}
+        hooks = {name: getattr(filesystem_log, name) for name in discovery.REQUIRED_HOOKS}
         return SimpleNamespace(**{**hooks, "open_log": self.open_log, "option_specs": self.option_specs})
 
     @filesystem_log.hookimpl
@@ -47,9 +47,9 @@ class LayoutLog:
 
 @pytest.fixture
 def layoutlog() -> Iterator[None]:
-    registry.register_log_system("layoutlog", LayoutLog().plugin())
+    discovery.register_log_system("layoutlog", LayoutLog().plugin())
     yield
-    registry.unregister_log_system("layoutlog")
+    discovery.unregister_log_system("layoutlog")
 
 
 @pytest.fixture

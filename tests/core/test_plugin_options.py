@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 import tablelog.logs.filesystem as filesystem_log
-from tablelog import registry
 from tablelog.cli import cli
+from tablelog.logs import discovery
 from tablelog.records import LogConfig, OptionSpec
 from tablelog.table import create_table, open_table
 
@@ -27,7 +27,7 @@ class DefaultsFileLog:
         self.received: list[dict[str, str]] = []
 
     def plugin(self) -> SimpleNamespace:
-        hooks = {name: getattr(filesystem_log, name) for name in registry.REQUIRED_HOOKS}
+        hooks = {name: getattr(filesystem_log, name) for name in discovery.REQUIRED_HOOKS}
         return SimpleNamespace(**{**hooks, "open_log": self.open_log, "option_specs": self.option_specs})
 
     @filesystem_log.hookimpl
@@ -48,9 +48,9 @@ class DefaultsFileLog:
 @pytest.fixture
 def deflog() -> Iterator[DefaultsFileLog]:
     log = DefaultsFileLog()
-    registry.register_log_system("deflog", log.plugin())
+    discovery.register_log_system("deflog", log.plugin())
     yield log
-    registry.unregister_log_system("deflog")
+    discovery.unregister_log_system("deflog")
 
 
 def options_output(*args: str) -> str:

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 
 import tablelog.logs.filesystem as filesystem_log
-from tablelog import registry
 from tablelog.errors import OptionError, PluginUnavailableError, TopicError
+from tablelog.logs import discovery
 from tablelog.records import LogConfig, OptionSpec
 from tablelog.table import create_table, open_table
 
@@ -35,7 +35,7 @@ class StorageNamedLog:
         self.topics: dict[int, str] = {}  # connection -> the topic it was opened for
 
     def plugin(self) -> SimpleNamespace:
-        hooks = {name: getattr(filesystem_log, name) for name in registry.REQUIRED_HOOKS}
+        hooks = {name: getattr(filesystem_log, name) for name in discovery.REQUIRED_HOOKS}
         return SimpleNamespace(**{**hooks, "open_log": self.open_log, "ensure_topic": self.ensure_topic,
                                   "option_specs": self.option_specs})
 
@@ -70,9 +70,9 @@ NAMES_TOPIC = OptionSpec("storelog.table", "The storage of the topic's records."
 @pytest.fixture
 def storelog() -> Iterator[StorageNamedLog]:
     log = StorageNamedLog([NAMES_TOPIC])
-    registry.register_log_system("storelog", log.plugin())
+    discovery.register_log_system("storelog", log.plugin())
     yield log
-    registry.unregister_log_system("storelog")
+    discovery.unregister_log_system("storelog")
 
 
 def test_a_projection_stream_gets_storage_of_its_own_from_a_plugin_option_naming_the_storage(
@@ -119,9 +119,9 @@ def test_the_option_naming_the_storage_defines_the_table(tmp_path: Path, storelo
 def test_a_declaration_the_core_cannot_honour_is_refused_when_the_plugin_loads(
     declared: list[OptionSpec], refusal: str
 ) -> None:
-    registry.register_log_system("storelog", StorageNamedLog(declared).plugin())
+    discovery.register_log_system("storelog", StorageNamedLog(declared).plugin())
     try:
         with pytest.raises(PluginUnavailableError, match=f"log system 'storelog' declares option {refusal}"):
-            registry.load_log_system("storelog")
+            discovery.load_log_system("storelog")
     finally:
-        registry.unregister_log_system("storelog")
+        discovery.unregister_log_system("storelog")

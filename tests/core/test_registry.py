@@ -5,20 +5,20 @@ import sys
 
 import pytest
 
-from tablelog import registry
 from tablelog.errors import PluginNotFoundError, PluginUnavailableError
+from tablelog.logs import discovery
 
 
 def test_builtin_filesystem_log_is_discovered_through_the_entry_point_group() -> None:
-    names = {item.name: item for item in registry.installed_log_systems()}
+    names = {item.name: item for item in discovery.installed_log_systems()}
     assert names["filesystem"].distribution == "tablelog"
     assert names["filesystem"].error is None
-    assert registry.load_log_system("filesystem").name == "filesystem"
+    assert discovery.load_log_system("filesystem").name == "filesystem"
 
 
 def test_unknown_log_system_lists_the_installed_ones() -> None:
     with pytest.raises(PluginNotFoundError) as err:
-        registry.load_log_system("rabbitmq")
+        discovery.load_log_system("rabbitmq")
     message = str(err.value)
     assert "unknown log.system 'rabbitmq'" in message
     assert "filesystem" in message and "kafka" in message
@@ -28,8 +28,8 @@ def test_kafka_without_its_extra_says_what_to_pip_install() -> None:
     # Block the client library in a fresh interpreter, as if the extra were not installed.
     script = (
         "import sys; sys.modules['confluent_kafka'] = None\n"
-        "from tablelog import registry\n"
-        "try:\n    registry.load_log_system('kafka')\n"
+        "from tablelog.logs import discovery\n"
+        "try:\n    discovery.load_log_system('kafka')\n"
         "except Exception as err:\n    print(type(err).__name__, err)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
@@ -45,12 +45,12 @@ def test_plugin_missing_required_hooks_is_refused_with_their_names() -> None:
         def open_log(self, config):  # type: ignore[no-untyped-def]
             return object()
 
-    registry.register_log_system("half", HalfPlugin())
+    discovery.register_log_system("half", HalfPlugin())
     try:
         with pytest.raises(PluginUnavailableError, match="does not implement the required hooks: close_log"):
-            registry.load_log_system("half")
+            discovery.load_log_system("half")
     finally:
-        registry.unregister_log_system("half")
+        discovery.unregister_log_system("half")
 
 
 def test_cli_error_keeps_the_bracketed_extra_in_the_install_hint(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -71,12 +71,12 @@ def test_a_log_system_installed_while_the_process_runs_is_found_by_the_next_look
     site.mkdir()
     sys.path.insert(0, str(site))
     try:
-        assert "tl_late" not in registry.available_names()  # looked up (and remembered) before the install
+        assert "tl_late" not in discovery.available_names()  # looked up (and remembered) before the install
         (site / "tl_late-0.1.dist-info").mkdir()
         (site / "tl_late-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tl-late\nVersion: 0.1\n")
         (site / "tl_late-0.1.dist-info" / "entry_points.txt").write_text(
             "[tablelog.log_systems]\ntl_late = tablelog.logs.filesystem\n")
-        assert "tl_late" in registry.available_names()
+        assert "tl_late" in discovery.available_names()
     finally:
         sys.path.remove(str(site))
-    assert "tl_late" not in registry.available_names()
+    assert "tl_late" not in discovery.available_names()
