@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 import tablelog
-import tablelog.logs.filesystem as filesystem_log
 from tablelog.cli import cli
 from tablelog.errors import TablelogError
 from tablelog.hookspecs import hookimpl
 from tablelog.logs import discovery
+from tablelog.logs.filesystem import FileLog
 from tablelog.options import REDACTED, is_secret
 from tablelog.records import LogConfig, OptionSpec
 
@@ -38,12 +38,12 @@ def option_specs() -> list[OptionSpec]:
 @hookimpl
 def open_log(config: LogConfig):  # type: ignore[no-untyped-def]
     assert config.options["apikey"] == SENTINEL  # the plugin does receive it
-    return filesystem_log.open_log(attrs.evolve(config, options={}))
+    return FileLog.open_log(attrs.evolve(config, options={}))
 
 
 @pytest.fixture
 def pgx(tmp_path: Path) -> Iterator[tuple[tablelog.Table, dict[str, str]]]:
-    hooks = {name: getattr(filesystem_log, name) for name in discovery.REQUIRED_HOOKS if name != "open_log"}
+    hooks = {name: getattr(FileLog, name) for name in discovery.REQUIRED_HOOKS if name != "open_log"}
     discovery.register_log_system("pgx", SimpleNamespace(**hooks, open_log=open_log, option_specs=option_specs))
     options = {"log.system": "pgx", "pgx.dsn": "postgresql://db/x", "pgx.apikey": SENTINEL}
     table = tablelog.create_table(str(tmp_path / "wh"), "db.p", pa.schema([("id", pa.int64())]),

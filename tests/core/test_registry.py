@@ -2,11 +2,13 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tablelog.errors import PluginNotFoundError, PluginUnavailableError
 from tablelog.logs import discovery
+from tablelog.records import LogConfig, ProduceBatch, SeekSpec
 
 
 def test_builtin_filesystem_log_is_discovered_through_the_entry_point_group() -> None:
@@ -80,3 +82,121 @@ def test_a_log_system_installed_while_the_process_runs_is_found_by_the_next_look
     finally:
         sys.path.remove(str(site))
     assert "tl_late" not in discovery.available_names()
+
+
+#: Options under which each shipped log system opens without I/O (nothing listens there).
+_OPENS_OFFLINE = {
+    "filesystem": {},
+    "kafka": {"bootstrap.servers": "127.0.0.1:9"},
+    "pulsar": {"service-url": "pulsar://127.0.0.1:9"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPENS_OFFLINE))
+def test_a_shipped_log_systems_hooks_are_the_methods_of_its_connection_class_with_no_forwarder(
+    name: str, tmp_path: Path
+) -> None:
+    system = discovery.load_log_system(name)
+    plugin = system.pm.get_plugin(name)
+    assert isinstance(plugin, type), f"the {name} entry point names {plugin!r}, not a class"
+    for hook in system.implemented:
+        (impl,) = [i for i in getattr(system.pm.hook, hook).get_hookimpls() if not (i.wrapper or i.hookwrapper)]
+        own = getattr(plugin, hook)
+        # What pluggy calls is the class's own function, not a module-level function calling it.
+        assert getattr(impl.function, "__func__", impl.function) is getattr(own, "__func__", own), hook
+    config = LogConfig(name, "db.t", "t", 1, True, _OPENS_OFFLINE[name], str(tmp_path))
+    with system.open(config) as client:
+        assert isinstance(client.connection, plugin)
+
+
+_MODULE_STYLE_PLUGIN = '''
+"""A log system as a module of @hookimpl functions (the style before plugin classes)."""
+from tablelog.logs.filesystem import FileLog
+from tablelog.plugin import hookimpl
+
+
+@hookimpl
+def open_log(config):
+    return FileLog(config)
+
+
+@hookimpl
+def close_log(connection):
+    FileLog.close_log(connection)
+
+
+@hookimpl
+def ensure_topic(connection):
+    return FileLog.ensure_topic(connection)
+
+
+@hookimpl
+def produce(connection, batch):
+    FileLog.produce(connection, batch)
+
+
+@hookimpl
+def flush(connection, timeout_s):
+    return FileLog.flush(connection)
+
+
+@hookimpl
+def end_positions(connection, partitions):
+    return FileLog.end_positions(connection, partitions)
+
+
+@hookimpl
+def seek(connection, partition, spec):
+    return FileLog.seek(connection, partition, spec)
+
+
+@hookimpl
+def fetch(connection, partition, position, max_records, timeout_s):
+    return FileLog.fetch(connection, partition, position, max_records, timeout_s)
+
+
+@hookimpl
+def commit(connection, committed):
+    pass
+'''
+
+
+def test_a_module_of_hookimpl_functions_named_by_an_entry_point_still_loads(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "tl_modlog-0.1.dist-info").mkdir(parents=True)
+    (site / "tl_modlog.py").write_text(_MODULE_STYLE_PLUGIN)
+    (site / "tl_modlog-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tl-modlog\nVersion: 0.1\n")
+    (site / "tl_modlog-0.1.dist-info" / "entry_points.txt").write_text(
+        "[tablelog.log_systems]\ntl_modlog = tl_modlog\n")
+    sys.path.insert(0, str(site))
+    try:
+        (listed,) = [item for item in discovery.installed_log_systems() if item.name == "tl_modlog"]
+        assert (listed.distribution, listed.module, listed.error) == ("tl-modlog", "tl_modlog", None)
+        config = LogConfig("tl_modlog", "db.t", "t", 1, True, {}, str(tmp_path / "wh"))
+        with discovery.load_log_system("tl_modlog").open(config) as client:
+            assert client.ensure_topic() == 1
+            client.produce(ProduceBatch("tok", 0, [None, b"k"], [b"a", b"b"], 0))
+            (produced,) = client.flush(5)
+            fetched = client.fetch(0, client.seek(0, SeekSpec.earliest()), 10, 1)
+        assert [r.value for r in fetched.records] == [b"a", b"b"] and produced.count == 2
+    finally:
+        sys.path.remove(str(site))
+        sys.modules.pop("tl_modlog", None)
+
+
+def test_an_entry_point_naming_a_class_its_module_lacks_is_listed_unavailable_and_refused_with_why(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "site"
+    (site / "tl_gone-0.1.dist-info").mkdir(parents=True)
+    (site / "tl_gone-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tl-gone\nVersion: 0.1\n")
+    (site / "tl_gone-0.1.dist-info" / "entry_points.txt").write_text(
+        "[tablelog.log_systems]\ntl_gone = tablelog.logs.filesystem:NoSuchLog\n")
+    sys.path.insert(0, str(site))
+    try:
+        (listed,) = [item for item in discovery.installed_log_systems() if item.name == "tl_gone"]
+        assert listed.module == "tablelog.logs.filesystem" and "NoSuchLog" in (listed.error or "")
+        with pytest.raises(PluginUnavailableError, match="log.system 'tl_gone' is installed but cannot be loaded"):
+            discovery.load_log_system("tl_gone")
+    finally:
+        sys.path.remove(str(site))

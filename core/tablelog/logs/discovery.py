@@ -91,7 +91,7 @@ def _hook_wrappers() -> list[Any]:
         for ep in sorted(metadata.entry_points(group=WRAPPER_ENTRY_POINT_GROUP), key=lambda ep: ep.name):
             try:
                 loaded.append(ep.load())
-            except ImportError as err:
+            except (ImportError, AttributeError) as err:
                 raise PluginUnavailableError(
                     f"hook wrapper {ep.name!r} ({ep.value}, entry point group "
                     f"{WRAPPER_ENTRY_POINT_GROUP!r}) cannot be loaded: {err}"
@@ -146,7 +146,7 @@ def installed_log_systems() -> list[Installed]:
         error = None
         try:
             ep.load()
-        except ImportError as err:
+        except (ImportError, AttributeError) as err:
             error = f"{err}; {KNOWN_EXTRAS.get(name, 'install its dependencies')}"
         result.append(
             Installed(
@@ -192,7 +192,9 @@ def _load_plugin(name: str) -> Any:
         )
     try:
         return ep.load()
-    except ImportError as err:
+    # AttributeError: an entry point naming a class its module does not have (another
+    # version of the distribution is importable than the one whose metadata is installed).
+    except (ImportError, AttributeError) as err:
         hint = KNOWN_EXTRAS.get(name, "install its dependencies")
         raise PluginUnavailableError(
             f"log.system {name!r} is installed but cannot be loaded ({err}); {hint}"
