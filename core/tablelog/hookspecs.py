@@ -6,10 +6,11 @@ are the connections ``open_log`` returns (``open_log`` a classmethod, ``option_s
 a staticmethod; the other methods name their first parameter ``connection``, as the
 specs below do, since pluggy passes arguments by name), or a module (or object) with
 ``@hookimpl`` functions. It is published under the entry-point group
-``tablelog.log_systems``; the entry-point name is the value users put in ``log.system``. Each log system gets a plugin manager of its own, so
-a hook call reaches exactly one implementation (plus any hook wrappers someone
-registers for tracing or metrics: :func:`tablelog.logs.discovery.register_hook_wrapper`, or an
-entry point in the group ``tablelog.hook_wrappers``).
+``tablelog.log_systems``; the entry-point name is the value users put in ``log.system``.
+Each log system gets a plugin manager of its own, so a hook call reaches exactly one
+implementation (plus any hook wrappers someone registers for tracing or metrics:
+:func:`tablelog.logs.discovery.register_hook_wrapper`, or an entry point in the group
+``tablelog.hook_wrappers``).
 
 The lifecycle, as the core drives it::
 
