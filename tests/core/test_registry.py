@@ -109,6 +109,17 @@ def test_a_shipped_log_systems_hooks_are_the_methods_of_its_connection_class_wit
         assert isinstance(client.connection, plugin)
 
 
+def _site_with_entry_point(tmp_path: Path, name: str, value: str) -> Path:
+    """A site directory (not on ``sys.path`` yet) with a distribution ``name`` whose
+    ``tablelog.log_systems`` entry point ``name`` is ``value``."""
+    site = tmp_path / "site"
+    info = site / f"{name}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[tablelog.log_systems]\n{name} = {value}\n")
+    return site
+
+
 _MODULE_STYLE_PLUGIN = '''
 """A log system as a module of @hookimpl functions (the style before plugin classes)."""
 from tablelog.logs.filesystem import FileLog
@@ -162,12 +173,8 @@ def commit(connection, committed):
 
 
 def test_a_module_of_hookimpl_functions_named_by_an_entry_point_still_loads(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    (site / "tl_modlog-0.1.dist-info").mkdir(parents=True)
+    site = _site_with_entry_point(tmp_path, "tl_modlog", "tl_modlog")
     (site / "tl_modlog.py").write_text(_MODULE_STYLE_PLUGIN)
-    (site / "tl_modlog-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tl-modlog\nVersion: 0.1\n")
-    (site / "tl_modlog-0.1.dist-info" / "entry_points.txt").write_text(
-        "[tablelog.log_systems]\ntl_modlog = tl_modlog\n")
     sys.path.insert(0, str(site))
     try:
         (listed,) = [item for item in discovery.installed_log_systems() if item.name == "tl_modlog"]
@@ -187,11 +194,7 @@ def test_a_module_of_hookimpl_functions_named_by_an_entry_point_still_loads(tmp_
 def test_an_entry_point_naming_a_class_its_module_lacks_is_listed_unavailable_and_refused_with_why(
     tmp_path: Path,
 ) -> None:
-    site = tmp_path / "site"
-    (site / "tl_gone-0.1.dist-info").mkdir(parents=True)
-    (site / "tl_gone-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tl-gone\nVersion: 0.1\n")
-    (site / "tl_gone-0.1.dist-info" / "entry_points.txt").write_text(
-        "[tablelog.log_systems]\ntl_gone = tablelog.logs.filesystem:NoSuchLog\n")
+    site = _site_with_entry_point(tmp_path, "tl_gone", "tablelog.logs.filesystem:NoSuchLog")
     sys.path.insert(0, str(site))
     try:
         (listed,) = [item for item in discovery.installed_log_systems() if item.name == "tl_gone"]

@@ -39,9 +39,9 @@ class RedisStreamsLog(StreamWrites, StreamReads):
     """The ``redis`` log system; an instance is one table's open log (what ``open_log``
     returns), whose repr never shows a secret.
 
-    Pluggy passes each hook's arguments by name, so the first parameter of the methods
-    that take a connection is named ``connection``, as in the hook specs: it is the
-    instance (``self``).
+    Pluggy passes each hook's arguments by name, as the hook specs name them, and it
+    would leave out a first parameter named ``self``: so the hook methods call the
+    instance ``connection``. Helpers that are not hooks keep ``self``.
     """
 
     def __repr__(self) -> str:

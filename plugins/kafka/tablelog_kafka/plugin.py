@@ -4,10 +4,8 @@ Bucket b is partition b; a record's position is its Kafka offset. Every record
 carries the headers ``tablelog.token`` (utf-8 writer token) and ``tablelog.seq``
 (ASCII decimal sequence number), its key and the batch's timestamp.
 
-:class:`KafkaConnection` is the plugin and its instances are the connections: each
-hook is a method of it. Pluggy passes the hook's arguments by name, so the first
-parameter of the methods that take a connection is named ``connection``, as in the
-hook specs (it is the instance, ``self``).
+:class:`KafkaConnection` is the plugin and each hook is one of its methods, taking the
+connection (the instance) as ``connection`` (:mod:`tablelog.hookspecs` says why).
 """
 
 from __future__ import annotations

@@ -6,10 +6,8 @@ table bucket b goes to the topic ``<topic>-partition-b`` (:mod:`tablelog_pulsar.
 says why); positions encode message ids (:mod:`tablelog_pulsar.positions`); reading and
 seeking are in :mod:`tablelog_pulsar.reader`, producing in :mod:`tablelog_pulsar.writer`.
 
-:class:`PulsarConnection` is the plugin and its instances are the connections: each
-hook is a method of it. Pluggy passes the hook's arguments by name, so the first
-parameter of the methods that take a connection is named ``connection``, as in the
-hook specs (it is the instance, ``self``).
+The entry point names :class:`PulsarConnection`, whose methods are the hooks; an
+instance is what ``open_log`` returns and the other hooks receive as ``connection``.
 """
 
 from __future__ import annotations
