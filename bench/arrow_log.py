@@ -61,8 +61,8 @@ from bench.common import (
     write_log_path,
 )
 from bench.throughput import KafkaRaw, PulsarRaw
+from tablelog.logs.discovery import load_log_system
 from tablelog.records import LogConfig, ProduceBatch
-from tablelog.registry import load_log_system
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTITIONS = 4

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 import tablelog
 from tablelog.commit import WriteReceipt
-from tablelog.log_pool import LogPool
+from tablelog.logs.pool import LogPool
 from tablelog.table import Table
 from tablelog.writing.routing import partition_order
 from tablelog.writing.writer import WriteTask

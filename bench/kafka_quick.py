@@ -37,8 +37,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tablelog.logs.discovery import load_log_system
 from tablelog.records import LogConfig, ProduceBatch
-from tablelog.registry import load_log_system
 
 PARTITIONS = 4
 BATCH = 10_000

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pulsar
 
+from tablelog.logs.discovery import load_log_system
 from tablelog.records import LogConfig, ProduceBatch
-from tablelog.registry import load_log_system
 
 
 def start_broker(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:

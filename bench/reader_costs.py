@@ -27,8 +27,8 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
-from tablelog import registry
 from tablelog.formats.codec import RecordCodec
+from tablelog.logs import discovery
 from tablelog.options import LogFormat
 from tablelog.reading import Change
 from tablelog.records import RowKind
@@ -103,7 +103,7 @@ def decode_costs(n: int, rounds: int) -> None:
 
 def gc_costs(n: int, rounds: int) -> None:
     memory = MemoryLog()
-    registry.register_log_system("bench-memory", memory.plugin())
+    discovery.register_log_system("bench-memory", memory.plugin())
     try:
         table = create_table(tempfile.mkdtemp(), "bench.reader_costs", SCHEMA, primary_key=["id"], bucket=4,
                              options={"log.system": "bench-memory"})
@@ -132,7 +132,7 @@ def gc_costs(n: int, rounds: int) -> None:
             paused = per_record(read(consistency, arrow, True), rounds)
             print(f"gc      {name:<27} collector on {on:5.2f} µs   paused per batch {paused:5.2f} µs")
     finally:
-        registry.unregister_log_system("bench-memory")
+        discovery.unregister_log_system("bench-memory")
 
 
 def main() -> None:

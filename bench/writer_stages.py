@@ -17,7 +17,7 @@ from typing import Any
 from bench import brokers
 from bench.common import batches, create_table, encoded_records, make_rows, warm_log_task
 from bench.throughput import KafkaRaw
-from tablelog.log_pool import LogPool
+from tablelog.logs.pool import LogPool
 
 
 class _TimedLog:

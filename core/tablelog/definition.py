@@ -23,9 +23,9 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
-from tablelog import registry
 from tablelog.errors import OptionError, SchemaMismatchError
 from tablelog.formats.codec import KIND_COLUMN, SCHEMA_FIELD
+from tablelog.logs import discovery
 from tablelog.options import TableOptions, fixed_option_keys
 from tablelog.redaction import shown_value
 from tablelog.store import (
@@ -281,7 +281,7 @@ def system_definition(identifier: str, system: str, system_options: Mapping[str,
     table's stored ones."""
     values: dict[str, str | None] = {
         spec.key: system_options.get(spec.key, spec.default)
-        for spec in registry.declared_options(system) if spec.defines_table
+        for spec in discovery.declared_options(system) if spec.defines_table
     }
     values[topic_option(system)] = default_topic(identifier, system, system_options)
     return values
@@ -291,7 +291,7 @@ def defining_defaults(system: str, system_options: Mapping[str, str]) -> dict[st
     """The declared defaults of the defining options not given: stored with a table created,
     so that a plugin release with another default does not change what defines it."""
     return {
-        spec.key: spec.default for spec in registry.declared_options(system)
+        spec.key: spec.default for spec in discovery.declared_options(system)
         if spec.defines_table and spec.default is not None and spec.key not in system_options
     }
 

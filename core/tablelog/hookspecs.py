@@ -1,12 +1,16 @@
 """The LogSystem hooks: what a log system (Kafka, Pulsar, the built-in file log, a
 third-party plugin) implements so that tablelog can double-write a table's changelog.
 
-A log system is a module (or object) with ``@hookimpl`` functions, published under
-the entry-point group ``tablelog.log_systems``; the entry-point name is the value
-users put in ``log.system``. Each log system gets a plugin manager of its own, so
-a hook call reaches exactly one implementation (plus any hook wrappers someone
-registers for tracing or metrics: :func:`tablelog.registry.register_hook_wrapper`, or an
-entry point in the group ``tablelog.hook_wrappers``).
+A log system is a class whose ``@hookimpl`` methods are the hooks, and whose instances
+are the connections ``open_log`` returns (``open_log`` a classmethod, ``option_specs``
+a staticmethod; the other methods name their first parameter ``connection``, as the
+specs below do, since pluggy passes arguments by name), or a module (or object) with
+``@hookimpl`` functions. It is published under the entry-point group
+``tablelog.log_systems``; the entry-point name is the value users put in ``log.system``.
+Each log system gets a plugin manager of its own, so a hook call reaches exactly one
+implementation (plus any hook wrappers someone registers for tracing or metrics:
+:func:`tablelog.logs.discovery.register_hook_wrapper`, or an entry point in the group
+``tablelog.hook_wrappers``).
 
 The lifecycle, as the core drives it::
 
@@ -288,7 +292,7 @@ def fetch_values(
 
 @optional(
     "an idle reader of several partitions asks ``end_positions`` of all of them at once, "
-    "every ``tablelog.registry.IDLE_LOOK_S`` (0.1 s)"
+    "every ``tablelog.logs.client.IDLE_LOOK_S`` (0.1 s)"
 )
 @hookspec(firstresult=True)
 def wait_for_records(connection: Connection, positions: dict[int, int], timeout_s: float) -> list[int]:

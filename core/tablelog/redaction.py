@@ -23,7 +23,7 @@ _SECRET_KEY = re.compile(
 
 
 # Keys that log systems declare secret (``OptionSpec(secret=True)``) beyond the name
-# patterns: filled when a log system is loaded (tablelog.registry), never emptied.
+# patterns: filled when a log system is loaded (tablelog.logs.discovery), never emptied.
 _declared_secrets: set[str] = set()
 
 

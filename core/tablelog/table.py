@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pyarrow as pa
 
-from tablelog import definition, registry
+from tablelog import definition
 from tablelog.commit import committer, compaction, history
 from tablelog.commit.compaction import CompactionResult
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
@@ -22,6 +22,7 @@ from tablelog.errors import OptionError, SchemaChangeError, TableExistsError
 from tablelog.formats.codec import RecordCodec
 from tablelog.formats.projection import TOPIC_SUFFIX, check_projection, projected_columns
 from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_prefix
+from tablelog.logs import discovery
 from tablelog.options import (
     ChangelogMode,
     TableOptions,
@@ -42,11 +43,11 @@ from tablelog.store import (
 from tablelog.topic_owners import default_topic, refuse_shared_topic, stream_config
 
 if TYPE_CHECKING:
-    from tablelog.log_pool import LogPool
+    from tablelog.logs.client import LogClient
+    from tablelog.logs.pool import LogPool
     from tablelog.options import Consistency, ScanMode
     from tablelog.positions import ReaderPosition
     from tablelog.reading import ChangelogReader
-    from tablelog.registry import LogClient
     from tablelog.writing.writer import Writer, WriteTask
 
 
@@ -54,12 +55,12 @@ def _parse(
     options: Mapping[str, Any], systems: Sequence[str] | None = None
 ) -> tuple[TableOptions, dict[str, str], dict[str, str]]:
     """Validate options; ``systems``: the log systems whose keys are accepted (default:
-    :func:`tablelog.registry.known_names`), e.g. with the table's own, whose absence is
+    :func:`tablelog.logs.discovery.known_names`), e.g. with the table's own, whose absence is
     reported when its log is opened."""
-    registry.learn_declared_secrets(options)
+    discovery.learn_declared_secrets(options)
     return TableOptions.parse(
         {k: v for k, v in options.items()},
-        log_systems=registry.known_names() if systems is None else systems,
+        log_systems=discovery.known_names() if systems is None else systems,
         passthrough=paimon_option_keys(),
     )
 
@@ -163,7 +164,7 @@ def _register_topic(
         options=split_system_options(system, system_options),
         warehouse=wh.path,
     )
-    system_plugin = registry.load_log_system(system)
+    system_plugin = discovery.load_log_system(system)
     with system_plugin.open(config) as log:
         if create:
             log.ensure_topic()
@@ -182,7 +183,7 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
     store = wh.open(identifier)
     table_keys = {"primary-key", "bucket"}
     stored = _tablelog_keys({k: v for k, v in store.properties.items() if k not in table_keys})
-    systems = registry.known_names()
+    systems = discovery.known_names()
     table_options, table_system_options, _ = _parse(stored, systems)
     table_options = attrs.evolve(table_options, primary_key=store.primary_key, bucket=store.bucket)
     given_options, given_system_options, given_paimon_options = _parse(given, [*systems, table_options.log_system])
@@ -201,12 +202,12 @@ def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | Non
 def _tablelog_keys(properties: Mapping[str, str]) -> dict[str, str]:
     """The stored properties that are tablelog's (not Paimon's own)."""
     ours = {f.metadata["key"] for f in attrs.fields(TableOptions)}
-    prefixes = tuple(n + "." for n in registry.known_names())
+    prefixes = tuple(n + "." for n in discovery.known_names())
     return {k: v for k, v in properties.items() if k in ours or k.startswith(prefixes)}
 
 
 def _check_system_options(options: TableOptions, system_options: Mapping[str, str]) -> None:
-    system = registry.load_log_system(options.log_system)
+    system = discovery.load_log_system(options.log_system)
     for spec in system.option_specs():
         if spec.required and spec.key not in system_options:
             raise OptionError(
@@ -337,7 +338,7 @@ class Table:
     def open_log(self) -> LogClient:
         if not self.options.log_enabled:
             raise OptionError(f"table {self.identifier!r} has log.system=none: it has no log")
-        system = registry.load_log_system(self.options.log_system)
+        system = discovery.load_log_system(self.options.log_system)
         return system.open(self.log_config())
 
     @property
@@ -353,7 +354,7 @@ class Table:
         return stream_config(self.log_config(), TOPIC_SUFFIX)
 
     def open_projection_log(self) -> LogClient:
-        system = registry.load_log_system(self.options.log_system)
+        system = discovery.load_log_system(self.options.log_system)
         return system.open(self.projection_log_config())
 
     # -- writing ---------------------------------------------------------------
@@ -367,7 +368,7 @@ class Table:
         self, writer_id: str, commit_identifier: int, task: str = "0", *, log_pool: LogPool | None = None
     ) -> WriteTask:
         """One write attempt; ``log_pool`` lends it an open log connection (see
-        :mod:`tablelog.log_pool`), for processes that run many short tasks."""
+        :mod:`tablelog.logs.pool`), for processes that run many short tasks."""
         from tablelog.writing.writer import WriteTask
 
         return WriteTask(self, writer_id, commit_identifier, task, log_pool=log_pool)

@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from tablelog.formats.codec import RecordCodec
+    from tablelog.logs.client import LogClient
     from tablelog.options import ChangelogMode, TableOptions
     from tablelog.records import LogConfig
-    from tablelog.registry import LogClient
     from tablelog.store import PaimonTable
 
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from tablelog import registry
 from tablelog.errors import OptionError, TablelogError
+from tablelog.logs import discovery
 from tablelog.options import split_system_options
 from tablelog.records import LogConfig
 from tablelog.store import Warehouse, parse_identifier
@@ -24,7 +24,7 @@ from tablelog.store import Warehouse, parse_identifier
 def topic_option(system: str) -> str:
     """The option that names the topic of ``system``'s tables: the one its plugin declares
     with ``OptionSpec(names_topic=True)``, else ``<system>.topic``."""
-    declared = [spec.key for spec in registry.declared_options(system) if spec.names_topic]
+    declared = [spec.key for spec in discovery.declared_options(system) if spec.names_topic]
     return declared[0] if declared else f"{system}.topic"
 
 
@@ -75,5 +75,5 @@ def log_location(wh: Warehouse, identifier: str, system: str, system_options: Ma
 
         config = LogConfig(system, identifier, topic, 1, False, split_system_options(system, system_options), wh.path)
         return (system, str(topic_directory(config).resolve()))
-    required = sorted(spec.key for spec in registry.load_log_system(system).option_specs() if spec.required)
+    required = sorted(spec.key for spec in discovery.load_log_system(system).option_specs() if spec.required)
     return (system, topic, *(str(system_options.get(key)) for key in required))

@@ -14,10 +14,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-import tablelog.logs.filesystem as filesystem_log
-from tablelog import registry
 from tablelog.errors import LogSystemError
-from tablelog.log_pool import LogPool
+from tablelog.logs import discovery
+from tablelog.logs.filesystem import FileLog
+from tablelog.logs.pool import LogPool
+from tablelog.plugin import hookimpl
 from tablelog.records import CommittedLog
 from tablelog.table import Table, create_table
 from tablelog.testing.scenarios import read_transactional
@@ -34,10 +35,10 @@ class HookFailingFileLog:
         self.calls: list[CommittedLog] = []
 
     def plugin(self) -> SimpleNamespace:
-        hooks = {name: getattr(filesystem_log, name) for name in (*registry.REQUIRED_HOOKS, "option_specs")}
+        hooks = {name: getattr(FileLog, name) for name in (*discovery.REQUIRED_HOOKS, "option_specs")}
         return SimpleNamespace(**{**hooks, "commit": self.commit})
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def commit(self, connection: Any, committed: CommittedLog) -> None:
         self.calls.append(committed)
         if self.failures:
@@ -48,9 +49,9 @@ class HookFailingFileLog:
 @pytest.fixture
 def hook() -> Iterator[HookFailingFileLog]:
     log = HookFailingFileLog()
-    registry.register_log_system("hookfs", log.plugin())
+    discovery.register_log_system("hookfs", log.plugin())
     yield log
-    registry.unregister_log_system("hookfs")
+    discovery.unregister_log_system("hookfs")
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 import tablelog
-import tablelog.logs.filesystem as filesystem_log
-from tablelog import registry
 from tablelog.cli import cli
 from tablelog.errors import TablelogError
 from tablelog.hookspecs import hookimpl
+from tablelog.logs import discovery
+from tablelog.logs.filesystem import FileLog
 from tablelog.options import REDACTED, is_secret
 from tablelog.records import LogConfig, OptionSpec
 
@@ -38,13 +38,13 @@ def option_specs() -> list[OptionSpec]:
 @hookimpl
 def open_log(config: LogConfig):  # type: ignore[no-untyped-def]
     assert config.options["apikey"] == SENTINEL  # the plugin does receive it
-    return filesystem_log.open_log(attrs.evolve(config, options={}))
+    return FileLog.open_log(attrs.evolve(config, options={}))
 
 
 @pytest.fixture
 def pgx(tmp_path: Path) -> Iterator[tuple[tablelog.Table, dict[str, str]]]:
-    hooks = {name: getattr(filesystem_log, name) for name in registry.REQUIRED_HOOKS if name != "open_log"}
-    registry.register_log_system("pgx", SimpleNamespace(**hooks, open_log=open_log, option_specs=option_specs))
+    hooks = {name: getattr(FileLog, name) for name in discovery.REQUIRED_HOOKS if name != "open_log"}
+    discovery.register_log_system("pgx", SimpleNamespace(**hooks, open_log=open_log, option_specs=option_specs))
     options = {"log.system": "pgx", "pgx.dsn": "postgresql://db/x", "pgx.apikey": SENTINEL}
     table = tablelog.create_table(str(tmp_path / "wh"), "db.p", pa.schema([("id", pa.int64())]),
                                   primary_key=["id"], options=options)
@@ -52,18 +52,18 @@ def pgx(tmp_path: Path) -> Iterator[tuple[tablelog.Table, dict[str, str]]]:
         writer.write([{"id": 1}])
         writer.commit()
     yield table, options
-    registry.unregister_log_system("pgx")
+    discovery.unregister_log_system("pgx")
 
 
 def test_the_key_is_a_secret_by_its_declaration_alone() -> None:
     # A fresh process: no built-in name pattern makes "pgx.apikey" a secret.
     script = "from tablelog.options import is_secret; assert not is_secret('pgx.apikey')"
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
-    registry.register_log_system("pgx", SimpleNamespace(option_specs=option_specs))
+    discovery.register_log_system("pgx", SimpleNamespace(option_specs=option_specs))
     try:
-        registry.learn_declared_secrets(["pgx.apikey"])
+        discovery.learn_declared_secrets(["pgx.apikey"])
     finally:
-        registry.unregister_log_system("pgx")
+        discovery.unregister_log_system("pgx")
     assert is_secret("pgx.apikey") and is_secret("PGX.ApiKey") and not is_secret("pgx.dsn")
 
 

@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog import registry
 from tablelog.errors import ForeignRecordError, LogDataLostError
+from tablelog.logs import discovery
 from tablelog.reading.committed import dense as _dense
 from tablelog.records import ProducedRange
 from tablelog.table import Table, create_table
@@ -32,9 +32,9 @@ SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 @pytest.fixture
 def memory_log() -> Iterator[MemoryLog]:
     log = MemoryLog()
-    registry.register_log_system("memory", log.plugin())
+    discovery.register_log_system("memory", log.plugin())
     yield log
-    registry.unregister_log_system("memory")
+    discovery.unregister_log_system("memory")
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog import registry
-from tablelog.registry import IDLE_LOOK_S
+from tablelog.logs import discovery
+from tablelog.logs.client import IDLE_LOOK_S
 from tablelog.table import Table, create_table
 from tablelog.testing.idle_reader import counting_log_calls, idle_poll_calls, latency_by_partition
 from tablelog.testing.memory_log import MemoryLog
@@ -36,9 +36,9 @@ def _row(i: int) -> dict[str, Any]:
 @pytest.fixture
 def memory_log() -> Iterator[MemoryLog]:
     log = MemoryLog()  # no wait_for_records hook
-    registry.register_log_system("memory", log.plugin())
+    discovery.register_log_system("memory", log.plugin())
     yield log
-    registry.unregister_log_system("memory")
+    discovery.unregister_log_system("memory")
 
 
 @pytest.mark.parametrize("partitions", [1, 2, 4, 8])

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog import registry
 from tablelog.commit.log_commit import LogCommitRecord
 from tablelog.errors import LogUnavailableError
+from tablelog.logs import discovery
 from tablelog.plugin import hookimpl
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -49,7 +49,7 @@ def inject() -> Iterator[list[FailOnce]]:
     injected: list[FailOnce] = []
     yield injected
     for wrapper in injected:
-        registry.unregister_hook_wrapper(wrapper)
+        discovery.unregister_hook_wrapper(wrapper)
 
 
 def _table(tmp_path: Path, log_format: str) -> tablelog.Table:
@@ -64,7 +64,7 @@ def _table(tmp_path: Path, log_format: str) -> tablelog.Table:
 
 def _fail_once(inject: list[FailOnce], partition: int, position: int) -> FailOnce:
     wrapper = FailOnce(partition, position)
-    registry.register_hook_wrapper(wrapper)  # before the reader opens its log
+    discovery.register_hook_wrapper(wrapper)  # before the reader opens its log
     inject.append(wrapper)
     return wrapper
 

@@ -20,9 +20,9 @@ from tablelog.errors import (
     PositionOutOfRangeError,
     ProduceError,
 )
+from tablelog.logs.client import LogClient
 from tablelog.logs.filesystem.segments import list_bases, lock_file_name
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, SeekSpec
-from tablelog.registry import LogClient
 from tablelog.table import Table
 from tablelog.testing import NO_COMPACTION, ClientOpener, LogSystemConformance, opened_clients
 from tablelog.verify import verify

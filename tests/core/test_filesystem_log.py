@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 
 from tablelog.errors import CorruptRecordError, OptionError, PositionOutOfRangeError, TopicError
+from tablelog.logs.client import LogClient
+from tablelog.logs.discovery import load_log_system
 from tablelog.logs.filesystem import frames
 from tablelog.logs.filesystem.segments import list_bases, segment_file_name
 from tablelog.logs.filesystem.topic import partition_file_name
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, SeekSpec
-from tablelog.registry import LogClient, load_log_system
 from tablelog.testing import ClientOpener, LogSystemConformance, opened_clients
 
 
@@ -323,7 +324,7 @@ _WRITER = textwrap.dedent(
     """
     import json, os, sys, time
     from tablelog.records import LogConfig, ProduceBatch
-    from tablelog.registry import load_log_system
+    from tablelog.logs.discovery import load_log_system
 
     warehouse, topic, token, batches, go = sys.argv[1:]
     client = load_log_system("filesystem").open(
@@ -422,7 +423,7 @@ _BIG_WRITER = textwrap.dedent(
     """
     import sys
     from tablelog.records import LogConfig, ProduceBatch
-    from tablelog.registry import load_log_system
+    from tablelog.logs.discovery import load_log_system
 
     warehouse, topic = sys.argv[1:]
     client = load_log_system("filesystem").open(

@@ -19,8 +19,8 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog import registry
 from tablelog.errors import PositionOutOfRangeError
+from tablelog.logs import discovery
 from tablelog.plugin import FetchResult, LogConfig, ProduceBatch, hookimpl
 
 
@@ -55,9 +55,9 @@ class CallMetrics:
 @pytest.fixture
 def metrics() -> Iterator[CallMetrics]:
     wrapper = CallMetrics()
-    registry.register_hook_wrapper(wrapper)
+    discovery.register_hook_wrapper(wrapper)
     yield wrapper
-    registry.unregister_hook_wrapper(wrapper)
+    discovery.unregister_hook_wrapper(wrapper)
 
 
 def _table(tmp_path: Path) -> tablelog.Table:
@@ -87,7 +87,7 @@ def test_a_registered_hook_wrapper_counts_and_times_produce_and_fetch_on_the_fil
 
 def test_a_hook_wrapper_sees_the_exception_of_the_hook_it_wraps(metrics: CallMetrics, tmp_path: Path) -> None:
     config = LogConfig("filesystem", "db.t", "t", 1, True, {}, str(tmp_path))
-    with registry.load_log_system("filesystem").open(config) as client:
+    with discovery.load_log_system("filesystem").open(config) as client:
         client.ensure_topic()
         with pytest.raises(PositionOutOfRangeError):
             client.fetch(0, 10**6, 10, 0)
@@ -104,10 +104,10 @@ def test_a_wrapper_of_an_optional_hook_does_not_make_the_log_system_implement_it
             return (yield)
 
     wrapper = ValuesTracer()
-    registry.register_hook_wrapper(wrapper)
+    discovery.register_hook_wrapper(wrapper)
     try:
         config = LogConfig("filesystem", "db.t", "t", 1, True, {}, str(tmp_path))
-        with registry.load_log_system("filesystem").open(config) as client:
+        with discovery.load_log_system("filesystem").open(config) as client:
             client.ensure_topic()
             assert not client.fetches_values  # the file log has no fetch_values: read with fetch
             client.produce(ProduceBatch("tok", 0, [None], [b"v"], 0))
@@ -115,13 +115,13 @@ def test_a_wrapper_of_an_optional_hook_does_not_make_the_log_system_implement_it
             result = client.fetch_values(0, produced.first, 10, 1)
         assert result.values == [b"v"] and ValuesTracer.seen == 0
     finally:
-        registry.unregister_hook_wrapper(wrapper)
+        discovery.unregister_hook_wrapper(wrapper)
 
 
 def test_a_log_system_loaded_after_a_wrapper_is_unregistered_is_not_wrapped(
     metrics: CallMetrics, tmp_path: Path
 ) -> None:
-    registry.unregister_hook_wrapper(metrics)
+    discovery.unregister_hook_wrapper(metrics)
     table = _table(tmp_path)
     with table.writer() as writer:
         writer.write([{"id": 1}])
@@ -184,9 +184,9 @@ def test_a_hook_wrapper_entry_point_that_cannot_be_imported_is_named(tmp_path: P
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(site)!r})
-        from tablelog import registry
+        from tablelog.logs import discovery
         try:
-            registry.load_log_system("filesystem")
+            discovery.load_log_system("filesystem")
         except Exception as err:
             print(type(err).__name__, err)
     """)

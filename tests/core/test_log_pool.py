@@ -1,4 +1,4 @@
-"""The log connection pool (tablelog.log_pool) with the built-in filesystem log: reuse by
+"""The log connection pool (tablelog.logs.pool) with the built-in filesystem log: reuse by
 the next task, exclusive use, and no record of a failed attempt in anyone's receipt."""
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-import tablelog.logs.filesystem as filesystem_log
-from tablelog import log_pool, registry
 from tablelog.errors import ProduceError
-from tablelog.log_pool import LogPool
+from tablelog.logs import discovery
+from tablelog.logs import pool as log_pool
+from tablelog.logs.filesystem import FileLog
+from tablelog.logs.pool import LogPool
+from tablelog.plugin import hookimpl
 from tablelog.records import LogConfig, ProducedRange
 from tablelog.table import Table, create_table
 from tablelog.testing.scenarios import read_transactional
@@ -38,48 +40,48 @@ class CountingFileLog:
         self.fail_commits = 0
 
     def plugin(self) -> SimpleNamespace:
-        hooks = {name: getattr(filesystem_log, name) for name in (*registry.REQUIRED_HOOKS, "option_specs")}
+        hooks = {name: getattr(FileLog, name) for name in (*discovery.REQUIRED_HOOKS, "option_specs")}
         counted = {name: getattr(self, name) for name in ("open_log", "ensure_topic", "flush", "commit", "close_log")}
         return SimpleNamespace(**{**hooks, **counted})
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def open_log(self, config: LogConfig) -> Any:
         self.calls["open_log"] += 1
-        return filesystem_log.open_log(config)
+        return FileLog.open_log(config)
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def ensure_topic(self, connection: Any) -> int:
         self.calls["ensure_topic"] += 1
-        return filesystem_log.ensure_topic(connection)
+        return FileLog.ensure_topic(connection)
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def flush(self, connection: Any, timeout_s: float) -> list[ProducedRange]:
         self.calls["flush"] += 1
         if self.fail_flushes:
             self.fail_flushes -= 1
             raise ProduceError("injected flush failure", topic=connection.topic)
-        return filesystem_log.flush(connection, timeout_s)
+        return FileLog.flush(connection)
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def commit(self, connection: Any, committed: Any) -> None:
         self.calls["commit"] += 1
         if self.fail_commits:
             self.fail_commits -= 1
             raise RuntimeError("injected commit-hook failure")
-        filesystem_log.commit(connection, committed)
+        FileLog.commit(connection, committed)
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def close_log(self, connection: Any) -> None:
         self.calls["close_log"] += 1
-        filesystem_log.close_log(connection)
+        FileLog.close_log(connection)
 
 
 @pytest.fixture
 def counting() -> Iterator[CountingFileLog]:
     log = CountingFileLog()
-    registry.register_log_system("countingfs", log.plugin())
+    discovery.register_log_system("countingfs", log.plugin())
     yield log
-    registry.unregister_log_system("countingfs")
+    discovery.unregister_log_system("countingfs")
 
 
 @pytest.fixture
@@ -267,17 +269,18 @@ def test_idle_connections_of_the_shared_pool_are_closed_at_exit(tmp_path: Path) 
     script = textwrap.dedent(f"""
         import pyarrow as pa
         from types import SimpleNamespace
-        import tablelog.logs.filesystem as fs
-        from tablelog import registry
-        from tablelog.log_pool import shared_pool
+        from tablelog.logs import discovery
+        from tablelog.logs.filesystem import FileLog
+        from tablelog.logs.pool import shared_pool
+        from tablelog.plugin import hookimpl
         from tablelog.table import create_table
 
         def close_log(connection):
             print("closed", connection.topic, flush=True)
-            fs.close_log(connection=connection)
+            FileLog.close_log(connection)
 
-        hooks = {{n: getattr(fs, n) for n in registry.REQUIRED_HOOKS if n != "close_log"}}
-        registry.register_log_system("exitfs", SimpleNamespace(**hooks, close_log=fs.hookimpl(close_log)))
+        hooks = {{n: getattr(FileLog, n) for n in discovery.REQUIRED_HOOKS if n != "close_log"}}
+        discovery.register_log_system("exitfs", SimpleNamespace(**hooks, close_log=hookimpl(close_log)))
         table = create_table({str(tmp_path / "wh")!r}, "db.exit", pa.schema([("id", pa.int64())]),
                              primary_key=["id"], options={{"log.system": "exitfs"}})
         print("created", flush=True)

@@ -14,10 +14,11 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
-import tablelog.logs.filesystem as filesystem_log
-from tablelog import registry
 from tablelog.cli import cli
 from tablelog.errors import OptionError
+from tablelog.logs import discovery
+from tablelog.logs.filesystem import FileLog
+from tablelog.plugin import hookimpl
 from tablelog.records import LogConfig, OptionSpec
 from tablelog.table import Table, create_table, open_table
 
@@ -29,27 +30,27 @@ class LayoutLog:
     (``layoutlog.layout``, declared defining) and a runtime one."""
 
     def plugin(self) -> SimpleNamespace:
-        hooks = {name: getattr(filesystem_log, name) for name in registry.REQUIRED_HOOKS}
+        hooks = {name: getattr(FileLog, name) for name in discovery.REQUIRED_HOOKS}
         return SimpleNamespace(**{**hooks, "open_log": self.open_log, "option_specs": self.option_specs})
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def option_specs(self) -> list[OptionSpec]:
         return [
             OptionSpec("layoutlog.layout", "How records are laid out.", default="v1", defines_table=True),
             OptionSpec("layoutlog.batch-size", "Records per request.", default="500"),
         ]
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def open_log(self, config: LogConfig) -> Any:
-        return filesystem_log.open_log(LogConfig(config.system, config.table, config.topic, config.partitions,
+        return FileLog.open_log(LogConfig(config.system, config.table, config.topic, config.partitions,
                                                  config.auto_register, {}, config.warehouse))
 
 
 @pytest.fixture
 def layoutlog() -> Iterator[None]:
-    registry.register_log_system("layoutlog", LayoutLog().plugin())
+    discovery.register_log_system("layoutlog", LayoutLog().plugin())
     yield
-    registry.unregister_log_system("layoutlog")
+    discovery.unregister_log_system("layoutlog")
 
 
 @pytest.fixture

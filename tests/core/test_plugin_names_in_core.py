@@ -1,5 +1,5 @@
 """Core names the log systems that ship behind an extra in one place:
-``registry.KNOWN_EXTRAS`` (what to pip install). Everything else asks the registry
+``discovery.KNOWN_EXTRAS`` (what to pip install). Everything else asks discovery
 (``known_names``, ``client_logger_names``), so a new plugin needs no core change.
 The demos are the exception: they show the shipped systems with their options."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import tablelog
 
 CORE = Path(tablelog.__file__).parent
-ALLOWED = {"registry.py", "demo.py", "cli/demo.py"}
+ALLOWED = {"logs/discovery.py", "demo.py", "cli/demo.py"}
 _PLUGIN_NAME = re.compile(r"^(tablelog_)?(kafka|pulsar)(\.|$)")
 
 

@@ -12,8 +12,9 @@ import pytest
 
 import tablelog
 import tablelog.plugin
-from tablelog import hookspecs, registry
+from tablelog import hookspecs
 from tablelog.errors import OptionError
+from tablelog.logs import discovery
 from tablelog.plugin import bool_option, int_option, parse_int, seconds_option
 from tablelog.records import LogConfig
 
@@ -119,8 +120,8 @@ def test_every_hook_is_marked_required_or_optional_and_its_docstring_says_which(
 
 
 def test_the_registry_requires_exactly_the_hooks_marked_required() -> None:
-    assert hookspecs.required_hooks() == registry.REQUIRED_HOOKS
-    assert set(hookspecs.hook_names()) - set(registry.REQUIRED_HOOKS) == {
+    assert hookspecs.required_hooks() == discovery.REQUIRED_HOOKS
+    assert set(hookspecs.hook_names()) - set(discovery.REQUIRED_HOOKS) == {
         "option_specs", "prefetch", "fetch_values", "wait_for_records", "delete_before"
     }
 

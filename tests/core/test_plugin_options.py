@@ -12,9 +12,10 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
-import tablelog.logs.filesystem as filesystem_log
-from tablelog import registry
 from tablelog.cli import cli
+from tablelog.logs import discovery
+from tablelog.logs.filesystem import FileLog
+from tablelog.plugin import hookimpl
 from tablelog.records import LogConfig, OptionSpec
 from tablelog.table import create_table, open_table
 
@@ -27,10 +28,10 @@ class DefaultsFileLog:
         self.received: list[dict[str, str]] = []
 
     def plugin(self) -> SimpleNamespace:
-        hooks = {name: getattr(filesystem_log, name) for name in registry.REQUIRED_HOOKS}
+        hooks = {name: getattr(FileLog, name) for name in discovery.REQUIRED_HOOKS}
         return SimpleNamespace(**{**hooks, "open_log": self.open_log, "option_specs": self.option_specs})
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def option_specs(self) -> list[OptionSpec]:
         return [
             OptionSpec("deflog.endpoint", "Where the log lives.", required=True),
@@ -38,19 +39,19 @@ class DefaultsFileLog:
             OptionSpec("deflog.api-key", "Key of the log's API.", secret=True),
         ]
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def open_log(self, config: LogConfig) -> Any:
         self.received.append(dict(config.options))
-        return filesystem_log.open_log(LogConfig(config.system, config.table, config.topic, config.partitions,
+        return FileLog.open_log(LogConfig(config.system, config.table, config.topic, config.partitions,
                                                  config.auto_register, {}, config.warehouse))
 
 
 @pytest.fixture
 def deflog() -> Iterator[DefaultsFileLog]:
     log = DefaultsFileLog()
-    registry.register_log_system("deflog", log.plugin())
+    discovery.register_log_system("deflog", log.plugin())
     yield log
-    registry.unregister_log_system("deflog")
+    discovery.unregister_log_system("deflog")
 
 
 def options_output(*args: str) -> str:

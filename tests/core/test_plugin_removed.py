@@ -18,7 +18,7 @@ from click.testing import CliRunner
 import tablelog
 from tablelog.cli import cli
 from tablelog.errors import PluginNotFoundError
-from tablelog.registry import ENTRY_POINT_GROUP
+from tablelog.logs.discovery import ENTRY_POINT_GROUP
 
 
 @pytest.fixture(autouse=True)

@@ -16,9 +16,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-import tablelog.logs.filesystem as filesystem_log
-from tablelog import registry
 from tablelog.errors import OptionError, PluginUnavailableError, TopicError
+from tablelog.logs import discovery
+from tablelog.logs.filesystem import FileLog
+from tablelog.plugin import hookimpl
 from tablelog.records import LogConfig, OptionSpec
 from tablelog.table import create_table, open_table
 
@@ -35,25 +36,25 @@ class StorageNamedLog:
         self.topics: dict[int, str] = {}  # connection -> the topic it was opened for
 
     def plugin(self) -> SimpleNamespace:
-        hooks = {name: getattr(filesystem_log, name) for name in registry.REQUIRED_HOOKS}
+        hooks = {name: getattr(FileLog, name) for name in discovery.REQUIRED_HOOKS}
         return SimpleNamespace(**{**hooks, "open_log": self.open_log, "ensure_topic": self.ensure_topic,
                                   "option_specs": self.option_specs})
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def option_specs(self) -> list[OptionSpec]:
         return self.declared
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def open_log(self, config: LogConfig) -> Any:
         storage = config.options.get("table") or config.topic
-        connection = filesystem_log.open_log(LogConfig(config.system, config.table, storage, config.partitions,
+        connection = FileLog.open_log(LogConfig(config.system, config.table, storage, config.partitions,
                                                        config.auto_register, {}, config.warehouse))
         self.topics[id(connection)] = config.topic
         return connection
 
-    @filesystem_log.hookimpl
+    @hookimpl
     def ensure_topic(self, connection: Any) -> int:
-        count = filesystem_log.ensure_topic(connection)
+        count = FileLog.ensure_topic(connection)
         marker = Path(connection.directory) / "holds-topic.json"
         topic = self.topics[id(connection)]
         if not marker.exists():
@@ -70,9 +71,9 @@ NAMES_TOPIC = OptionSpec("storelog.table", "The storage of the topic's records."
 @pytest.fixture
 def storelog() -> Iterator[StorageNamedLog]:
     log = StorageNamedLog([NAMES_TOPIC])
-    registry.register_log_system("storelog", log.plugin())
+    discovery.register_log_system("storelog", log.plugin())
     yield log
-    registry.unregister_log_system("storelog")
+    discovery.unregister_log_system("storelog")
 
 
 def test_a_projection_stream_gets_storage_of_its_own_from_a_plugin_option_naming_the_storage(
@@ -119,9 +120,9 @@ def test_the_option_naming_the_storage_defines_the_table(tmp_path: Path, storelo
 def test_a_declaration_the_core_cannot_honour_is_refused_when_the_plugin_loads(
     declared: list[OptionSpec], refusal: str
 ) -> None:
-    registry.register_log_system("storelog", StorageNamedLog(declared).plugin())
+    discovery.register_log_system("storelog", StorageNamedLog(declared).plugin())
     try:
         with pytest.raises(PluginUnavailableError, match=f"log system 'storelog' declares option {refusal}"):
-            registry.load_log_system("storelog")
+            discovery.load_log_system("storelog")
     finally:
-        registry.unregister_log_system("storelog")
+        discovery.unregister_log_system("storelog")

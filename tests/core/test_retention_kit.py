@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tablelog import registry
+from tablelog.logs import discovery
+from tablelog.logs.client import LogClient
 from tablelog.plugin import hookimpl
 from tablelog.records import LogConfig
-from tablelog.registry import LogClient
 from tablelog.testing import opened_clients
 from tablelog.testing.conformance.positions import PositionTests
 from tablelog.testing.conformance.retention import RetentionTests
@@ -48,9 +48,9 @@ class NothingDeletingLog(RecordDeletingLog):
 
 @pytest.fixture
 def deleting_log() -> Iterator[str]:
-    registry.register_log_system("deleting", RecordDeletingLog().plugin())
+    discovery.register_log_system("deleting", RecordDeletingLog().plugin())
     yield "deleting"
-    registry.unregister_log_system("deleting")
+    discovery.unregister_log_system("deleting")
 
 
 def config_factory(system: str) -> Callable[..., LogConfig]:
@@ -83,9 +83,9 @@ def test_the_kits_delete_before_test_passes_for_a_log_that_deletes_records(delet
 
 
 def test_the_kits_delete_before_test_fails_for_a_log_that_says_it_deletes_and_deletes_nothing() -> None:
-    registry.register_log_system("lazy", NothingDeletingLog().plugin())
+    discovery.register_log_system("lazy", NothingDeletingLog().plugin())
     try:
         with pytest.raises(AssertionError, match=r"deleted none of the 20 records before the position"):
             delete_before_test("lazy")
     finally:
-        registry.unregister_log_system("lazy")
+        discovery.unregister_log_system("lazy")

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 import tablelog
-import tablelog.logs.filesystem as filesystem_log
-from tablelog import registry
 from tablelog.cli import cli
 from tablelog.hookspecs import hookimpl
+from tablelog.logs import discovery
+from tablelog.logs.filesystem import FileLog
 from tablelog.records import LogConfig
 
 SENTINEL = "SENTINEL-s3cr3t-9f2c"
@@ -24,19 +24,19 @@ class SecretAwareFileLog:
     """The filesystem log behind a system that takes credentials (like a broker would)."""
 
     def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
-        return getattr(filesystem_log, name)
+        return getattr(FileLog, name)
 
     @hookimpl
     def open_log(self, config: LogConfig):  # type: ignore[no-untyped-def]
         assert config.options["sasl.password"] == SENTINEL  # the plugin does receive it
-        return filesystem_log.open_log(attrs.evolve(config, options={}))
+        return FileLog.open_log(attrs.evolve(config, options={}))
 
 
 @pytest.fixture
 def secret_table(tmp_path: Path):  # type: ignore[no-untyped-def]
     plugin = SecretAwareFileLog()
-    hooks = {name: getattr(filesystem_log, name) for name in registry.REQUIRED_HOOKS if name != "open_log"}
-    registry.register_log_system("vault", SimpleNamespace(**hooks, open_log=plugin.open_log))
+    hooks = {name: getattr(FileLog, name) for name in discovery.REQUIRED_HOOKS if name != "open_log"}
+    discovery.register_log_system("vault", SimpleNamespace(**hooks, open_log=plugin.open_log))
     options = {"log.system": "vault", "vault.sasl.password": SENTINEL, "vault.user": "ada"}
     table = tablelog.create_table(str(tmp_path / "wh"), "db.s", pa.schema([("id", pa.int64())]),
                                   primary_key=["id"], options=options)
@@ -44,7 +44,7 @@ def secret_table(tmp_path: Path):  # type: ignore[no-untyped-def]
         writer.write([{"id": 1}])
         writer.commit()
     yield table, options
-    registry.unregister_log_system("vault")
+    discovery.unregister_log_system("vault")
 
 
 def test_secret_is_not_stored_in_any_table_file(secret_table) -> None:  # type: ignore[no-untyped-def]

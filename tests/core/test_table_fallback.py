@@ -19,9 +19,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog import registry
 from tablelog.errors import LogDataLostError, TablelogError
 from tablelog.expiry import expire_snapshots
+from tablelog.logs import discovery
 from tablelog.reading import Change
 from tablelog.records import SeekSpec
 from tablelog.table import Table, create_table, open_table
@@ -35,9 +35,9 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 @pytest.fixture
 def memory_log() -> Iterator[MemoryLog]:
     log = MemoryLog()
-    registry.register_log_system("memory", log.plugin())
+    discovery.register_log_system("memory", log.plugin())
     yield log
-    registry.unregister_log_system("memory")
+    discovery.unregister_log_system("memory")
 
 
 def make_table(tmp_path: Path, primary_key: bool = True, fmt: str = "debezium-json", **options: str) -> Table:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import tablelog
-from tablelog import registry
 from tablelog.errors import CommitError
+from tablelog.logs import discovery
 from tablelog.records import SeekSpec
 from tablelog.table import Table
 from tablelog.testing import NO_COMPACTION
@@ -118,9 +118,9 @@ def test_a_writer_lease_is_removed_when_its_attempt_commits_or_gives_up(tmp_path
 @pytest.fixture
 def memory_log() -> Iterator[MemoryLog]:
     log = MemoryLog()
-    registry.register_log_system("memory", log.plugin())
+    discovery.register_log_system("memory", log.plugin())
     yield log
-    registry.unregister_log_system("memory")
+    discovery.unregister_log_system("memory")
 
 
 def test_no_lease_is_written_for_a_log_that_keeps_its_own_retention(tmp_path: Path, memory_log: MemoryLog) -> None:

@@ -21,9 +21,9 @@ from confluent_kafka.admin import AdminClient
 
 import tablelog
 from tablelog.errors import LogUnavailableError, ProduceError
+from tablelog.logs.discovery import load_log_system
 from tablelog.records import LogConfig
 from tablelog.redaction import REDACTED
-from tablelog.registry import load_log_system
 from tablelog.testing.processes import die_with_parent, free_port, wheel_binary
 from tablelog_kafka.config import parse_settings
 from tablelog_kafka.failures import advice

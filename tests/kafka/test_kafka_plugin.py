@@ -18,8 +18,9 @@ from tablelog.errors import (
     ProduceError,
     TopicError,
 )
+from tablelog.logs.client import LogClient
+from tablelog.logs.discovery import load_log_system
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, SeekSpec
-from tablelog.registry import LogClient, load_log_system
 from tablelog.testing import ClientOpener, opened_clients
 
 Factory = Callable[..., LogConfig]

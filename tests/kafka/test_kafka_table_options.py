@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from tablelog.errors import MissingTopicError, OptionError
-from tablelog.registry import load_log_system
+from tablelog.logs.discovery import load_log_system
 from tablelog.table import Table, create_table, open_table
 from tablelog.testing.kafka_server import tansu_broker
 

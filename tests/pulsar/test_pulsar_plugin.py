@@ -10,8 +10,9 @@ import attrs
 import pytest
 
 from tablelog.errors import OptionError, ProduceError, TopicError
+from tablelog.logs.client import LogClient, LogSystem
+from tablelog.logs.discovery import load_log_system
 from tablelog.records import CommittedLog, LogConfig, ProduceBatch, SeekSpec
-from tablelog.registry import LogClient, LogSystem, load_log_system
 from tablelog.testing import ClientOpener, opened_clients
 
 pytestmark = pytest.mark.pulsar

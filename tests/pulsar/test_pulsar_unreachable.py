@@ -9,8 +9,8 @@ import time
 import pytest
 
 from tablelog.errors import LogUnavailableError
+from tablelog.logs.discovery import load_log_system
 from tablelog.records import LogConfig
-from tablelog.registry import load_log_system
 
 
 def test_a_pulsar_broker_that_is_down_is_reported_at_once_naming_the_url_the_wait_and_the_option() -> None:

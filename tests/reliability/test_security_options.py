@@ -13,8 +13,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from tablelog.errors import OptionError
+from tablelog.logs.discovery import load_log_system
 from tablelog.records import LogConfig
-from tablelog.registry import load_log_system
 from tablelog_kafka.config import parse_settings
 from tablelog_pulsar.config import parse_config
 

@@ -8,7 +8,7 @@ from typing import TextIO
 
 import click
 
-from tablelog import __version__, registry
+from tablelog import __version__
 from tablelog.cli.alter import alter
 from tablelog.cli.common import friendly_errors
 from tablelog.cli.compact import compact_command
@@ -21,6 +21,7 @@ from tablelog.cli.tables import create
 from tablelog.cli.tail import tail
 from tablelog.cli.ui import ui_command
 from tablelog.cli.verify import verify_command
+from tablelog.logs import discovery
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -59,7 +60,7 @@ def configure_logging(verbosity: int) -> None:
     if _HANDLER not in root.handlers:
         root.addHandler(_HANDLER)
     _HANDLER.verbosity = verbosity
-    _HANDLER.client_loggers = registry.client_logger_names()
+    _HANDLER.client_loggers = discovery.client_logger_names()
     _HANDLER.setLevel(level)
     if verbosity:
         root.setLevel(min(root.getEffectiveLevel(), level))

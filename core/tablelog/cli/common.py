@@ -41,7 +41,7 @@ def parse_options(raw: tuple[str, ...], **flags: tuple[str, str | None]) -> dict
     """``-o KEY=VALUE`` items as a dict, and ``flags`` (option key -> (flag, value)) merged
     in. A key given twice with different values (``-o a=1 -o a=2``, ``-b 2 -o bucket=3``)
     is an error naming both: a dict would silently keep one. An identical repeat passes."""
-    from tablelog.registry import learn_declared_secrets
+    from tablelog.logs.discovery import learn_declared_secrets
 
     learn_declared_secrets(item.partition("=")[0] for item in raw)
     result: dict[str, str] = {}

@@ -8,9 +8,9 @@ import click
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from tablelog import registry
 from tablelog.cli.common import console
 from tablelog.errors import TablelogError
+from tablelog.logs import discovery
 from tablelog.options import DEFINES_TABLE, option_docs
 from tablelog.records import OptionSpec
 
@@ -19,7 +19,7 @@ from tablelog.records import OptionSpec
 def plugins() -> None:
     """List the installed log systems with their distributions and versions."""
     table = RichTable("log.system", "distribution", "version", "module", "status")
-    for item in registry.installed_log_systems():
+    for item in discovery.installed_log_systems():
         status = "[green]ok[/]" if item.error is None else f"[red]unavailable[/]: {escape(item.error)}"
         table.add_row(item.name, item.distribution, item.version, item.module, status)
     console.print(table)
@@ -51,21 +51,21 @@ def option_spec_table(specs: Iterable[OptionSpec]) -> str:
     return "\n".join(lines)
 
 
-def _log_systems(names: Sequence[str]) -> list[tuple[registry.Installed, list[OptionSpec] | str]]:
+def _log_systems(names: Sequence[str]) -> list[tuple[discovery.Installed, list[OptionSpec] | str]]:
     """The installed log systems (those in ``names``, when given) with their option specs,
     or why they cannot be loaded."""
-    installed = {item.name: item for item in registry.installed_log_systems()}
+    installed = {item.name: item for item in discovery.installed_log_systems()}
     unknown = [name for name in names if name not in installed]
     if unknown:
         raise click.BadParameter(
             f"{', '.join(map(repr, unknown))}: not installed; installed log systems: "
             f"{', '.join(sorted(installed)) or 'none'}", param_hint="'--log-system'",
         )
-    result: list[tuple[registry.Installed, list[OptionSpec] | str]] = []
+    result: list[tuple[discovery.Installed, list[OptionSpec] | str]] = []
     for name in names or sorted(installed):
         item = installed[name]
         try:
-            result.append((item, registry.load_log_system(name).option_specs()))
+            result.append((item, discovery.load_log_system(name).option_specs()))
         except TablelogError as err:
             result.append((item, str(err)))
     return result

@@ -29,12 +29,12 @@ from tablelog.commit.log_commit import CommitResult, LogCommitRecord, LogProject
 from tablelog.commit.retention import truncate_log_after_commit
 from tablelog.errors import CommitError
 from tablelog.expiry import expire_after_commit
-from tablelog.log_pool import release
+from tablelog.logs.pool import release
 from tablelog.records import CommittedLog, ProducedRange, SeekSpec
 
 if TYPE_CHECKING:
-    from tablelog.log_pool import LogPool
-    from tablelog.registry import LogClient
+    from tablelog.logs.client import LogClient
+    from tablelog.logs.pool import LogPool
     from tablelog.store import SnapshotInfo
     from tablelog.table_view import TableView
 

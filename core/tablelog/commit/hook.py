@@ -14,13 +14,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from tablelog.commit.log_commit import LogCommitRecord
-from tablelog.log_pool import release
+from tablelog.logs.pool import release
 from tablelog.records import CommittedLog
 from tablelog.store import SnapshotInfo
 
 if TYPE_CHECKING:
-    from tablelog.log_pool import LogPool
-    from tablelog.registry import LogClient
+    from tablelog.logs.client import LogClient
+    from tablelog.logs.pool import LogPool
     from tablelog.table_view import TableView
 
 logger = logging.getLogger("tablelog.commit")

@@ -31,7 +31,7 @@ from tablelog.store.leases import WriterLease
 
 if TYPE_CHECKING:
     from tablelog.commit.log_commit import WriteReceipt
-    from tablelog.registry import LogClient
+    from tablelog.logs.client import LogClient
     from tablelog.table_view import TableView
 
 logger = logging.getLogger("tablelog.retention")
@@ -83,7 +83,7 @@ class AttemptLease:
 def log_deletes_before(table: TableView) -> bool:
     """Whether the table's log has ``delete_before`` (and so its writers leases), asked
     without a connection (a replayed commit, a Spark job's abort, which open none)."""
-    from tablelog.registry import load_log_system
+    from tablelog.logs.discovery import load_log_system
 
     return table.options.log_enabled and "delete_before" in load_log_system(table.options.log_system).implemented
 

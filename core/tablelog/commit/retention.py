@@ -49,11 +49,11 @@ import attrs
 from tablelog.commit.history import log_commits
 from tablelog.commit.leases import live_leases
 from tablelog.identity import TABLE_ID_PROPERTY
-from tablelog.log_pool import release
+from tablelog.logs.pool import release
 
 if TYPE_CHECKING:
-    from tablelog.log_pool import LogPool
-    from tablelog.registry import LogClient
+    from tablelog.logs.client import LogClient
+    from tablelog.logs.pool import LogPool
     from tablelog.store import PaimonTable
     from tablelog.table_view import TableView
 

@@ -34,8 +34,8 @@ from tablelog.reading.missing_topic import missing_topic_error, topic_is_missing
 from tablelog.records import FetchResult, ValuesResult
 
 if TYPE_CHECKING:
+    from tablelog.logs.client import LogClient
     from tablelog.options import TableOptions
-    from tablelog.registry import LogClient
     from tablelog.store import SchemaMapping
     from tablelog.table_view import TableView
 

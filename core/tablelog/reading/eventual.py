@@ -22,13 +22,13 @@ import pyarrow as pa
 from tablelog.commit.log_commit import LogCommitRecord
 from tablelog.errors import LogDataLostError, PositionOutOfRangeError, TablelogError
 from tablelog.identity import TAG_SEPARATOR
+from tablelog.logs.client import IDLE_LOOK_S
 from tablelog.positions import ReaderPosition
 from tablelog.reading.batch import Batch
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
 from tablelog.reading.lost_range import committed_changes_lost_from_log, snapshot_changes_from_table
 from tablelog.records import FetchResult, LogRecord, ProducedRange, SeekSpec
-from tablelog.registry import IDLE_LOOK_S
 
 _TOKEN = operator.itemgetter(3)  # LogRecord.token
 

@@ -24,7 +24,7 @@ from tablelog.options import is_secret
 from tablelog.topic_owners import topic_option
 
 if TYPE_CHECKING:
-    from tablelog.registry import LogClient
+    from tablelog.logs.client import LogClient
     from tablelog.table_view import TableView as Table
 
 

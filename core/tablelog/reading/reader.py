@@ -28,7 +28,7 @@ from tablelog.reading.start import check_ends, check_given_position, initial_pos
 from tablelog.reading.transactional import TransactionalRead
 
 if TYPE_CHECKING:
-    from tablelog.registry import LogClient
+    from tablelog.logs.client import LogClient
     from tablelog.store import SchemaMapping
     from tablelog.table_view import TableView
 

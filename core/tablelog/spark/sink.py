@@ -8,7 +8,7 @@ before a task runs, so nothing reaches the log or the table.
 Executors (:func:`write_partition`): each task attempt opens a
 :class:`~tablelog.writing.writer.WriteTask` (a writer token of its own), writes the Arrow
 batches, and ``finish()`` makes its records durable; the receipt is the commit message.
-The log connection comes from the worker process's :func:`~tablelog.log_pool.shared_pool`
+The log connection comes from the worker process's :func:`~tablelog.logs.pool.shared_pool`
 (PySpark reuses its Python workers across tasks): only a task that finished cleanly
 hands it on to the next one.
 
@@ -35,7 +35,7 @@ from pyspark.sql import datasource as _ds
 from tablelog.commit.leases import log_deletes_before, release_leases
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, TablelogError
-from tablelog.log_pool import shared_pool
+from tablelog.logs.pool import shared_pool
 from tablelog.spark.options import SourceOptions
 from tablelog.spark.schema import check_write_schema, data_columns, extra_columns, to_arrow
 from tablelog.store import AddColumn

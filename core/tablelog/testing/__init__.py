@@ -29,7 +29,8 @@ docs/plugins.md says how to use them.
 """
 
 from tablelog.cli import cli
-from tablelog.registry import LogClient, installed_log_systems, load_log_system
+from tablelog.logs.client import LogClient
+from tablelog.logs.discovery import installed_log_systems, load_log_system
 from tablelog.testing.conformance import (
     ClientOpener,
     ConfigFactory,

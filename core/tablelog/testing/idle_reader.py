@@ -12,8 +12,8 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tablelog import registry
 from tablelog.hookspecs import hookimpl
+from tablelog.logs import discovery
 from tablelog.table import Table
 
 
@@ -56,11 +56,11 @@ class LogCalls:
 def counting_log_calls() -> Iterator[LogCalls]:
     """Count the log calls of every log opened inside the block."""
     calls = LogCalls()
-    registry.register_hook_wrapper(calls)
+    discovery.register_hook_wrapper(calls)
     try:
         yield calls
     finally:
-        registry.unregister_hook_wrapper(calls)
+        discovery.unregister_hook_wrapper(calls)
 
 
 def idle_poll_calls(table: Table, timeout_s: float, **reader_options: Any) -> tuple[LogCalls, float, list[Any]]:

@@ -5,7 +5,7 @@ writing without a broker.
 Register it like a third-party plugin::
 
     log = MemoryLog()
-    registry.register_log_system("memory", log.plugin())
+    discovery.register_log_system("memory", log.plugin())
 
 Its topics live in ``log.topics`` (topic -> partitions -> records); a test may replace a
 record, or set it to ``None`` to make it lost, or remove a partition's oldest records as
@@ -61,7 +61,7 @@ class MemoryLog:
             )
 
     def plugin(self) -> SimpleNamespace:
-        """The hook implementations, for :func:`tablelog.registry.register_log_system`."""
+        """The hook implementations, for :func:`tablelog.logs.discovery.register_log_system`."""
         names = ("open_log", "close_log", "ensure_topic", "produce", "flush", "end_positions", "seek",
                  "fetch", "fetch_values", "prefetch", "commit")
         return SimpleNamespace(**{name: getattr(self, name) for name in names})

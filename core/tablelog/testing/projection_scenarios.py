@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog import registry
 from tablelog.errors import SchemaChangeError
+from tablelog.logs import discovery
 from tablelog.plugin import FetchResult, LogConfig, ValuesResult, hookimpl
 from tablelog.reading import Change
 from tablelog.records import SeekSpec
@@ -105,9 +105,9 @@ class ProjectionScenarios(LogSystemFixtures):
     @pytest.fixture
     def fetched(self) -> Iterator[FetchedBytes]:
         wrapper = FetchedBytes()
-        registry.register_hook_wrapper(wrapper)
+        discovery.register_hook_wrapper(wrapper)
         yield wrapper
-        registry.unregister_hook_wrapper(wrapper)
+        discovery.unregister_hook_wrapper(wrapper)
 
     def _commit(self, table: Table, commit_id: int, data: list[Any], attempts: int = 1) -> None:
         receipts = []

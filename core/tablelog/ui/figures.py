@@ -24,8 +24,8 @@ import pyarrow as pa
 from tablelog.commit import LogCommitRecord, snapshot_commits
 from tablelog.commit.retention import held_positions, needed_positions, retention_against
 from tablelog.errors import TablelogError
+from tablelog.logs.client import LogClient
 from tablelog.options import redact
-from tablelog.registry import LogClient
 from tablelog.store import SnapshotInfo
 from tablelog.table import Table
 

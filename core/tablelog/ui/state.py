@@ -12,8 +12,8 @@ from typing import Any
 
 from tablelog.documents import json_value
 from tablelog.errors import TablelogError
+from tablelog.logs.client import LogClient
 from tablelog.options import split_warehouse_options
-from tablelog.registry import LogClient
 from tablelog.store import Warehouse
 from tablelog.table import Table, open_table
 from tablelog.ui.changes import ChangelogFollowers

@@ -24,7 +24,7 @@ from tablelog.commit.leases import AttemptLease
 from tablelog.commit.log_commit import CommitResult, WriteReceipt, new_token
 from tablelog.errors import SchemaMismatchError
 from tablelog.formats.arrow import kind_array
-from tablelog.log_pool import LogPool, release
+from tablelog.logs.pool import LogPool, release
 from tablelog.options import ChangelogMode
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
 from tablelog.store import KIND_FIELD
@@ -32,7 +32,7 @@ from tablelog.writing import inputs
 from tablelog.writing.routing import partition_order
 
 if TYPE_CHECKING:
-    from tablelog.registry import LogClient
+    from tablelog.logs.client import LogClient
     from tablelog.table_view import TableView
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class WriteTask:
 
     With ``log_pool``, the log connection comes from the pool (open, topic ensured) and
     goes back to it only when ``finish()`` succeeds; ``abort()`` or a failing
-    ``finish()`` closes it (see :mod:`tablelog.log_pool`).
+    ``finish()`` closes it (see :mod:`tablelog.logs.pool`).
     """
 
     def __init__(

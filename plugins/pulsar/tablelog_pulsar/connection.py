@@ -1,21 +1,15 @@
-"""One open Pulsar log: the validated config, a lazily created client, a writer and a reader."""
+"""What connecting to Pulsar needs besides the client: its logger, and a quick check
+that a broker listens at the service URL."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
 import time
-from typing import Any
 from urllib.parse import urlsplit
 
-import pulsar
-
-from tablelog.plugin import LogSystemError, LogUnavailableError
+from tablelog.plugin import LogUnavailableError
 from tablelog_pulsar.config import PulsarConfig
-from tablelog_pulsar.failures import PulsarException, describe
-from tablelog_pulsar.reader import Reader
-from tablelog_pulsar.writer import Writer
 
 #: The C++ client's own log lines go here (instead of stderr); they carry no credentials.
 CLIENT_LOGGER = logging.getLogger("tablelog_pulsar.client")
@@ -63,50 +57,3 @@ def check_reachable(config: PulsarConfig) -> None:
         f"that the broker runs; pulsar.connection-timeout-ms={timeout_ms} sets how long to wait",
         topic=config.topic,
     )
-
-
-class PulsarConnection:
-    """What ``open_log`` returns. Used by one thread at a time."""
-
-    def __init__(self, config: PulsarConfig):
-        self.config = config
-        self._client: Any = None
-        self.closed = False
-        self.writer = Writer(config, self.client)
-        self.reader = Reader(config, self.client)
-
-    def __repr__(self) -> str:
-        state = "closed" if self.closed else "open"
-        return f"PulsarConnection({self.config!r}, {state})"
-
-    def client(self) -> Any:
-        """The pulsar.Client, created on first use (it connects lazily too)."""
-        if self.closed:
-            raise LogSystemError("pulsar: the connection is closed", topic=self.config.topic)
-        if self._client is None:
-            check_reachable(self.config)
-            try:
-                self._client = pulsar.Client(
-                    self.config.service_url,
-                    authentication=self.config.authentication(),
-                    logger=CLIENT_LOGGER,
-                    **self.config.client_kwargs,
-                )
-            except PulsarException as err:
-                # Never echo the options: they hold the credentials.
-                raise LogSystemError(
-                    f"pulsar: cannot create a client for {self.config.service_url}: {describe(err)}",
-                    topic=self.config.topic,
-                ) from None
-        return self._client
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.reader.close()
-        self.writer.close()
-        client, self._client = self._client, None
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close()

@@ -1,4 +1,5 @@
-"""The file log's connection: one directory per topic, one append-only file per partition.
+"""The file log's plugin class, whose instances are its connections: one directory per
+topic, one append-only file per partition.
 
 Layout of a topic directory::
 
@@ -26,7 +27,8 @@ write in progress from a torn tail or real corruption.
 The parts, one job each: :mod:`.location` (options to the topic's directory),
 :mod:`.topic` (``topic.json``), :mod:`.segments` (a partition's files),
 :mod:`.partitions` (open files and their valid ends),
-:mod:`.appends` (produce and flush), :mod:`.reads` (seek and fetch), :mod:`.files`
+:mod:`.appends` (produce and flush), :mod:`.reads` (end positions, seek, fetch and
+waiting), :mod:`.files`
 (locks and positioned I/O), :mod:`.frames` (the record format).
 """
 
@@ -34,7 +36,14 @@ from __future__ import annotations
 
 import os
 
-from tablelog.plugin import LogUnavailableError, TopicError
+from tablelog.plugin import (
+    CommittedLog,
+    LogConfig,
+    LogUnavailableError,
+    OptionSpec,
+    TopicError,
+    hookimpl,
+)
 
 from .appends import PartitionAppends
 from .files import flock
@@ -43,28 +52,75 @@ from .topic import create_topic
 
 
 class FileLog(PartitionAppends, PartitionReads):
-    """One open connection (the ``Connection`` the hooks receive)."""
+    """The ``filesystem`` log system: the class is the plugin (the entry point names it),
+    its instances are the connections ``open_log`` returns. Each hook is a method of it:
+    pluggy passes the hook's arguments by name, so the first parameter of the methods
+    that take a connection is named ``connection``, as in the hook specs (it is the
+    instance, ``self``)."""
 
-    def ensure_topic(self) -> int:
-        self._check_open()
-        count = self._read_partition_count()
+    @staticmethod
+    @hookimpl
+    def option_specs() -> list[OptionSpec]:
+        return [
+            OptionSpec(
+                "filesystem.path",
+                "Root directory of the file log; each topic is a directory below it. "
+                "Default: `<warehouse>/.tablelog/log`.",
+            ),
+            OptionSpec(
+                "filesystem.topic", "Topic (directory) name. Default: derived from the table name.",
+                names_topic=True,
+            ),
+            OptionSpec(
+                "filesystem.segment-bytes",
+                "Size in bytes at which a partition's file is closed and a new segment file started; "
+                "retention deletes whole segments no retained snapshot and no live writer needs.", default="67108864",
+            ),
+        ]
+
+    @classmethod
+    @hookimpl
+    def open_log(cls, config: LogConfig) -> FileLog:
+        # Only validates options; files are opened on first use.
+        return cls(config)
+
+    @hookimpl
+    def ensure_topic(connection) -> int:
+        connection._check_open()
+        count = connection._read_partition_count()
         if count is None:
-            if not self.config.auto_register:
+            if not connection.config.auto_register:
                 raise TopicError(
-                    f"topic does not exist in {self.directory} and log.system.auto-register is "
+                    f"topic does not exist in {connection.directory} and log.system.auto-register is "
                     "false; create it or enable auto-register",
-                    topic=self.topic,
+                    topic=connection.topic,
                 )
-            count = self._create_topic(self.config.partitions)
-        if count < self.config.partitions:
+            count = connection._create_topic(connection.config.partitions)
+        if count < connection.config.partitions:
             raise TopicError(
-                f"topic has {count} partitions but the table needs {self.config.partitions} "
+                f"topic has {count} partitions but the table needs {connection.config.partitions} "
                 "(one per bucket); the filesystem log does not add partitions, use a new topic",
-                topic=self.topic,
+                topic=connection.topic,
             )
         return count
 
-    def delete_before(self, partition: int, position: int) -> int:
+    @hookimpl
+    def delete_before(connection, positions: dict[int, int]) -> dict[int, int]:
+        return {partition: connection._delete_segments_before(partition, position)
+                for partition, position in positions.items()}
+
+    @hookimpl
+    def commit(connection, committed: CommittedLog) -> None:
+        """A no-op, which is trivially idempotent.
+
+        Visibility is decided by the table snapshot, and the file log has nothing to
+        keep in step with it: no consumer groups, no broker-side transaction (retention
+        is ``delete_before``, which the core calls with what the snapshots and live writers
+        still need).
+        A marker file would cost an fsync per commit and nobody would read it.
+        """
+
+    def _delete_segments_before(self, partition: int, position: int) -> int:
         """Delete the partition's segments that end at or before ``position`` (never the
         last one); the earliest position the partition then holds."""
         with flock(self._lock(partition), exclusive=True):

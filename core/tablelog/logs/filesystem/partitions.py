@@ -16,6 +16,7 @@ from tablelog.plugin import (
     LogUnavailableError,
     PositionOutOfRangeError,
     TopicError,
+    hookimpl,
 )
 
 from . import frames
@@ -249,11 +250,12 @@ class PartitionFiles:
         if self.closed:
             raise LogSystemError("the filesystem log connection is closed", topic=self.topic)
 
-    def close(self) -> None:
-        if self.closed:
+    @hookimpl
+    def close_log(connection) -> None:
+        if connection.closed:
             return
-        self.closed = True
-        self._close_files()
+        connection.closed = True
+        connection._close_files()
 
     def _close_files(self) -> None:
         segments, self._segments = self._segments, {}

@@ -12,6 +12,7 @@ from tablelog.plugin import (
     PositionOutOfRangeError,
     SeekKind,
     SeekSpec,
+    hookimpl,
 )
 
 from . import frames
@@ -27,22 +28,27 @@ POLL_INTERVAL_S = 0.002
 
 
 class PartitionReads(PartitionFiles):
-    """``seek`` and ``fetch`` of a connection."""
+    """The hooks ``end_positions``, ``seek``, ``fetch`` and ``wait_for_records`` of a connection."""
 
-    def seek(self, partition: int, spec: SeekSpec) -> int:
+    @hookimpl
+    def end_positions(connection, partitions: list[int]) -> dict[int, int]:
+        return {partition: connection.end_position(partition) for partition in partitions}
+
+    @hookimpl
+    def seek(connection, partition: int, spec: SeekSpec) -> int:
         if spec.kind is SeekKind.EARLIEST:
             # Where the oldest segment retention left starts (0 until it deletes one).
-            self._check_partition(partition)
-            return self._list_segments(partition)[0].base
-        end = self.end_position(partition)
+            connection._check_partition(partition)
+            return connection._list_segments(partition)[0].base
+        end = connection.end_position(partition)
         if spec.kind is SeekKind.LATEST:
             return end
         if spec.kind is SeekKind.TIMESTAMP:
             # Writers stamp their own batches, so timestamps are not monotonic in
             # the file: a linear walk over the headers finds the first one at or after.
-            for segment in list(self._list_segments(partition)):
+            for segment in list(connection._list_segments(partition)):
                 try:
-                    fd = self._open(partition, segment)
+                    fd = connection._open(partition, segment)
                 except PositionOutOfRangeError:
                     continue  # deleted meanwhile: its records are older than the next one's
                 stop = min(end - segment.base, os.fstat(fd).st_size)
@@ -51,54 +57,55 @@ class PartitionReads(PartitionFiles):
                         if head.timestamp_ms >= spec.value:
                             return segment.base + head.position
                 except frames.FrameError as err:
-                    raise self._corrupt(partition, segment.base + err.offset, err.reason) from None
+                    raise connection._corrupt(partition, segment.base + err.offset, err.reason) from None
             return end
         position = spec.value
         if position == end:
             return position
         if 0 <= position < end:
-            segment = self._segment_at(partition, position)
-            length = frames.frame_length_at(reader(self._open(partition, segment)), position - segment.base)
+            segment = connection._segment_at(partition, position)
+            length = frames.frame_length_at(reader(connection._open(partition, segment)), position - segment.base)
             if length is not None and position + length <= end:
                 return position
         raise PositionOutOfRangeError(
             f"position {position} is not a record position of this log (valid: record "
-            f"positions in [{self.seek(partition, SeekSpec.earliest())}, {end}], {end} being the end)",
-            topic=self.topic,
+            f"positions in [{connection.seek(partition, SeekSpec.earliest())}, {end}], {end} being the end)",
+            topic=connection.topic,
             partition=partition,
         )
 
+    @hookimpl
     def fetch(
-        self, partition: int, position: int, max_records: int, timeout_s: float
+        connection, partition: int, position: int, max_records: int, timeout_s: float
     ) -> FetchResult:
         if position < 0:
-            self._check_partition(partition)
+            connection._check_partition(partition)
             raise PositionOutOfRangeError(
-                f"position {position} is negative", topic=self.topic, partition=partition
+                f"position {position} is negative", topic=connection.topic, partition=partition
             )
-        segment = self._segment_at(partition, position)
+        segment = connection._segment_at(partition, position)
         deadline = time.monotonic() + max(timeout_s, 0.0)
         seen = -1
         while max_records > 0:
-            size = segment.base + os.fstat(self._open(partition, segment)).st_size
+            size = segment.base + os.fstat(connection._open(partition, segment)).st_size
             if position > size:
                 raise PositionOutOfRangeError(
                     f"position {position} is past the end of the log ({size}): the log was "
                     "replaced or the position did not come from it",
-                    topic=self.topic,
+                    topic=connection.topic,
                     partition=partition,
                 )
             if size != seen:  # only re-read when something was appended
                 seen = size
                 if size > position:
-                    records, next_position = self._read_records(
+                    records, next_position = connection._read_records(
                         partition, segment, position, size, max_records, may_retry=True
                     )
                     if records:
                         return FetchResult(records, next_position)
-            if size == position and (following := self._next_segment(partition, segment)) is not None:
+            if size == position and (following := connection._next_segment(partition, segment)) is not None:
                 segment, seen = following, -1  # the writer rolled on: read on in the next segment
-                self._segment_at(partition, position)  # and let go of the one behind
+                connection._segment_at(partition, position)  # and let go of the one behind
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -106,15 +113,16 @@ class PartitionReads(PartitionFiles):
             time.sleep(min(POLL_INTERVAL_S, remaining))
         return FetchResult([], position)
 
-    def wait_for_records(self, positions: dict[int, int], timeout_s: float) -> list[int]:
+    @hookimpl
+    def wait_for_records(connection, positions: dict[int, int], timeout_s: float) -> list[int]:
         """The partitions whose end is not their position: a record is there, or the
         position is not this log's (the fetch reports it). One loop over all of them,
         every ``POLL_INTERVAL_S``, until one is or ``timeout_s`` passed."""
         for partition in positions:
-            self._check_partition(partition)  # TopicError for a partition the topic does not have
+            connection._check_partition(partition)  # TopicError for a partition the topic does not have
         deadline = time.monotonic() + max(timeout_s, 0.0)
         while True:
-            ready = [p for p, position in sorted(positions.items()) if self._end_moved(p, position)]
+            ready = [p for p, position in sorted(positions.items()) if connection._end_moved(p, position)]
             remaining = deadline - time.monotonic()
             if ready or remaining <= 0:
                 return ready

@@ -34,7 +34,7 @@ client time-outs; for a local log, a path that cannot be accessed)::
             return attrs.evolve(config, options={**config.options, "url": f"mylog://127.0.0.1:{port}"})
 
 The suite loads the system with
-:func:`tablelog.registry.load_log_system` (``config.system``), opens clients
+:func:`tablelog.logs.discovery.load_log_system` (``config.system``), opens clients
 itself and closes every one of them after each test.
 
 The tests only use what the hook contracts promise: positions are ints that grow

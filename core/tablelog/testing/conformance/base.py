@@ -11,8 +11,9 @@ from itertools import pairwise
 
 import pytest
 
+from tablelog.logs.client import LogClient
+from tablelog.logs.discovery import load_log_system
 from tablelog.records import FetchResult, LogConfig, LogRecord, ProduceBatch, ProducedRange
-from tablelog.registry import LogClient, load_log_system
 
 ConfigFactory = Callable[..., LogConfig]
 ClientOpener = Callable[[LogConfig], LogClient]

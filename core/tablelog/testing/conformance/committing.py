@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tablelog.logs.client import LogClient
 from tablelog.records import CommittedLog, LogConfig, SeekSpec
-from tablelog.registry import LogClient
 from tablelog.testing.conformance.base import ClientOpener, ConformanceBase, new_token
 
 

@@ -6,8 +6,8 @@ import threading
 import time
 from itertools import pairwise
 
+from tablelog.logs.client import LogClient
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, ProducedRange, SeekSpec
-from tablelog.registry import LogClient
 from tablelog.testing.conformance.base import ClientOpener, ConformanceBase, new_token, now_ms
 
 

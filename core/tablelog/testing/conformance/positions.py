@@ -7,8 +7,8 @@ import re
 import pytest
 
 from tablelog.errors import PositionOutOfRangeError, TopicError
+from tablelog.logs.client import LogClient
 from tablelog.records import SeekSpec
-from tablelog.registry import LogClient
 from tablelog.testing.conformance.base import ConformanceBase, new_token, now_ms
 
 

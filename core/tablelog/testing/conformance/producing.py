@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tablelog.errors import LogSystemError
+from tablelog.logs.client import LogClient
 from tablelog.records import SeekSpec
-from tablelog.registry import LogClient
 from tablelog.testing.conformance.base import ConformanceBase, new_token
 
 

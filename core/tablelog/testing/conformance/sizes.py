@@ -23,9 +23,9 @@ from __future__ import annotations
 import pytest
 
 from tablelog.errors import ProduceError
+from tablelog.logs.client import LogClient
 from tablelog.options import TableOptions
 from tablelog.records import ProduceBatch, SeekSpec
-from tablelog.registry import LogClient
 from tablelog.testing.conformance.base import ConformanceBase, new_token, now_ms
 
 #: The writer's default ``log.max-record-bytes``: the largest record every log must carry.

@@ -8,8 +8,8 @@ import attrs
 import pytest
 
 from tablelog.errors import TopicError
+from tablelog.logs.discovery import load_log_system
 from tablelog.records import LogConfig, SeekSpec
-from tablelog.registry import load_log_system
 from tablelog.testing.conformance.base import (
     ClientOpener,
     ConfigFactory,

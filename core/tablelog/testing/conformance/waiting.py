@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 import time
 
+from tablelog.logs.client import LogClient
 from tablelog.records import LogConfig
-from tablelog.registry import LogClient
 from tablelog.testing.conformance.base import ClientOpener, ConformanceBase, new_token
 
 

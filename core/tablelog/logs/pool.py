@@ -36,16 +36,15 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
-from tablelog import registry
+from tablelog.logs.discovery import load_log_system
 
 if TYPE_CHECKING:
+    from tablelog.logs.client import LogClient
     from tablelog.records import LogConfig
-    from tablelog.registry import LogClient
-    from tablelog.table_view import TableView
 
 #: What a connection is for: every field of its LogConfig, options sorted.
 PoolKey = tuple[str, str, str, int, bool, tuple[tuple[str, str], ...], str]
@@ -59,6 +58,13 @@ def pool_key(config: LogConfig) -> PoolKey:
     options = tuple(sorted((str(k), str(v)) for k, v in config.options.items()))
     return (config.system, config.table, config.topic, config.partitions, config.auto_register,
             options, config.warehouse)
+
+
+class HasLogConfig(Protocol):
+    """What the pool needs of a table (:class:`~tablelog.table_view.TableView` has it):
+    the pool sits below the table, so it names no table class."""
+
+    def log_config(self) -> LogConfig: ...
 
 
 @attrs.define
@@ -82,7 +88,7 @@ class LogPool:
         #: Connections this pool opened (tests and metrics look at it).
         self.opened = 0
 
-    def checkout(self, table: TableView, config: LogConfig | None = None) -> LogClient:
+    def checkout(self, table: HasLogConfig, config: LogConfig | None = None) -> LogClient:
         """A connection to ``table``'s log whose topic is ensured, for the caller alone
         until it is checked in or discarded. Raises what ``open_log``/``ensure_topic`` raise.
         ``config``: another of the table's topics (its projection stream's)."""
@@ -108,7 +114,7 @@ class LogPool:
         if client is not None:
             return client
         # Opened outside the lock: ensure_topic is a network round trip.
-        client = registry.load_log_system(config.system).open(config)
+        client = load_log_system(config.system).open(config)
         try:
             client.ensure_topic()
         except BaseException:
