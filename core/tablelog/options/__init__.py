@@ -10,6 +10,8 @@ with a "did you mean" hint. The modules, by job:
   by :mod:`~tablelog.options.docs`); :mod:`~tablelog.options.converters` their values.
 - :mod:`~tablelog.options.keys`: which option each key is, and the errors: a key given
   twice, a refused value, an unknown key.
+- :mod:`~tablelog.options.given`: :class:`GivenOptions`, the options an entry point was
+  given, parsed once and handed down.
 
 Everything is importable from here.
 """
@@ -30,6 +32,7 @@ from tablelog.options.definitions import (
     same_value,
 )
 from tablelog.options.docs import DEFINES_TABLE, OptionDoc, option_docs
+from tablelog.options.given import GivenOptions
 from tablelog.options.keys import WAREHOUSE_PREFIX, split_system_options, split_warehouse_options
 
 # Secret redaction lives in tablelog.redaction; these names stay importable from here.
@@ -44,6 +47,7 @@ __all__ = [
     "ChangelogMode",
     "Consistency",
     "ForeignRecords",
+    "GivenOptions",
     "KeyFormat",
     "LogFormat",
     "OptionDoc",
