@@ -118,14 +118,16 @@ def create_table(
         TABLE_ID_PROPERTY: new_table_id(),
     }
     if parsed.log_enabled:
-        refuse_shared_topic(wh, identifier, parsed.log_system, system_options)
-        _register_topic(wh, identifier, parsed, system_options, create=parsed.log_system_auto_register)
+        topic = default_topic(identifier, parsed.log_system, system_options)
+        refuse_shared_topic(wh, identifier, parsed.log_system, system_options, topic)
+        _register_topic(wh, identifier, parsed, system_options, topic, create=parsed.log_system_auto_register)
     store = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
     return Table(wh, store, parsed, system_options)
 
 
 def _register_topic(
-    wh: Warehouse, identifier: str, options: TableOptions, system_options: dict[str, str], *, create: bool
+    wh: Warehouse, identifier: str, options: TableOptions, system_options: dict[str, str], topic: str,
+    *, create: bool,
 ) -> None:
     """Open the log, which validates its options (topic name...), and with ``create``
     create the table's topic now: a wrong option or address fails before the table
@@ -134,7 +136,7 @@ def _register_topic(
     config = LogConfig(
         system=system,
         table=identifier,
-        topic=default_topic(identifier, system, system_options),
+        topic=topic,
         partitions=options.log_system_partitions or options.bucket,
         auto_register=True,
         options=split_system_options(system, system_options),
