@@ -25,11 +25,10 @@ from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_p
 from tablelog.logs import discovery
 from tablelog.options import (
     ChangelogMode,
+    GivenOptions,
     TableOptions,
     is_secret,
-    same_value,
     split_system_options,
-    split_warehouse_options,
 )
 from tablelog.records import LogConfig
 from tablelog.store import (
@@ -51,32 +50,22 @@ if TYPE_CHECKING:
     from tablelog.writing.writer import Writer, WriteTask
 
 
-def _parse(
-    options: Mapping[str, Any], systems: Sequence[str] | None = None
+def _check(
+    given: GivenOptions, systems: Sequence[str] | None = None
 ) -> tuple[TableOptions, dict[str, str], dict[str, str]]:
-    """Validate options; ``systems``: the log systems whose keys are accepted (default:
-    :func:`tablelog.logs.discovery.known_names`), e.g. with the table's own, whose absence is
-    reported when its log is opened."""
-    discovery.learn_declared_secrets(options)
-    return TableOptions.parse(
-        {k: v for k, v in options.items()},
+    """Validate parsed options; ``systems``: the log systems whose keys are accepted
+    (default: :func:`tablelog.logs.discovery.known_names`), e.g. with the table's own, whose
+    absence is reported when its log is opened."""
+    discovery.learn_declared_secrets(given.keys)
+    return given.check(
         log_systems=discovery.known_names() if systems is None else systems,
         passthrough=paimon_option_keys(),
     )
 
 
-def _merge_argument(raw: dict[str, Any], key: str, argument: str, value: str) -> None:
-    """Put the ``argument`` (``primary_key=``, ``bucket=``) into the options as ``key``,
-    refusing a different value given for it in the options too."""
-    given = {k.strip().lower(): (k, v) for k, v in raw.items()}.get(key)
-    if given is not None and not same_value(key, given[1], value):
-        raise OptionError(
-            f"{key!r} is given twice with different values: {argument}={value!r} and "
-            f"options[{given[0]!r}]={given[1]!r}; give it once"
-        )
-    if given is not None:
-        del raw[given[0]]
-    raw[key] = value
+def _given(options: Mapping[str, Any] | GivenOptions | None) -> GivenOptions:
+    """The options as parsed by the entry point, or parsed now (this is the entry point)."""
+    return options if isinstance(options, GivenOptions) else GivenOptions.parse(options or {})
 
 
 def create_table(
@@ -86,28 +75,30 @@ def create_table(
     *,
     primary_key: Sequence[str] = (),
     bucket: int | None = None,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | GivenOptions | None = None,
     exist_ok: bool = False,
 ) -> Table:
     """Create a Paimon table in ``warehouse`` with tablelog options.
 
     Options are the keys of the option table (``log.system``, ``kafka.*``...) and
-    Paimon table options. Secrets among them are used but never stored: give
-    them again to :func:`open_table`. A table that exists (created before, or by another
-    process at the same time) is a :class:`~tablelog.errors.TableExistsError`; with
-    ``exist_ok`` it is returned instead, if ``schema`` is its schema.
+    Paimon table options (or those already parsed: :class:`~tablelog.options.GivenOptions`).
+    Secrets among them are used but never stored: give them again to :func:`open_table`. A
+    table that exists (created before, or by another process at the same time) is a
+    :class:`~tablelog.errors.TableExistsError`; with ``exist_ok`` it is returned instead, if
+    ``schema`` is its schema.
     """
-    storage, raw = split_warehouse_options(dict(options or {}))
+    given = _given(options)
+    storage = given.warehouse
     if primary_key:
-        _merge_argument(raw, "primary-key", "primary_key", ",".join(primary_key))
+        given = given.with_argument("primary-key", "primary_key", ",".join(primary_key))
     if bucket is not None:
-        _merge_argument(raw, "bucket", "bucket", str(bucket))
-    parsed, system_options, paimon_options = _parse(raw)
+        given = given.with_argument("bucket", "bucket", str(bucket))
+    parsed, system_options, paimon_options = _check(given)
     wh = Warehouse(warehouse, storage)
     if wh.exists(identifier):
         if not exist_ok:
             raise TableExistsError(f"table {identifier!r} already exists in warehouse {wh.path!r}")
-        return _existing_table(warehouse, identifier, schema, {**storage, **raw})
+        return _existing_table(wh, identifier, schema, given)
     definition.check_columns(schema)
     definition.check_column_types(schema)
     definition.check_paimon_options(paimon_options, schema, parsed.primary_key)
@@ -130,26 +121,28 @@ def create_table(
         TABLE_ID_PROPERTY: new_table_id(),
     }
     if parsed.log_enabled:
-        refuse_shared_topic(wh, identifier, parsed.log_system, system_options)
-        _register_topic(wh, identifier, parsed, system_options, create=parsed.log_system_auto_register)
+        topic = default_topic(identifier, parsed.log_system, system_options)
+        refuse_shared_topic(wh, identifier, parsed.log_system, system_options, topic)
+        _register_topic(wh, identifier, parsed, system_options, topic, create=parsed.log_system_auto_register)
     try:
         store = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
     except TableExistsError:  # another process created it since the check above
         if not exist_ok:
             raise
-        return _existing_table(warehouse, identifier, schema, {**storage, **raw})
+        return _existing_table(wh, identifier, schema, given)
     return Table(wh, store, parsed, system_options)
 
 
-def _existing_table(warehouse: str, identifier: str, schema: pa.Schema, options: Mapping[str, Any]) -> Table:
+def _existing_table(wh: Warehouse, identifier: str, schema: pa.Schema, given: GivenOptions) -> Table:
     """The table ``create_table(..., exist_ok=True)`` found, if ``schema`` is its schema."""
-    existing = open_table(warehouse, identifier, options)
+    existing = _open(wh, identifier, given)
     definition.check_same_schema(identifier, existing.schema, schema)
     return existing
 
 
 def _register_topic(
-    wh: Warehouse, identifier: str, options: TableOptions, system_options: dict[str, str], *, create: bool
+    wh: Warehouse, identifier: str, options: TableOptions, system_options: dict[str, str], topic: str,
+    *, create: bool,
 ) -> None:
     """Open the log, which validates its options (topic name...), and with ``create``
     create the table's topic now: a wrong option or address fails before the table
@@ -158,7 +151,7 @@ def _register_topic(
     config = LogConfig(
         system=system,
         table=identifier,
-        topic=default_topic(identifier, system, system_options),
+        topic=topic,
         partitions=options.log_system_partitions or options.bucket,
         auto_register=True,
         options=split_system_options(system, system_options),
@@ -173,28 +166,33 @@ def _register_topic(
             log.ensure_topic()
 
 
-def open_table(warehouse: str, identifier: str, options: Mapping[str, Any] | None = None) -> Table:
+def open_table(
+    warehouse: str, identifier: str, options: Mapping[str, Any] | GivenOptions | None = None
+) -> Table:
     """Open an existing table. ``options`` add runtime options (secrets, client settings,
     time-outs, reader defaults); options that define the table (``log.format``, the
     topic, ``bucket``, Paimon's file options, ...) may be repeated but not changed
-    (:mod:`tablelog.definition`): a different value is an ``OptionError``."""
-    storage, given = split_warehouse_options(dict(options or {}))
-    wh = Warehouse(warehouse, storage)
+    (:mod:`tablelog.definition`): a different value is an ``OptionError``. An engine
+    that opens the table again and again passes them parsed once:
+    :class:`~tablelog.options.GivenOptions`."""
+    given = _given(options)
+    return _open(Warehouse(warehouse, given.warehouse), identifier, given)
+
+
+def _open(wh: Warehouse, identifier: str, given: GivenOptions) -> Table:
     store = wh.open(identifier)
     table_keys = {"primary-key", "bucket"}
-    stored = _tablelog_keys({k: v for k, v in store.properties.items() if k not in table_keys})
+    stored = GivenOptions.read(_tablelog_keys({k: v for k, v in store.properties.items() if k not in table_keys}))
     systems = discovery.known_names()
-    table_options, table_system_options, _ = _parse(stored, systems)
+    table_options, table_system_options, _ = _check(stored, systems)
     table_options = attrs.evolve(table_options, primary_key=store.primary_key, bucket=store.bucket)
-    given_options, given_system_options, given_paimon_options = _parse(given, [*systems, table_options.log_system])
+    given_options, given_system_options, given_paimon_options = _check(given, [*systems, table_options.log_system])
     definition.check_same_definition(
         store, table_options, definition.system_definition(identifier, table_options.log_system, table_system_options),
-        [k.strip().lower() for k in given],
-        given_options, given_system_options, given_paimon_options,
+        given.keys, given_options, given_system_options, given_paimon_options,
     )
-    # Normalized keys: a given "Log.Consistency" overrides the stored "log.consistency".
-    extra = {k.strip().lower(): v for k, v in given.items() if k.strip().lower() not in table_keys}
-    parsed, system_options, _ = _parse({**stored, **extra}, systems)
+    # The given runtime options over the stored ones ("Log.Consistency" overrides "log.consistency").
+    parsed, system_options, _ = _check(given.without(table_keys).over(stored), systems)
     parsed = attrs.evolve(parsed, primary_key=store.primary_key, bucket=store.bucket)
     return Table(wh, store, parsed, system_options)
 
@@ -296,7 +294,7 @@ class Table:
                 if is_secret(change.key):
                     raise SchemaChangeError(f"table {self.identifier!r}: option {change.key!r} is a secret; "
                                             "secrets are never stored in a table; nothing was changed")
-                _, _, paimon_options = _parse({change.key: change.value})  # unknown keys, bad values
+                _, _, paimon_options = _check(GivenOptions.read({change.key: change.value}))  # unknown keys, bad values
                 set_options.update(paimon_options)
         # together: one alter may set file.format and a file.compression only it allows
         definition.check_paimon_options(set_options, self.schema, self.primary_key, self.store.properties)

@@ -45,10 +45,12 @@ def stream_config(config: LogConfig, suffix: str) -> LogConfig:
     return attrs.evolve(config, topic=topic, options=options)
 
 
-def refuse_shared_topic(wh: Warehouse, identifier: str, system: str, system_options: Mapping[str, str]) -> None:
-    """Refuse the topic of the table to create when another table of the warehouse uses it,
+def refuse_shared_topic(
+    wh: Warehouse, identifier: str, system: str, system_options: Mapping[str, str], topic: str
+) -> None:
+    """Refuse ``topic``, of the table to create, when another table of the warehouse uses it,
     naming that table and the option that chooses another topic."""
-    location = log_location(wh, identifier, system, system_options)
+    location = log_location(wh, identifier, system, system_options, topic)
     for other in wh.tables():
         try:
             properties = wh.open(other).properties
@@ -59,17 +61,19 @@ def refuse_shared_topic(wh: Warehouse, identifier: str, system: str, system_opti
         other_options = {k: v for k, v in properties.items() if k.startswith(system + ".")}
         if log_location(wh, other, system, other_options) == location:
             raise OptionError(
-                f"table {identifier!r}: {system} topic {default_topic(identifier, system, system_options)!r} "
+                f"table {identifier!r}: {system} topic {topic!r} "
                 f"is already the log of table {other!r} in this warehouse; two tables on one topic "
                 f"would read each other's records. Choose another topic with option '{topic_option(system)}'"
             )
 
 
-def log_location(wh: Warehouse, identifier: str, system: str, system_options: Mapping[str, str]) -> tuple[str, ...]:
-    """Where a table's log is: the system, the topic, and what addresses the log (the
-    values of the system's required options, such as Kafka's bootstrap servers; the
-    file log's directory). Tables on two clusters may use one topic name."""
-    topic = default_topic(identifier, system, system_options)
+def log_location(
+    wh: Warehouse, identifier: str, system: str, system_options: Mapping[str, str], topic: str | None = None
+) -> tuple[str, ...]:
+    """Where a table's log is: the system, the topic (``topic``: known already), and what
+    addresses the log (the values of the system's required options, such as Kafka's
+    bootstrap servers; the file log's directory). Tables on two clusters may use one topic name."""
+    topic = default_topic(identifier, system, system_options) if topic is None else topic
     if system == "filesystem":
         from tablelog.logs.filesystem.location import topic_directory
 

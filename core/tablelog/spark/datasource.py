@@ -35,7 +35,7 @@ class TablelogDataSource(DataSource):
         from tablelog.table import open_table
 
         options = self._options()
-        table = open_table(options.warehouse, options.table, options.runtime_options)
+        table = open_table(options.warehouse, options.table, options.runtime)
         columns = selected_columns(table, options.columns)  # an unknown name: an error naming the table's
         if columns is None:
             return output_schema(table.schema)

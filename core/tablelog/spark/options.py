@@ -4,7 +4,8 @@ source, which are table options.
 Spark hands a Python data source every ``.option(...)`` with its key lower-cased and
 its value a string. The keys below are the data source's own (never table options);
 every other key is a table option (``log.system``, ``kafka.*``, ``primary-key``,
-Paimon's own options...), validated by :class:`tablelog.options.TableOptions`.
+Paimon's own options...), parsed here once (:class:`tablelog.options.GivenOptions`)
+and checked by the table that takes them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 import attrs
 
 from tablelog.errors import OptionError
+from tablelog.options import GivenOptions
 from tablelog.redaction import redact
 from tablelog.store import warehouse_path
 
@@ -60,6 +62,9 @@ class SourceOptions:
     merge_schema: bool = False
     #: ``columns = "a,b"``: reads return only these (and the primary key's) columns.
     columns: tuple[str, ...] | None = None
+    #: ``table_options`` parsed, once, on the driver: what every layer below takes, down
+    #: to the executors (:mod:`tablelog.options.given`).
+    given: GivenOptions = attrs.field(kw_only=True, repr=False)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -89,13 +94,18 @@ class SourceOptions:
             if not columns:
                 raise OptionError(f"option columns={raw[COLUMNS]!r}: expected column names separated by commas")
         return cls(warehouse_path(warehouse), table, table_options, writer_id, raw.get("consumer-id"),
-                   merge == "true", columns)
+                   merge == "true", columns, given=GivenOptions.parse(table_options))
 
     @property
     def runtime_options(self) -> dict[str, str]:
         """Options for opening an existing table: everything but the read keys. Those that
         define the table (``primary-key``, ``log.format``...) are checked against it there."""
         return {k: v for k, v in self.table_options.items() if k not in READ_KEYS}
+
+    @property
+    def runtime(self) -> GivenOptions:
+        """:attr:`runtime_options`, parsed."""
+        return self.given.without(READ_KEYS)
 
     @property
     def read_options(self) -> dict[str, str]:

@@ -73,7 +73,7 @@ class WritePlan:
     commit_identifier: int | None  # batch writes only (streaming: batchId + 1)
 
     def open(self) -> Table:
-        return open_table(self.options.warehouse, self.options.table, self.options.runtime_options)
+        return open_table(self.options.warehouse, self.options.table, self.options.runtime)
 
 
 def query_writer_id(query_id: str) -> str:
@@ -113,7 +113,7 @@ def open_or_create(parsed: SourceOptions, data_schema: pa.Schema) -> Table:
     """The table named by the options; created from the DataFrame's columns when missing.
     Opening an existing one refuses options that would change its definition."""
     try:
-        table = open_table(parsed.warehouse, parsed.table, parsed.runtime_options)
+        table = open_table(parsed.warehouse, parsed.table, parsed.runtime)
     except TablelogError as err:
         from tablelog.errors import TableNotFoundError
 
@@ -122,7 +122,7 @@ def open_or_create(parsed: SourceOptions, data_schema: pa.Schema) -> Table:
         check_write_schema(parsed.table, data_columns(data_schema), data_schema)  # the _kind column
         return create_table(
             parsed.warehouse, parsed.table, data_columns(data_schema),
-            options=parsed.table_options, exist_ok=True,
+            options=parsed.given, exist_ok=True,
         )
     return table
 

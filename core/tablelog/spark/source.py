@@ -168,7 +168,7 @@ SourcePartition = FullScanPartition | CommittedChanges | LogRecords | NoRows
 
 def read_partition(options: SourceOptions, partition: SourcePartition, schema_id: int) -> Iterator[pa.RecordBatch]:
     """A partition's rows in schema ``schema_id``: the columns the query was planned with."""
-    table = open_table(options.warehouse, options.table, options.runtime_options)
+    table = open_table(options.warehouse, options.table, options.runtime)
     yield from partition.read(table, schema_id, selected_columns(table, options.columns))
 
 
@@ -185,7 +185,7 @@ class _TableHolder:
     @property
     def table(self) -> Table:
         if self._table is None:
-            self._table = open_table(self.options.warehouse, self.options.table, self.options.runtime_options)
+            self._table = open_table(self.options.warehouse, self.options.table, self.options.runtime)
         return self._table
 
     def __getstate__(self) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 from tablelog.documents import json_value
 from tablelog.errors import TablelogError
 from tablelog.logs.client import LogClient
-from tablelog.options import split_warehouse_options
+from tablelog.options import GivenOptions
 from tablelog.store import Warehouse
 from tablelog.table import Table, open_table
 from tablelog.ui.changes import ChangelogFollowers
@@ -53,7 +53,8 @@ class Dashboard:
         # Verify runs and row counts, one at a time: each reads the whole table.
         self._verify_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tablelog-ui-verify")
         self._lock = threading.Lock()
-        self._warehouse = Warehouse(warehouse, split_warehouse_options(self.options)[0])
+        self._given = GivenOptions.parse(self.options)  # once: every table is opened with it
+        self._warehouse = Warehouse(warehouse, self._given.warehouse)
 
     def close(self) -> None:
         self.probes.close()
@@ -74,7 +75,7 @@ class Dashboard:
         if t is None:
             if identifier not in self.identifiers():
                 raise UnknownTable(identifier)
-            t = open_table(self.warehouse, identifier, self.options)
+            t = open_table(self.warehouse, identifier, self._given)
             with self._lock:
                 self._tables[identifier] = t
         else:
@@ -89,7 +90,7 @@ class Dashboard:
         def run() -> Iterator[dict[str, Any] | None]:
             t = self._probe_tables.get(identifier)
             if t is None:
-                t = self._probe_tables[identifier] = open_table(self.warehouse, identifier, self.options)
+                t = self._probe_tables[identifier] = open_table(self.warehouse, identifier, self._given)
             else:
                 t.refresh_schema()
             log = self._probe_logs.get(identifier)
