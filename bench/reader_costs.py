@@ -28,7 +28,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog import registry
-from tablelog.formats.codec import RecordCodec
+from tablelog.formats import record_codec
 from tablelog.options import LogFormat
 from tablelog.reading import Change
 from tablelog.records import RowKind
@@ -80,7 +80,7 @@ def change_costs(n: int, rounds: int) -> None:
 
 
 def decode_costs(n: int, rounds: int) -> None:
-    codec = RecordCodec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
+    codec = record_codec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
     for size in (100, 1_000, 10_000):
         count = max(100, n * 100 // size // 10)
         payload = "x" * max(1, size - 90)  # the envelope takes ~90 bytes
