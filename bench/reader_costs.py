@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
-from tablelog.formats.codec import RecordCodec
+from tablelog.formats import record_codec
 from tablelog.logs import discovery
 from tablelog.options import LogFormat
 from tablelog.reading import Change
@@ -80,7 +80,7 @@ def change_costs(n: int, rounds: int) -> None:
 
 
 def decode_costs(n: int, rounds: int) -> None:
-    codec = RecordCodec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
+    codec = record_codec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
     for size in (100, 1_000, 10_000):
         count = max(100, n * 100 // size // 10)
         payload = "x" * max(1, size - 90)  # the envelope takes ~90 bytes

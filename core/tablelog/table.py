@@ -19,6 +19,7 @@ from tablelog.commit import committer, compaction, history
 from tablelog.commit.compaction import CompactionResult
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, SchemaChangeError, TableExistsError
+from tablelog.formats import record_codec
 from tablelog.formats.codec import RecordCodec
 from tablelog.formats.projection import TOPIC_SUFFIX, check_projection, projected_columns
 from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_prefix
@@ -111,7 +112,7 @@ def create_table(
     # Check the log system and the data types now, before a table exists.
     if parsed.log_enabled:
         _check_system_options(parsed, system_options)
-    RecordCodec(schema, tuple(parsed.primary_key), parsed.log_format)
+    record_codec(schema, tuple(parsed.primary_key), parsed.log_format)
     if parsed.log_enabled:
         system_options = {**definition.defining_defaults(parsed.log_system, system_options), **system_options}
     stored = {
@@ -262,7 +263,7 @@ class Table:
     def codec(self) -> RecordCodec:
         """The log encoding of this object's schema (records say its id)."""
         if self._codec is None:
-            self._codec = RecordCodec(
+            self._codec = record_codec(
                 self.schema, self.primary_key, self.options.log_format, self.identifier, self.store.schema_id,
                 self.options.log_arrow_compression,
             )

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.formats.codec import RecordCodec
+from tablelog.formats import record_codec
 from tablelog.options import LogFormat
 from tablelog.records import RowKind
 
@@ -127,7 +127,7 @@ def test_a_flink_debezium_json_consumer_materializes_the_tables_rows(tmp_path: A
     (RowKind.UPDATE_BEFORE, ["-D"]), (RowKind.DELETE, ["-D"]),
 ])
 def test_each_row_kind_is_written_as_flinks_serializer_writes_it(kind: RowKind, flink_kinds: list[str]) -> None:
-    codec = RecordCodec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
+    codec = record_codec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
     value = codec.encode(pa.table({"id": [1], "name": ["a"], "score": [1.5]}, schema=SCHEMA), [kind], 9).values[0]
     doc = json.loads(value)
     row = {"id": 1, "name": "a", "score": 1.5}
@@ -154,7 +154,7 @@ def test_each_row_kind_is_written_as_flinks_serializer_writes_it(kind: RowKind, 
 ], ids=["old-c", "old-u-after", "old-u-before", "old-d", "flink-c", "debezium-r-with-source", "schema-wrapper"])
 def test_records_of_the_old_encoding_and_of_flink_and_debezium_still_decode(value: tuple[bytes, RowKind]) -> None:
     raw, kind = value
-    codec = RecordCodec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
+    codec = record_codec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
     row = {"id": 1, "name": "a", "score": 1.5}
     assert codec.decode_value(raw) == (kind, row)
     decoded = codec.values_to_arrow([raw, raw]) if b"payload" not in raw else None
@@ -168,7 +168,7 @@ def test_records_of_the_old_encoding_and_of_flink_and_debezium_still_decode(valu
     b'{"before":null,"after":null,"op":"c","_kind":"+U"}',
 ])
 def test_a_row_kind_that_contradicts_the_envelope_is_not_a_record_of_ours(value: bytes) -> None:
-    codec = RecordCodec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
+    codec = record_codec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
     with pytest.raises(ValueError):
         codec.decode_value(value)
     with pytest.raises(ValueError):

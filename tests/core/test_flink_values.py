@@ -36,7 +36,7 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.formats.codec import RecordCodec
+from tablelog.formats import record_codec
 from tablelog.options import LogFormat
 from tablelog.records import ProduceBatch, RowKind
 
@@ -366,7 +366,7 @@ def test_values_written_the_way_flink_writes_them_are_read_by_every_tablelog_dec
     kinds = [RowKind.DELETE if i % 7 == 3 else RowKind.INSERT for i in range(len(rows))]
     values = [encode(kind, row) for kind, row in zip(kinds, rows, strict=True)]
     expected = sorted(map(comparable, rows))
-    codec = RecordCodec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
+    codec = record_codec(SCHEMA, ("id",), LogFormat.DEBEZIUM_JSON)
 
     decoded = [codec.change_decoder(v) for v in values]
     assert [k for k, _ in decoded] == kinds
@@ -389,7 +389,7 @@ def test_values_written_the_way_flink_writes_them_are_read_by_every_tablelog_dec
 @pytest.mark.parametrize("log_format", [LogFormat.DEBEZIUM_JSON, LogFormat.JSON])
 def test_a_float_has_one_text_whatever_else_its_row_or_write_holds(log_format: LogFormat) -> None:
     schema = pa.schema([("k", pa.float32()), ("x", pa.float64()), ("y", pa.float32())])
-    codec = RecordCodec(schema, ("k",), log_format)
+    codec = record_codec(schema, ("k",), log_format)
     plain = pa.table({"k": [0.1, 1e10], "x": [1.0, 2.0], "y": [0.3, 0.3]}, schema=schema)
     special = pa.table({"k": [0.1, 1e10], "x": [math.nan, 2.0], "y": [0.3, -math.inf]}, schema=schema)
     plain_out = codec.encode(plain, [RowKind.INSERT] * 2, 0)

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog.formats.codec import RecordCodec
+from tablelog.formats.json_codec import JsonCodec
 from tablelog.table import Table, create_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -36,9 +36,9 @@ def table(tmp_path: Path) -> Table:
 def collector_while_decoding(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Whether the collector was on at each value a reader decoded."""
     seen: list[bool] = []
-    make_decoder = RecordCodec._make_change_decoder
+    make_decoder = JsonCodec._make_change_decoder
 
-    def spy(self: RecordCodec) -> Any:
+    def spy(self: JsonCodec) -> Any:
         decode = make_decoder(self)
 
         def spied(value: bytes) -> Any:
@@ -47,7 +47,7 @@ def collector_while_decoding(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[b
 
         return spied
 
-    monkeypatch.setattr(RecordCodec, "_make_change_decoder", spy)
+    monkeypatch.setattr(JsonCodec, "_make_change_decoder", spy)
     yield seen
 
 

@@ -20,7 +20,7 @@ import pytest
 
 import tablelog
 from tablelog.errors import SchemaMismatchError
-from tablelog.formats.codec import RecordCodec
+from tablelog.formats import record_codec
 from tablelog.options import LogFormat
 from tablelog.records import RowKind
 from tablelog.row_equality import row_items
@@ -127,7 +127,7 @@ def test_every_value_round_trips_through_the_log_in_every_reader_path(
 @pytest.mark.parametrize("fmt", JSON_FORMATS)
 def test_special_floats_are_written_as_the_strings_jackson_reads(fmt: LogFormat) -> None:
     schema = pa.schema([("id", pa.float64()), ("x", pa.float32())])
-    codec = RecordCodec(schema, ("id",), fmt)
+    codec = record_codec(schema, ("id",), fmt)
     data = pa.table({"id": [math.nan, math.inf], "x": [-math.inf, 1.5]}, schema=schema)
     encoded = codec.encode(data, [RowKind.INSERT, RowKind.DELETE], 7)
     assert [orjson.loads(k) for k in encoded.keys] == [{"id": "NaN"}, {"id": "Infinity"}]
@@ -142,7 +142,7 @@ def test_special_floats_are_written_as_the_strings_jackson_reads(fmt: LogFormat)
 @pytest.mark.parametrize("fmt", JSON_FORMATS)
 def test_special_float_strings_decode_in_every_decoding_path(fmt: LogFormat) -> None:
     schema = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("y", pa.float32())])
-    codec = RecordCodec(schema, ("id",), fmt)
+    codec = record_codec(schema, ("id",), fmt)
     rows = [{"id": 1, "x": math.nan, "y": math.inf}, {"id": 2, "x": -math.inf, "y": 0.5}, {"id": 3, "x": 1.0}]
     values = codec.encode(pa.Table.from_pylist(rows, schema=schema), [RowKind.INSERT] * 3, 0).values
     one_by_one = [codec.python_row(codec.decode_value(v)[1]) for v in values]
@@ -155,7 +155,7 @@ def test_special_float_strings_decode_in_every_decoding_path(fmt: LogFormat) -> 
 
 
 def test_a_string_that_is_no_special_float_in_a_float_column_is_not_a_row() -> None:
-    codec = RecordCodec(pa.schema([("id", pa.int64()), ("x", pa.float64())]), ("id",), LogFormat.JSON)
+    codec = record_codec(pa.schema([("id", pa.int64()), ("x", pa.float64())]), ("id",), LogFormat.JSON)
     with pytest.raises(ValueError):
         codec.values_to_arrow([b'{"id": 1, "x": "NaN", "_kind": "+I"}', b'{"id": 2, "x": "nope", "_kind": "+I"}'])
     with pytest.raises(KeyError):
@@ -164,7 +164,7 @@ def test_a_string_that_is_no_special_float_in_a_float_column_is_not_a_row() -> N
 
 def test_float32_values_read_from_the_log_equal_the_tables_values() -> None:
     schema = pa.schema([("id", pa.int64()), ("x", pa.float32())])
-    codec = RecordCodec(schema, ("id",), LogFormat.DEBEZIUM_JSON)
+    codec = record_codec(schema, ("id",), LogFormat.DEBEZIUM_JSON)
     data = pa.table({"id": [1], "x": [0.1]}, schema=schema)
     value = codec.encode(data, [RowKind.INSERT], 0).values[0]
     assert codec.python_row(codec.decode_value(value)[1])["x"] == data.column("x")[0].as_py()

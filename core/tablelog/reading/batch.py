@@ -90,23 +90,20 @@ class Batch:
 
     def take_records(
         self, context: ReadContext, values: Sequence[bytes | None], positions: Sequence[int], partition: int,
-        snapshot_id: int | None,
+        snapshot_id: int | None, *, at_once: bool = False,
     ) -> list[int]:
-        """Append what the values decode to: each ``arrow`` record's rows as they are when
-        the batch is Arrow (no Python object per change), else changes. Returns the
-        positions of the values left out as foreign (see :meth:`Decoder.decode_all`)."""
-        if self.arrow and context.codec.batched:
-            def moved(_before: int) -> None:
+        """Append what the values decode to: as Arrow where the log format decodes straight
+        to it when the batch is Arrow (no Python object per change), else changes. Returns
+        the positions of the values left out as foreign (see :meth:`Decoder.decode_all`).
+        ``at_once``: the values are a chunk of a dense committed range
+        (:meth:`~tablelog.formats.codec.RecordCodec.decode_arrow`)."""
+        if self.arrow:
+            def moved() -> None:
                 self.in_schema(context)  # what was taken so far, into the schema the reader moved to
 
-            left_out = []
-            for value, position in zip(values, positions, strict=True):
-                rows = context.decoder.record_rows(value, partition, position, moved)
-                if rows is None:
-                    left_out.append(position)
-                else:
-                    self.add(rows, context.schema_id)
-            return left_out
+            return context.codec.decode_arrow(
+                values, positions, partition, snapshot_id, self, context.decoder, moved, at_once=at_once
+            )
         left_out = context.decoder.decode_all(values, positions, partition, snapshot_id, self.changes(context.schema_id))
         self.changes(context.schema_id)  # the decoder maps the list when the reader's schema moves
         return left_out

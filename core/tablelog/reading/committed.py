@@ -3,7 +3,7 @@ the per-write counts and sequence numbers a transactional reader keeps while it 
 snapshot (:mod:`tablelog.reading.transactional` walks the snapshots).
 
 Two ways to read a partition's ranges: *dense* ranges (see :func:`dense`) are fetched
-as values only, and ``poll_arrow`` decodes them all at once into Arrow; elsewhere
+as values only, which ``poll_arrow`` may decode all at once into Arrow; elsewhere
 (*sparse*) every record's token, position and sequence number decide.
 """
 
@@ -15,13 +15,7 @@ from collections.abc import Sequence
 
 from tablelog.reading.batch import Batch
 from tablelog.reading.context import ReadContext
-from tablelog.reading.decode import Change
 from tablelog.records import FetchResult, LogRecord, ProducedRange, ValuesResult
-
-#: Values up to this size on average decode faster all at once by Arrow's JSON reader
-#: than one by one; longer ones not (its string parsing is slower). See
-#: docs/performance-history.md, "Why the reader does what it does".
-_AT_ONCE_MAX_AVERAGE_BYTES = 512
 
 
 def dense(ranges: list[ProducedRange]) -> bool:
@@ -37,12 +31,6 @@ def dense(ranges: list[ProducedRange]) -> bool:
             return False
         previous_last = r.last
     return True
-
-
-def _decodes_faster_at_once(values: list[bytes | None]) -> bool:
-    if None in values:
-        return False  # not ours: decoded one by one, which reports it
-    return sum(map(len, values)) <= _AT_ONCE_MAX_AVERAGE_BYTES * len(values)  # type: ignore[arg-type]
 
 
 class CommittedRecords:
@@ -131,21 +119,9 @@ class CommittedRecords:
     def _take_values(
         self, values: list[bytes | None], positions: Sequence[int], partition: int, snapshot_id: int, out: Batch
     ) -> None:
-        """Committed values decoded: all at once into Arrow for ``poll_arrow``, else one
-        by one into changes (and one by one whenever a value does not decode)."""
-        context = self._context
-        if out.arrow and not context.codec.batched and _decodes_faster_at_once(values):
-            try:
-                out.add(context.codec.values_to_arrow(values), context.schema_id)
-                return
-            except ValueError:
-                pass  # decoded one by one below, which reports the value that is not ours
-        if out.arrow and not context.codec.batched:
-            changes: list[Change] = []
-            context.decoder.decode_all(values, positions, partition, snapshot_id, changes)
-            out.add(context.to_arrow(changes), context.schema_id)
-        else:
-            out.take_records(context, values, positions, partition, snapshot_id)
+        """Committed values of a dense range decoded: for ``poll_arrow`` all at once into
+        Arrow where the log format can (and one by one whenever a value does not decode)."""
+        out.take_records(self._context, values, positions, partition, snapshot_id, at_once=True)
 
     def _read_sparse_chunk(
         self, snapshot_id: int, partition: int, ranges: list[ProducedRange], pos: int, hi: int,

@@ -26,7 +26,7 @@ from tablelog.errors import (
     PositionOutOfRangeError,
     TopicError,
 )
-from tablelog.formats import arrow as arrow_records
+from tablelog.formats import record_codec
 from tablelog.formats.codec import RecordCodec
 from tablelog.reading.decode import Change, Decoder
 from tablelog.reading.gc_pause import batch_guard
@@ -58,9 +58,9 @@ class ReadContext:
         self.options = options
         self.pinned = schema_id is not None
         self.columns = columns
-        #: The most rows one ``arrow`` record held so far (0: none read yet), for
-        #: :meth:`records_for`.
-        self.rows_per_record = 0
+        #: The most rows one record held so far (0: none read yet) where that varies, for
+        #: :meth:`records_for`; else 1.
+        self.rows_per_record = 0 if table.codec.rows_per_record_vary else 1
         #: The id of the reader's schema; :attr:`codec` decodes into it.
         self.schema_id = table.schema_id if schema_id is None else schema_id
         self.codec = table.codec
@@ -87,13 +87,13 @@ class ReadContext:
         :attr:`columns`, when given). Made again only when the reader's schema moves:
         building it costs more than checking a record against it."""
         if self._layout is None or self._layout[0] is not self.codec:
-            self._layout = (self.codec, arrow_records.layout(self.codec.schema, self.columns))
+            self._layout = (self.codec, self.codec.layout(self.columns))
         return self._layout[1]
 
     def _codec_of(self, schema_id: int) -> RecordCodec:
         table = self.table
         schema = table.store.schema_version(schema_id).schema
-        return RecordCodec(schema, table.primary_key, table.options.log_format, table.identifier, schema_id)
+        return record_codec(schema, table.primary_key, table.options.log_format, table.identifier, schema_id)
 
     def upgrade(self, schema_id: int) -> bool:
         """Move the reader to schema ``schema_id`` if it is newer than its own (and the
@@ -147,12 +147,10 @@ class ReadContext:
                 self._projection_log = None
 
     def records_for(self, rows: int) -> int:
-        """How many records a fetch may ask for when ``rows`` more rows are wanted. An
-        ``arrow`` record holds many and is returned whole: one at first, then as many as
+        """How many records a fetch may ask for when ``rows`` more rows are wanted. Where
+        a record holds many (``arrow``) it is returned whole: one at first, then as many as
         the rows wanted fill at the most rows a record held so far, so that a poll exceeds
         its ``max_records`` by less than one record's rows (while no record is larger)."""
-        if not self.codec.batched:
-            return max(1, rows)
         return max(1, rows // self.rows_per_record) if self.rows_per_record else 1
 
     def reads(self, partition: int) -> bool:

@@ -7,21 +7,18 @@ one of this table's rows is a *foreign record*: it fails the read
 (``log.foreign-records=fail``, naming the partition and position) or is skipped and
 counted (``skip``). A value written under another schema than the reader's is mapped
 into the reader's (a newer one first moves the reader to it: see
-:mod:`tablelog.reading.context`). A value of the ``arrow`` format holds a batch of rows:
-every change it decodes to has its position (:mod:`tablelog.formats.arrow`).
+:mod:`tablelog.reading.context`). How a value decodes is its table's log format's
+(:class:`~tablelog.formats.codec.RecordCodec`): the decoder is the reader's side of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import pyarrow as pa
 
 from tablelog.errors import ForeignRecordError
-from tablelog.formats import arrow as arrow_records
-from tablelog.formats.codec import OtherSchema
-from tablelog.formats.codec import schema_id as checked_schema_id
 from tablelog.options import ForeignRecords
 from tablelog.records import RowKind
 
@@ -65,7 +62,11 @@ class ReaderSchema(Protocol):
 
 
 class Decoder:
-    """Decodes one reader's values and applies its foreign-record policy."""
+    """Decodes one reader's values and applies its foreign-record policy: the reader side
+    of its table's log format (:class:`~tablelog.formats.codec.RecordReader`), which does
+    the decoding."""
+
+    change_type = Change
 
     def __init__(self, table: TableView, options: TableOptions, context: ReaderSchema) -> None:
         """``options``: the reader's (its ``log.foreign-records``); ``context``: whose schema
@@ -82,116 +83,47 @@ class Decoder:
     ) -> list[int]:
         """Append the changes the values decode to, in order; report each value that
         does not decode (see :meth:`foreign`). Returns the positions of those, which
-        were left out (usually none). One tight loop: it runs for every record a reader
-        returns one by one."""
-        if self._context.codec.batched:
-            return self._decode_batches(values, positions, partition, snapshot_id, out)
-        decode = self._context.codec.change_decoder
-        new = tuple.__new__  # what Change(...) does, without its Python-level __new__
-        append = out.append
-        left_out: list[int] = []
-        for value, pos in zip(values, positions, strict=True):
-            if value is None:
-                self.foreign(partition, pos, "it has no value")
-                left_out.append(pos)
-                continue
-            try:
-                try:
-                    kind, row = decode(value)
-                except OtherSchema as other:  # written under another schema: mapped into the reader's
-                    kind = other.kind
-                    row = self._in_reader_schema(other.row, other.schema_id, out)
-                    decode = self._context.codec.change_decoder  # the reader may have moved to it
-                change = new(Change, (kind, row, snapshot_id, partition, pos))
-            except (ValueError, KeyError, TypeError) as err:
-                fmt = self._table.options.log_format.value
-                self.foreign(partition, pos, f"its value does not decode as {fmt} ({err})")
-                left_out.append(pos)
-                continue
-            append(change)
-        return left_out
+        were left out (usually none)."""
+        return self._context.codec.decode_changes(values, positions, partition, snapshot_id, out, self)
 
-    def _decode_batches(
-        self, values: Sequence[bytes | None], positions: Sequence[int], partition: int, snapshot_id: int | None,
-        out: list[Change],
-    ) -> list[int]:
-        """:meth:`decode_all` for records that hold a batch of rows each."""
-        new = tuple.__new__
-        append = out.append
-        left_out: list[int] = []
+    # -- what the log format's decoding asks of the reader ------------------------
 
-        def moved(before: int) -> None:
-            remap_changes(out, self._context.table.store.mapping(before, self._context.schema_id))
+    @property
+    def codec(self) -> RecordCodec:
+        return self._context.codec
 
-        for value, pos in zip(values, positions, strict=True):
-            rows = self.record_rows(value, partition, pos, moved)
-            if rows is None:
-                left_out.append(pos)
-                continue
-            kinds, python_rows = arrow_records.changes_of(rows)
-            for kind, row in zip(kinds, python_rows, strict=True):
-                append(new(Change, (kind, row, snapshot_id, partition, pos)))
-        return left_out
+    @property
+    def schema_id(self) -> int:
+        return self._context.schema_id
 
-    def record_rows(
-        self, value: bytes | None, partition: int, position: int, moved: Callable[[int], None]
-    ) -> pa.Table | None:
-        """The rows of one ``arrow`` record in the reader's schema (``_kind`` first; only the
-        reader's columns when it has some), or None for a foreign record that is skipped. ``moved(before)`` is called when the record
-        moves the reader to a newer schema (from ``before``), for the caller to map what
-        it collected."""
-        if value is None:
-            self.foreign(partition, position, "it has no value")
-            return None
-        try:
-            rows = self._record_rows(value, moved)
-        except (ValueError, KeyError, TypeError, pa.ArrowException) as err:
-            self.foreign(partition, position, f"its value does not decode as arrow ({err})")
-            return None
+    @property
+    def columns(self) -> frozenset[str] | None:
+        return self._context.columns
+
+    @property
+    def projecting(self) -> bool:
+        return self._context.projecting
+
+    @property
+    def layout(self) -> pa.Schema:
+        return self._context.layout
+
+    def upgrade(self, schema_id: int) -> bool:
+        return self._context.upgrade(schema_id)
+
+    def mapping(self, source_id: int) -> SchemaMapping:
+        return self._context.mapping(source_id)
+
+    def schema_of(self, schema_id: int) -> pa.Schema:
+        return self._context.table.store.schema_version(schema_id).schema
+
+    def remap(self, changes: list[Change], before: int) -> None:
+        remap_changes(changes, self._context.table.store.mapping(before, self._context.schema_id))
+
+    def held_rows(self, rows: int) -> None:
         context = self._context
-        if rows.num_rows > context.rows_per_record:
-            context.rows_per_record = rows.num_rows
-        return rows
-
-    def _record_rows(self, value: bytes, moved: Callable[[int], None]) -> pa.Table:
-        context = self._context
-        columns = context.columns
-        rows, written = arrow_records.decode_record(value, columns)
-        if written != context.schema_id:
-            before = context.schema_id
-            try:
-                if context.upgrade(written):
-                    moved(before)
-                if written != context.schema_id:  # an older schema (or the reader is pinned)
-                    if columns is not None:  # mapped by field id: names may have changed since
-                        rows, _ = arrow_records.decode_record(value)
-                    source = context.table.store.schema_version(written).schema
-                    # A projection stream's record holds some columns: the others map to nulls,
-                    # which the reader, asking for none of them, leaves out.
-                    held = rows.column_names[1:] if context.projecting else None
-                    rows = arrow_records.conform(rows, arrow_records.layout(source, held))
-                    mapped = context.mapping(written).arrow(rows.drop_columns([arrow_records.KIND_COLUMN]))
-                    mapped = mapped.add_column(0, arrow_records.KIND_COLUMN, rows.column(0))
-                    return mapped if columns is None else mapped.select(context.layout.names)
-            except LookupError as err:  # no such schema: not a record of this table
-                raise ValueError(str(err)) from None
-        return arrow_records.conform(rows, context.layout)
-
-    def _in_reader_schema(self, row: dict[str, Any], written: Any, out: list[Change]) -> dict[str, Any]:
-        """A row of schema ``written`` in the reader's schema (Python values). A newer
-        schema moves the reader to it first, and the changes of this poll already in
-        ``out`` with it."""
-        context = self._context
-        before = context.schema_id
-        schema_id = checked_schema_id(written)
-        if schema_id == before:
-            return context.codec.python_row(row)
-        try:
-            if context.upgrade(schema_id):
-                remap_changes(out, context.table.store.mapping(before, schema_id))
-            return context.codec.python_row(context.mapping(schema_id).row(row))
-        except LookupError as err:  # no such schema: not a row of this table
-            raise ValueError(str(err)) from None
+        if rows > context.rows_per_record:
+            context.rows_per_record = rows
 
     def foreign(self, partition: int, position: int, reason: str) -> None:
         """A record that is not this table's: count it under ``skip``, else fail the read."""

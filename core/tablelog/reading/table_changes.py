@@ -70,7 +70,7 @@ def changes_from_table(
         changes.append(Change(kind, row, snapshot_id, partition, None))
     committed = sum(r.count for r in ranges)
     # Committed counts are of records; only where a record is a row do they count rows.
-    if not table.primary_key and not context.codec.batched and len(changes) != committed:
+    if not table.primary_key and not context.codec.rows_per_record_vary and len(changes) != committed:
         raise context.lost(
             partition, first, last,
             f"are gone from the log ({lost_reason(lost)}), and the table files of snapshot {snapshot_id} hold "
@@ -94,7 +94,7 @@ def not_yet_returned(
     primary-key table the rows the reader ends with are the same)."""
     if returned == 0:
         return changes
-    if context.codec.batched:
+    if context.codec.rows_per_record_vary:
         returned = None  # counted in records of many rows: which rows is not known
     if returned is not None and not context.table.primary_key and len(ranges) == 1:
         return changes[returned:]

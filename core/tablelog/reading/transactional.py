@@ -209,7 +209,7 @@ class TransactionalRead:
         The cost is memory: one poll may hold a whole snapshot's partition."""
         context = self._context
         return self._split_partitions or (
-            not context.table.primary_key and len(ranges) == 1 and not context.codec.batched
+            not context.table.primary_key and len(ranges) == 1 and not context.codec.rows_per_record_vary
         )
 
     def _returned_before(self, partition: int, ranges: list[ProducedRange], resume_at: int) -> int | None:

@@ -95,7 +95,7 @@ class ExactlyOnceScenarios(LogSystemFixtures):
         assert result.committed and result.rows == ROWS
         # A record holds one row, or (log.format=arrow) a batch of rows of one partition.
         assert result.records == sum(r.count for r in receipts[-1].ranges)
-        assert result.records == ROWS or table.codec.batched
+        assert result.records == ROWS or table.codec.rows_per_record_vary
         changes = read_transactional(table)
         assert len(changes) == ROWS
         assert ids(changes) == Counter(range(ROWS))

@@ -22,7 +22,6 @@ import pyarrow as pa
 from tablelog.commit import committer, history
 from tablelog.commit.leases import AttemptLease
 from tablelog.commit.log_commit import CommitResult, WriteReceipt, new_token
-from tablelog.errors import SchemaMismatchError
 from tablelog.formats.arrow import kind_array
 from tablelog.logs.pool import LogPool, release
 from tablelog.options import ChangelogMode
@@ -125,7 +124,8 @@ class WriteTask:
         return arrow.append_column(pa.field(KIND_FIELD, pa.string()), kind_array(kinds))
 
     def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
-        """The batches of the table topic and of its projection stream."""
+        """The batches of the table topic and of its projection stream, all encoded before
+        any is produced: a row too large fails the write with nothing sent."""
         table = self.table
         input_rows: list[int] | None = None  # input row of each encoded row, when not the same
         # Rows of one kind (every insert-only write): the first says whether any is a -U,
@@ -144,52 +144,26 @@ class WriteTask:
         order, groups = partition_order(table.store, arrow)
         if order is not None:
             arrow = arrow.take(order)
-            mixed = kinds.count(kinds[0]) != len(kinds)
-            if mixed or not table.codec.batched:  # batched: no row numbers in its errors
-                rows = order.tolist()
-                if mixed:
-                    kinds = list(map(kinds.__getitem__, rows))
-                input_rows = rows if input_rows is None else list(map(input_rows.__getitem__, rows))
+            if kinds.count(kinds[0]) != len(kinds):
+                kinds = list(map(kinds.__getitem__, order.tolist()))
+
+        def input_row(row: int) -> int:
+            """The input row an encoded row came from, for an error that names it."""
+            if order is not None:
+                row = int(order[row])
+            return input_rows[row] if input_rows is not None else row
+
         now = int(time.time() * 1000)
         limit = table.options.log_max_record_bytes
-        if table.codec.batched:
-            return self._encode_batches(arrow, kinds, groups, now, limit)
-        encoded = table.codec.encode(arrow, kinds, now)
-        if max(map(len, encoded.values)) > limit:
-            sizes = [len(v) for v in encoded.values]
-            row = next(i for i, size in enumerate(sizes) if size > limit)
-            raise SchemaMismatchError(
-                f"table {table.identifier!r}: row {input_rows[row] if input_rows else row} "
-                f"encodes to {sizes[row]} bytes, "
-                f"more than log.max-record-bytes={limit}; nothing was written"
-            )
-        whole = len(groups) == 1
-        return [
-            self._next_batch(partition, encoded.keys if whole else encoded.keys[start:stop],
-                             encoded.values if whole else encoded.values[start:stop], now)
-            for partition, start, stop in groups
-        ], []
-
-    def _encode_batches(
-        self, arrow: pa.Table, kinds: list[RowKind], groups: list[tuple[int, int, int]], now: int, limit: int
-    ) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
-        """Each partition's rows as records holding a batch of rows each (``log.format=arrow``):
-        sequence numbers count records, each committed or not as a whole. With a projection
-        stream, its records too: the same rows, its columns only."""
-        codec, projection = self.table.codec, self.table.projection
-        encoded = [
-            (partition, codec.encode_batches(arrow.slice(start, stop - start), kinds[start:stop], limit))
-            for partition, start, stop in groups
-        ]  # all encoded before any is produced: a row too large fails the write with nothing sent
-        projected = [
-            (partition, codec.encode_batches(
-                arrow.slice(start, stop - start).select(projection), kinds[start:stop], limit))
-            for partition, start, stop in groups
-        ] if projection else []
+        codec, projection = table.codec, table.projection
+        encoded = codec.encode_partitions(arrow, kinds, groups, now, limit, input_row)
+        # The projection stream's records: the same rows, its columns only.
+        projected = codec.encode_partitions(
+            arrow.select(projection), kinds, groups, now, limit, input_row) if projection else []
         return (
-            [self._next_batch(partition, [None] * len(values), values, now) for partition, values in encoded],
-            [self._next_batch(partition, [None] * len(values), values, now, self._projection_seq)
-             for partition, values in projected],
+            [self._next_batch(partition, keys, values, now) for partition, keys, values in encoded],
+            [self._next_batch(partition, keys, values, now, self._projection_seq)
+             for partition, keys, values in projected],
         )
 
     def _next_batch(

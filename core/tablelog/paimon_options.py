@@ -1,0 +1,180 @@
+"""The Paimon table options tablelog refuses at create (and ``alter``), with the reason:
+those whose routing, merging or file layout tablelog cannot follow, and the file formats
+and compressions pypaimon cannot write, compact and read back. Part of a table's
+definition (:mod:`tablelog.definition`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import pyarrow as pa
+
+from tablelog.errors import OptionError
+
+
+@attrs.frozen
+class RefusedOption:
+    """A Paimon option tablelog cannot honour end to end, unless it has an ``allowed`` value."""
+
+    key: str
+    reason: str
+    allowed: tuple[str, ...] = ()  # the values that are fine (Paimon's default among them)
+    # pypaimon reads the value as given: `PARQUET` or ` orc` fail at the first write
+    exact: bool = False
+
+    def refuses(self, value: Any) -> bool:
+        given = str(value) if self.exact else str(value).strip().lower()
+        return given not in self.allowed
+
+
+#: The ``file.format`` values pypaimon writes, compacts and reads back (each tested).
+FILE_FORMATS = ("parquet", "orc", "avro", "row")
+#: The formats pypaimon writes changelog files in.
+CHANGELOG_FILE_FORMATS = ("parquet", "orc", "avro")
+#: Per file format, the ``file.compression`` values both of pypaimon's writers take (the
+#: native parquet writer takes `uncompressed`, `gz` and `lz4_raw`, then the compaction's
+#: writer fails on them). The `row` format always compresses with zstd.
+FILE_COMPRESSIONS = {
+    "parquet": ("zstd", "snappy", "gzip", "lz4", "none"),
+    "orc": ("zstd", "snappy", "zlib", "lz4", "uncompressed"),
+    "avro": ("zstd", "snappy", "deflate", "bzip2", "xz", "zstandard", "null"),
+}
+
+_READ_OPTION = (
+    "a Paimon read option: stored with the table it would pin or filter every read of the "
+    "table files; tablelog readers take `scan.mode` and positions instead"
+)
+
+#: Paimon options refused at creation, with the reason (docs/options.md lists them).
+REFUSED_PAIMON_OPTIONS: tuple[RefusedOption, ...] = (
+    RefusedOption(
+        "merge-engine",
+        "tablelog's log, `verify` and `normalize` keep the last row per key; other merge engines "
+        "keep another row (`first-row`) or combine rows (`partial-update`, `aggregation`), "
+        "so the table and its log would disagree",
+        ("deduplicate",),
+    ),
+    RefusedOption(
+        "sequence.field",
+        "Paimon would order the rows of a key by that field while the log keeps write order: "
+        "the table and its log would keep different rows",
+    ),
+    RefusedOption("sequence.field.sort-order", "only meaningful with `sequence.field`, which is refused"),
+    RefusedOption(
+        "ignore-delete",
+        "the table would keep rows the log deletes (and pypaimon commits no snapshot for such a write)",
+        ("false",),
+    ),
+    RefusedOption(
+        "deletion-vectors.enabled",
+        "pypaimon's writer does not maintain deletion vectors: reads of such a table return no rows",
+        ("false",),
+    ),
+    RefusedOption(
+        "file.format",
+        "pypaimon writes, compacts and reads back data files in these formats only (lower case, as "
+        "pypaimon compares them); `csv`, `json` and the rest fail at the first write",
+        FILE_FORMATS, exact=True,
+    ),
+    RefusedOption(
+        "changelog-file.format",
+        "pypaimon writes changelog files (`changelog-producer=input`) in these formats only",
+        CHANGELOG_FILE_FORMATS, exact=True,
+    ),
+    RefusedOption(
+        "changelog-producer",
+        "pypaimon writes changelog files only as the input comes (`input`), and tablelog's "
+        "compaction writes none: with `lookup` or `full-compaction` Paimon's streaming readers "
+        "(Flink, Spark, pypaimon) would find no changes. tablelog's readers read the log",
+        ("none", "input"),
+    ),
+    RefusedOption("type", "tablelog tables are Paimon tables of type `table`", ("table",)),
+    RefusedOption(
+        "auto-create",
+        "a catalog's option to create a table when it is first used; tablelog creates its tables "
+        "itself (`create_table`, `tablelog create`)",
+        ("false",),
+    ),
+    RefusedOption(
+        "path",
+        "a table's files live in its warehouse (`<warehouse>/<db>.db/<name>`), where tablelog "
+        "finds, locks and commits it; choose the warehouse instead",
+    ),
+    RefusedOption(
+        "branch",
+        "tablelog reads, writes and commits the table's main branch; Paimon branches are not supported",
+        ("main",),
+    ),
+    RefusedOption("scan.fallback-branch", "Paimon branches are not supported"),
+    *(
+        RefusedOption(key, _READ_OPTION)
+        for key in (
+            "scan.snapshot-id", "scan.tag-name", "scan.timestamp", "scan.version", "scan.watermark",
+            "scan.creation-time-millis", "scan.file-creation-time-millis", "incremental-between-timestamp",
+        )
+    ),
+)
+
+_REFUSED = {r.key: r for r in REFUSED_PAIMON_OPTIONS}
+
+
+def check_paimon_options(
+    options: Mapping[str, str], schema: pa.Schema, primary_key: Sequence[str],
+    table_options: Mapping[str, str] | None = None,
+) -> None:
+    """Refuse Paimon options tablelog cannot honour end to end, naming the reason.
+    ``table_options``: the table's own, when ``options`` change an existing table."""
+    for key, value in options.items():
+        refused = _REFUSED.get(key)
+        if refused is None or not refused.refuses(value):
+            continue
+        allowed = f" (allowed: {', '.join(repr(v) for v in refused.allowed)})" if refused.allowed else ""
+        raise OptionError(f"table option {key}={value!r} is not supported{allowed}: {refused.reason}")
+    if "bucket-key" in options:
+        _check_bucket_key(options["bucket-key"], schema, primary_key)
+    if {"file.format", "file.compression", "changelog-producer", "changelog-file.format"} & set(options):
+        _check_file_compression({**(table_options or {}), **options})
+
+
+def _check_file_compression(options: Mapping[str, str]) -> None:
+    """The compression must suit the data files' format, and with ``changelog-producer=input``
+    the changelog files' too (pypaimon writes both with ``file.compression``)."""
+    file_format = options.get("file.format", "parquet")
+    formats = {"file.format": file_format}
+    if str(options.get("changelog-producer", "none")).strip().lower() == "input":
+        changelog_format = options.get("changelog-file.format", file_format)
+        if changelog_format not in CHANGELOG_FILE_FORMATS:
+            raise OptionError(
+                f"table option changelog-producer='input' with file.format={file_format!r} is not supported: "
+                f"pypaimon writes changelog files in {', '.join(repr(f) for f in CHANGELOG_FILE_FORMATS)} only; "
+                "set changelog-file.format to one of them"
+            )
+        formats["changelog-file.format"] = changelog_format
+    compression = str(options.get("file.compression", "zstd")).strip().lower()
+    for key, shown in formats.items():
+        allowed = FILE_COMPRESSIONS.get(shown)
+        if allowed is not None and compression not in allowed:
+            raise OptionError(
+                f"table option file.compression={options['file.compression']!r} is not supported with "
+                f"{key}={shown!r} (allowed: {', '.join(repr(c) for c in allowed)}): pypaimon cannot "
+                "write that format with it"
+            )
+
+
+def _check_bucket_key(value: str, schema: pa.Schema, primary_key: Sequence[str]) -> None:
+    columns = [c.strip() for c in value.split(",") if c.strip()]
+    unknown = [c for c in columns if c not in schema.names]
+    if not columns or unknown:
+        raise OptionError(
+            f"table option bucket-key={value!r} names {'no column' if not columns else f'unknown columns {unknown}'}; "
+            f"columns: {', '.join(schema.names)}"
+        )
+    outside = [c for c in columns if c not in primary_key]
+    if primary_key and outside:
+        raise OptionError(
+            f"table option bucket-key={value!r} is not supported: {outside} not in the primary key "
+            f"({', '.join(primary_key)}). The rows of one key would land in several buckets, so the "
+            "table would keep several rows for it; the bucket key must be primary-key columns"
+        )
