@@ -49,6 +49,9 @@ Required and optional hooks: each spec is marked ``@required`` or ``@optional(..
 A log system must implement every required hook (:func:`required_hooks`, checked
 when it is loaded); the optional ones have a fallback in the core. The conformance
 suite (:class:`tablelog.testing.LogSystemConformance`) checks these contracts.
+
+Long because: the hook specs are one flat module, as the design asks (like datasette's
+``hookspecs.py``), each hook with the docstring that is its contract.
 """
 
 # mypy: disable-error-code="empty-body"
