@@ -6,17 +6,17 @@ so that a position saved from one table is refused by another; writer tokens car
 a short tag derived from it, so that eventual readers can leave out the records of
 other tables that share their topic.
 
-Tables created before the id existed get one derived from their first schema
-file (``schema/schema-0``, written once at creation and never rewritten): the id
-survives a rename and every later schema change, as a stored id does. A copy of a
+A table without a stored id (a Paimon table another writer created) gets one derived
+from its first schema file (``schema/schema-0``, written once at creation and never
+rewritten): the id survives a rename and every later schema change, as a stored id does. A copy of a
 table's directory keeps its id either way: a copy *is* the same table up to where
 it was copied, and positions saved before the copy are valid in both.
 
 Tokens: ``<tag>-<random>``. The tag is the first 8 hex digits of the SHA-256 of the
-table id, so checking a record is a prefix comparison, not parsing. Tokens without
-``-`` (16 hex digits) were written before tags existed; readers keep them (they
-cannot tell whose they are). ``-`` because every log system already carries it in
-tokens (the conformance suite's tokens have one).
+table id, so checking a record is a prefix comparison, not parsing. A token without
+``-`` is no tablelog writer's: readers treat its record as foreign (``log.foreign-records``).
+``-`` because every log system already carries it in tokens (the conformance suite's
+tokens have one).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def new_table_id() -> str:
 
 
 def table_id(store: PaimonTable) -> str:
-    """The table's stored id, or for a table created before ids, the one derived from
-    its first schema file."""
+    """The table's stored id, or for a table without one (another writer's), the one
+    derived from its first schema file."""
     stored = store.properties.get(TABLE_ID_PROPERTY)
     if stored:
         return stored
@@ -55,5 +55,5 @@ def token_prefix(table_id: str) -> str:
 
 def is_other_tables(token: str, own_prefix: str) -> bool:
     """Whether a writer token was written for another table: it has a tag, not ours.
-    (A token without a tag, from before tags, is nobody's in particular: kept.)"""
+    (A token without a tag is no tablelog writer's: the caller treats it as foreign.)"""
     return not token.startswith(own_prefix) and TAG_SEPARATOR in token

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog.errors import OptionError
+from tablelog.errors import ForeignRecordError, OptionError
 from tablelog.store import Warehouse
 from tablelog.table import Table, create_table
 
@@ -139,15 +139,20 @@ def test_a_table_created_again_on_the_old_tables_topic_does_not_read_its_records
         assert reader.other_tables_skipped == 10
 
 
-def test_records_written_before_tokens_carried_a_tag_are_still_read(tmp_path: Path) -> None:
+def test_an_eventual_reader_treats_a_record_whose_token_carries_no_table_tag_as_foreign(tmp_path: Path) -> None:
+    # No tablelog release writes a token without a table tag: such a record is foreign,
+    # refused by default, skipped and counted with log.foreign-records=skip.
     table = _table(tmp_path / "wh", "db.t")
     task = table.write_task("w", 1)
-    task.token = uuid.uuid4().hex[:16]  # a token as new_token() made it before tags
-    task.write([{"id": i, "name": "legacy"} for i in range(4)])
-    table.commit("w", 1, [task.finish()])
+    task.token = uuid.uuid4().hex[:16]
+    task.write([{"id": i, "name": "untagged"} for i in range(4)])
+    task.finish()
     _write(table, range(4, 6), "tagged")
-    for consistency in ("eventual", "transactional"):
-        with table.reader(consistency=consistency, scan_mode="earliest") as reader:
-            changes = reader.read_all(idle_timeout_s=0.2)
-        assert sorted(c.row["id"] for c in changes) == list(range(6)), consistency
-        assert _names(changes) == {"legacy", "tagged"}
+    with table.reader(consistency="eventual", scan_mode="earliest") as reader, \
+            pytest.raises(ForeignRecordError, match="carries no table tag"):
+        reader.read_all(idle_timeout_s=0.2)
+    with table.reader(consistency="eventual", scan_mode="earliest",
+                      options={"log.foreign-records": "skip"}) as reader:
+        changes = reader.read_all(idle_timeout_s=0.2)
+    assert sorted(c.row["id"] for c in changes) == [4, 5]
+    assert _names(changes) == {"tagged"}

@@ -135,13 +135,13 @@ class EventualRead:
         position.offsets[partition] = earliest
 
     def _take_all(self, records: list[LogRecord], partition: int, out: Batch) -> None:
-        """Every record of this table, decoded: records without a writer token are
-        foreign, records whose token carries another table's tag are left out (they
-        share the topic). The tokens are looked at once per distinct token, not per
+        """Every record of this table, decoded: records without a writer token, or with
+        one that carries no table tag, are foreign; records whose token carries another
+        table's tag are left out (they share the topic). The tokens are looked at once per distinct token, not per
         record: a fetch usually holds a few writes' records."""
         own = self._own_prefix
         tokens = set(map(_TOKEN, records))
-        if None in tokens or any(not t.startswith(own) and TAG_SEPARATOR in t for t in tokens if t is not None):
+        if None in tokens or any(not t.startswith(own) for t in tokens if t is not None):
             records = self._own_records(records, partition)
         if records:
             out.take_records(self._context, [r.value for r in records], [r.position for r in records], partition, None)
@@ -154,7 +154,9 @@ class EventualRead:
             token = rec.token
             if token is None:
                 foreign(partition, rec.position, "it carries no tablelog writer token")
-            elif not token.startswith(own) and TAG_SEPARATOR in token:
+            elif TAG_SEPARATOR not in token:
+                foreign(partition, rec.position, f"its writer token {token!r} carries no table tag")
+            elif not token.startswith(own):
                 self.other_tables_skipped += 1
             else:
                 kept.append(rec)

@@ -14,9 +14,7 @@ Several processes may append to one partition at once (Spark runs tasks in
 separate processes): an appender takes ``flock(LOCK_EX)`` on the partition's lock
 file, finds the valid end of its last segment, cuts off a torn tail a dead writer may
 have left, starts a new segment when that one is full (:mod:`.segments`), writes its
-frames with one ``pwrite`` and releases the lock. (A log written before segments has
-only the first segment and no lock file: it reads as before; its writers must all be
-of this version, as they lock the lock file.) Positions are byte offsets, so
+frames with one ``pwrite`` and releases the lock. Positions are byte offsets, so
 they are assigned by where the frames land, under the lock.
 
 Readers take no lock on the hot path: they read up to the file size they saw and

@@ -3,10 +3,8 @@ its base position on, so that retention can delete whole files from the front.
 
 Positions stay byte offsets in the partition as if it were one file: a record at byte
 ``o`` of the segment with base ``b`` has position ``b + o``, and a segment's base is
-where the one before it ended. The first segment keeps the name a partition's only
-file had before segments (``partition-00000.log``, base 0), so a log written before
-reads as a partition of one segment; the others are named by their base
-(``partition-00000-00000000000067108864.log``).
+where the one before it ended. The first segment is ``partition-00000.log`` (base 0);
+the others are named by their base (``partition-00000-00000000000067108864.log``).
 
 A writer rolls to a new segment, under the partition's lock, when the last one has
 reached ``filesystem.segment-bytes``: it cuts a torn tail off the old one first, so the
