@@ -12,7 +12,7 @@ from pathlib import Path
 import tablelog
 
 CORE = Path(tablelog.__file__).parent
-ALLOWED = {"logs/discovery.py", "demo.py", "cli/demo.py"}
+ALLOWED = {"logs/discovery.py", "demo_pipeline.py", "cli/demo.py"}
 _PLUGIN_NAME = re.compile(r"^(tablelog_)?(kafka|pulsar)(\.|$)")
 
 
