@@ -80,6 +80,8 @@ class ReaderPosition:
                 raise TypeError(
                     f"consistency {doc['consistency']!r} is none of {', '.join(map(repr, _CONSISTENCIES))}"
                 )
+            if doc.get("table") is None:  # no release saved a position without its table's id
+                raise TypeError("it has no 'table'")
             return cls(
                 consistency=Consistency(doc["consistency"]),
                 snapshot=int(doc["snapshot"]),
@@ -87,7 +89,7 @@ class ReaderPosition:
                 full_pending=bool(doc.get("full_pending", False)),
                 full_offset=int(doc.get("full_offset", 0)),
                 horizon={int(p): int(o) for p, o in doc.get("horizon", {}).items()},
-                table=None if doc.get("table") is None else str(doc["table"]),
+                table=str(doc["table"]),
                 topic=None if doc.get("topic") is None else str(doc["topic"]),
             )
         except (ValueError, KeyError, TypeError) as err:

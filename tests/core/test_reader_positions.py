@@ -40,7 +40,7 @@ def _ids(changes: list[Any]) -> list[int]:
 
 
 def _without_identity(position: str) -> str:
-    """A position as the code before table ids saved it."""
+    """A position without its table and topic (no release saved one)."""
     doc = json.loads(position)
     doc.pop("table"), doc.pop("topic")
     return json.dumps(doc)
@@ -113,13 +113,14 @@ def test_a_position_at_a_snapshot_the_table_does_not_have_is_refused(warehouse: 
     table = _table(warehouse)
     _write(table, range(3))
     with pytest.raises(ReaderPositionError, match="snapshot 9999, ahead of table .* latest snapshot is 1"):
-        table.reader(position={"consistency": consistency, "snapshot": 9999})
+        table.reader(position={"table": table.table_id, "consistency": consistency, "snapshot": 9999})
 
 
 def test_an_eventual_position_past_the_end_of_the_log_is_refused(warehouse: Path) -> None:
     table = _table(warehouse)
     _write(table, range(10))
-    reader = table.reader(position={"consistency": "eventual", "snapshot": 1, "offsets": {"0": 10**9}})
+    reader = table.reader(position={"table": table.table_id, "consistency": "eventual", "snapshot": 1,
+                                    "offsets": {"0": 10**9}})
     with reader, pytest.raises(ReaderPositionError, match=r"log position 1000000000 of partition 0, past the end"):
         reader.poll()
 
@@ -127,7 +128,8 @@ def test_an_eventual_position_past_the_end_of_the_log_is_refused(warehouse: Path
 def test_a_position_in_a_partition_the_log_does_not_have_is_refused(warehouse: Path) -> None:
     table = _table(warehouse)
     with pytest.raises(ReaderPositionError, match=r"partition\(s\) \[7\].*partitions 0..1"):
-        table.reader(position={"consistency": "eventual", "snapshot": 0, "offsets": {"0": 0, "7": 0}})
+        table.reader(position={"table": table.table_id, "consistency": "eventual", "snapshot": 0,
+                               "offsets": {"0": 0, "7": 0}})
 
 
 @pytest.mark.parametrize("consistency", ["transactional", "eventual"])
@@ -142,7 +144,8 @@ def test_a_transactional_position_inside_a_snapshot_the_table_does_not_have_is_r
     table = _table(warehouse)
     _write(table, range(4))
     with pytest.raises(ReaderPositionError, match="inside snapshot 2, which table"):
-        table.reader(position={"consistency": "transactional", "snapshot": 1, "offsets": {"0": 0}})
+        table.reader(position={"table": table.table_id, "consistency": "transactional", "snapshot": 1,
+                               "offsets": {"0": 0}})
 
 
 def test_nothing_is_read_when_a_position_is_refused(warehouse: Path) -> None:
@@ -151,30 +154,22 @@ def test_nothing_is_read_when_a_position_is_refused(warehouse: Path) -> None:
     _write(table, range(4))
     before = table.store.latest_snapshot()
     with pytest.raises(ReaderPositionError):
-        table.reader(position={"consistency": "transactional", "snapshot": 9999})
+        table.reader(position={"table": table.table_id, "consistency": "transactional", "snapshot": 9999})
     assert table.store.latest_snapshot() == before
 
 
-# -- positions saved before they named their table -------------------------------------
+# -- positions without their table ----------------------------------------------------
 
 
 @pytest.mark.parametrize("consistency", ["transactional", "eventual"])
-def test_a_position_saved_before_positions_named_their_table_is_accepted(warehouse: Path, consistency: str) -> None:
+def test_a_position_without_its_table_is_refused_saying_so(warehouse: Path, consistency: str) -> None:
     table = _table(warehouse)
     _write(table, range(10))
     with table.reader(consistency=consistency, scan_mode="earliest") as reader:
-        assert _ids(reader.read_all(idle_timeout_s=0.2)) == list(range(10))
+        reader.read_all(idle_timeout_s=0.2)
         saved = _without_identity(reader.position.to_json())
-    _write(table, range(10, 15))
-    with table.reader(position=saved) as reader:
-        assert _ids(reader.read_all(idle_timeout_s=0.2)) == list(range(10, 15))
-        assert json.loads(reader.position.to_json())["table"] == table.table_id  # it names it now
-
-
-def test_a_legacy_position_ahead_of_the_table_is_still_refused(warehouse: Path) -> None:
-    table = _table(warehouse)
-    with pytest.raises(ReaderPositionError, match="ahead of table"):
-        table.reader(position='{"v":1,"consistency":"transactional","snapshot":3,"offsets":{}}')
+    with pytest.raises(OptionError, match="it has no 'table'"):
+        table.reader(position=saved)
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.errors import ReaderPositionError
+from tablelog.errors import OptionError, ReaderPositionError
 from tablelog.spark.options import SourceOptions
 from tablelog.spark.source import TablelogStreamReader
 from tablelog.table import Table
@@ -47,27 +47,26 @@ def test_a_checkpoint_offset_of_another_table_is_refused(tmp_path: Path, consist
 
 
 def test_a_checkpoint_offset_ahead_of_the_table_is_refused(tmp_path: Path) -> None:
-    source = _source(_table(tmp_path / "wh"))
+    table = _table(tmp_path / "wh")
+    source = _source(table)
     with pytest.raises(ReaderPositionError, match="snapshot 99, ahead of table"):
-        source.latestOffset({"v": 1, "consistency": "transactional", "snapshot": 99, "full": False})
+        source.latestOffset({"v": 1, "table": table.table_id, "consistency": "transactional", "snapshot": 99,
+                             "full": False})
 
 
 def test_an_eventual_checkpoint_offset_past_the_end_of_the_log_is_refused(tmp_path: Path) -> None:
     table = _table(tmp_path / "wh")
     source = _source(table, **{"log.consistency": "eventual"})
-    offset: dict[str, Any] = {"v": 1, "consistency": "eventual", "snapshot": 1, "full": False,
+    offset: dict[str, Any] = {"v": 1, "table": table.table_id, "consistency": "eventual", "snapshot": 1, "full": False,
                               "positions": {"0": str(10**9), "1": "0"}}
     with pytest.raises(ReaderPositionError, match="log position 1000000000 of partition 0, past the end"):
         source.latestOffset(offset)
 
 
-def test_a_checkpoint_offset_saved_before_offsets_named_their_table_is_accepted(tmp_path: Path) -> None:
-    table = _table(tmp_path / "wh")
-    source = _source(table)
-    legacy = {"v": 1, "consistency": "transactional", "snapshot": 0, "full": False, "positions": {}}
-    latest = source.latestOffset(legacy)
-    assert latest["snapshot"] == 1 and latest["table"] == table.table_id
-    assert source.partitions(legacy, latest)  # the committed changes of snapshot 1
+def test_a_checkpoint_offset_without_its_table_is_refused(tmp_path: Path) -> None:
+    source = _source(_table(tmp_path / "wh"))
+    with pytest.raises(OptionError, match="it has no 'table'"):
+        source.latestOffset({"v": 1, "consistency": "transactional", "snapshot": 0, "full": False, "positions": {}})
 
 
 def test_a_streaming_query_given_another_tables_checkpoint_fails(spark: Any, tmp_path: Path) -> None:

@@ -1,8 +1,7 @@
 """The Spark source's offsets: a :class:`~tablelog.positions.ReaderPosition` as the JSON
 Spark keeps in a query's checkpoint.
 
-The source has no position type of its own: an offset is a reader position, written in
-the shape offsets have had since the first release, so that existing checkpoints load::
+The source has no position type of its own: an offset is a reader position, written as::
 
     {"v": 1, "table": ID, "topic": "<system>:<topic>", "consistency": "transactional",
      "snapshot": N, "full": false, "positions": {"0": "1234"}}
@@ -10,8 +9,7 @@ the shape offsets have had since the first release, so that existing checkpoints
 ``full`` is the position's ``full_pending`` (the hybrid read's full scan is still to
 come), ``positions`` its ``offsets`` (eventual: the next log position per partition; as
 strings, since positions may exceed 64 bits). ``table`` and ``topic`` name whose offset
-it is (:mod:`tablelog.positions`); offsets checkpointed before they named their table
-have neither, are accepted, and name it from then on. A Spark offset never has a
+it is (:mod:`tablelog.positions`); an offset without its table is refused. A Spark offset never has a
 position inside a full scan or a snapshot, so ``full_offset`` and ``horizon`` are not
 written.
 """
@@ -54,17 +52,21 @@ def to_offset(position: ReaderPosition) -> dict[str, Any]:
 
 
 def parse_offset(value: Mapping[str, Any]) -> ReaderPosition:
-    """The reader position of a checkpoint offset (any version written so far)."""
+    """The reader position of a checkpoint offset."""
     try:
+        if value.get("table") is None:
+            raise KeyError("table")  # no release checkpointed an offset without its table's id
         return ReaderPosition(
             consistency=Consistency(value["consistency"]),
             snapshot=int(value["snapshot"]),
             offsets={int(p): int(pos) for p, pos in dict(value.get("positions", {})).items()},
             full_pending=bool(value.get("full", False)),
-            table=None if value.get("table") is None else str(value["table"]),
+            table=str(value["table"]),
             topic=None if value.get("topic") is None else str(value["topic"]),
         )
-    except (KeyError, ValueError, TypeError) as err:
+    except KeyError as err:
+        raise OptionError(f"invalid tablelog source offset {dict(value)!r}: it has no {err.args[0]!r}") from None
+    except (ValueError, TypeError) as err:
         raise OptionError(f"invalid tablelog source offset {dict(value)!r}: {err}") from None
 
 
