@@ -4,9 +4,8 @@ checks that a position given back fits the table it is given to.
 A position names its table (the table id, see :mod:`tablelog.identity`) and its
 topic. Given to a reader, it is refused when it was saved from another table or
 topic, and when it is ahead of the table: a snapshot the table does not have yet, a
-log position past the end of the log, a partition the log does not have. Positions
-saved before they named their table are accepted (their snapshot and log positions
-are still checked) and name it from then on.
+log position past the end of the log, a partition the log does not have. A saved
+position without its table is malformed.
 """
 
 from __future__ import annotations
@@ -35,7 +34,8 @@ class ReaderPosition:
     to it; with ``full_pending`` its rows are still being returned (from row
     ``full_offset``). ``offsets``: next log position per partition (transactional:
     progress inside snapshot ``snapshot + 1``). ``table`` and ``topic``: whose
-    position it is (``None`` in positions saved before positions named them).
+    position it is (``None`` only in positions the readers build for themselves, such as
+    a Spark task's range).
     """
 
     consistency: Consistency

@@ -19,8 +19,7 @@ from tablelog.records import SeekSpec
 
 
 def check_given_position(context: ReadContext, position: ReaderPosition) -> None:
-    """Refuse a position of another table or topic, or one ahead of the table; a
-    position saved before positions named their table is accepted, and names it now."""
+    """Refuse a position of another table or topic, or one ahead of the table."""
     table = context.table
     check_identity(table, position.table, position.topic)
     check_snapshot(table, position.snapshot)
