@@ -12,11 +12,12 @@ addition (``+I``, ``+U``) is a create, a retraction (``-U``, ``-D``) a delete::
 ``ts_ms`` is Debezium's event time (Flink reads it as the ``ingestion-timestamp``
 metadata); ``_kind`` is the exact row kind for tablelog's readers, and ``_schema`` the
 id of the table schema the row was written with (Paimon's ``schema-<id>``): fields
-Flink's and Debezium's consumers ignore. A value without ``_schema`` (written before
-tables could change their schema) is of schema 0. Reading also takes what Flink's deserializer takes
-(``op`` ``"r"`` for a snapshot read, a ``source`` block, the ``{"schema", "payload"}``
-wrapper) and the records tablelog wrote before (``op`` ``"u"`` with only ``after``
-for ``+U``, only ``before`` for ``-U``; no ``_kind``).
+Flink's and Debezium's consumers ignore. A value without ``_schema`` (another writer's,
+such as Flink's) is read in the table's first schema. Reading also takes what Flink's
+deserializer takes (``op`` ``"r"`` for a snapshot read, a ``source`` block, the
+``{"schema", "payload"}`` wrapper) and Debezium's update shapes (``op`` ``"u"`` with only
+``after`` for ``+U``, only ``before`` for ``-U``); without ``_kind`` the kind follows from
+``op``.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def debezium_columns(parsed: pa.Table, width: int) -> tuple[pa.Array, list[pa.Ch
                                        (RowKind.INSERT, RowKind.UPDATE_AFTER, RowKind.UPDATE_BEFORE, RowKind.DELETE)))
     given = parsed.column(KIND_COLUMN)
     if given.null_count == len(given):
-        kinds = by_op  # records written before the _kind field
+        kinds = by_op  # another writer's records (Flink's, Debezium's): no _kind
     else:
         retraction = pc.is_in(given, pa.array(RETRACTION_VALUES))
         shaped = pc.if_else(

@@ -47,7 +47,7 @@ def parse_values(
         return None
     if parsed.num_rows != len(values):  # a value with a raw newline: not one of ours
         raise ValueError("values do not parse one row each")
-    schema_ids = parsed.column(SCHEMA_FIELD)  # none: written before schema ids, schema 0
+    schema_ids = parsed.column(SCHEMA_FIELD)  # none: another writer's, the first schema
     bounds = pc.min_max(schema_ids.fill_null(0) if schema_ids.null_count else schema_ids).as_py()
     if bounds["min"] != schema_id or bounds["max"] != schema_id:
         raise ValueError("values of another schema")  # decoded one by one, which maps them

@@ -11,8 +11,8 @@ Flink's ``json`` and ``debezium-json`` formats (``RowDataToJsonConverters``, the
 The fraction of a second has the digits it needs, none for a whole second (Java's
 ``appendFraction(NANO_OF_SECOND, 0, 9, true)``). Reading takes that text, a ``T`` for the
 space (``ISO-8601``), an offset such as ``+01:00`` instead of ``Z`` for an instant, and the
-integers tablelog wrote before (Debezium's connector encodings: epoch days, microseconds
-of the day, epoch microseconds). A text with a digit finer than the column's unit, an
+integers of Debezium's connector encodings (epoch days, microseconds of the day, epoch
+microseconds). A text with a digit finer than the column's unit, an
 instant without its zone or a wall-clock time with one is not a value of the column.
 """
 

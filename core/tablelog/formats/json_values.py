@@ -25,8 +25,8 @@ timestamp           ``"2024-01-02 03:04:05.123456"``; with a time    epoch micro
                     zone (an instant), in UTC with a final ``Z``     ``T`` for the space
 ==================  ===============================================  ======================
 
-The older encodings in the last column are those of Debezium's connectors, which
-tablelog wrote before; :mod:`tablelog.formats.json_times` has the rules of the text of times.
+The encodings in the last column are those of Debezium's connectors, read as well;
+:mod:`tablelog.formats.json_times` has the rules of the text of times.
 Only these types can be columns of a table: pypaimon refuses unsigned integers,
 half floats, ``date64`` and large binary (BLOB), and the log has no encoding for
 nested or other types, so :func:`json_type` names them all at create time.
