@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from tablelog.errors import LogUnavailableError, TablelogError
+from tablelog.options import Consistency
+from tablelog.positions import ReaderPosition
 from tablelog.row_equality import row_items, row_key, rows_equal
 from tablelog.table import Table
 
@@ -119,7 +121,7 @@ def _verify(
             bag[row_items(row)] += 1
         else:
             state[key_of(row)] = row
-    position = {"consistency": "transactional", "snapshot": start}
+    position = ReaderPosition(Consistency.TRANSACTIONAL, snapshot=start)
     try:
         # The log alone: changes it lost are a difference, not read from the table.
         with table.reader(position, consistency="transactional", changes_from_table=False,
