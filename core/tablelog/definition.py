@@ -30,7 +30,7 @@ from tablelog.options import TableOptions, fixed_option_keys
 from tablelog.redaction import shown_value
 from tablelog.store import (
     KIND_FIELD,
-    PaimonTable,
+    TableFiles,
     as_stored,
     lossy_stored_type,
     paimon_option_default,
@@ -297,7 +297,7 @@ def defining_defaults(system: str, system_options: Mapping[str, str]) -> dict[st
 
 
 def check_same_definition(
-    store: PaimonTable,
+    store: TableFiles,
     stored: TableOptions,
     system_values: Mapping[str, str | None],
     given_keys: Sequence[str],

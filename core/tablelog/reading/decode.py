@@ -121,7 +121,7 @@ class Decoder:
         left_out: list[int] = []
 
         def moved(before: int) -> None:
-            remap_changes(out, self._context.table.store.mapping(before, self._context.schema_id))
+            remap_changes(out, self._context.table.files.mapping(before, self._context.schema_id))
 
         for value, pos in zip(values, positions, strict=True):
             rows = self.record_rows(value, partition, pos, moved)
@@ -165,7 +165,7 @@ class Decoder:
                 if written != context.schema_id:  # an older schema (or the reader is pinned)
                     if columns is not None:  # mapped by field id: names may have changed since
                         rows, _ = arrow_records.decode_record(value)
-                    source = context.table.store.schema_version(written).schema
+                    source = context.table.files.schema_version(written).schema
                     # A projection stream's record holds some columns: the others map to nulls,
                     # which the reader, asking for none of them, leaves out.
                     held = rows.column_names[1:] if context.projecting else None
@@ -188,7 +188,7 @@ class Decoder:
             return context.codec.python_row(row)
         try:
             if context.upgrade(schema_id):
-                remap_changes(out, context.table.store.mapping(before, schema_id))
+                remap_changes(out, context.table.files.mapping(before, schema_id))
             return context.codec.python_row(context.mapping(schema_id).row(row))
         except LookupError as err:  # no such schema: not a row of this table
             raise ValueError(str(err)) from None
