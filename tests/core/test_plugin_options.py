@@ -107,5 +107,5 @@ def test_an_option_given_by_the_user_wins_over_the_declared_default(
 ) -> None:
     create_table(str(tmp_path / "wh"), "db.t", pa.schema([("id", pa.int64())]), primary_key=["id"],
                  options={"log.system": "deflog", "deflog.endpoint": "log://here", "deflog.batch-size": "20"})
-    open_table(str(tmp_path / "wh"), "db.t").open_log().close()
+    internals(open_table(str(tmp_path / "wh"), "db.t")).open_log().close()
     assert deflog.received[-1]["batch-size"] == "20"

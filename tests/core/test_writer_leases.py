@@ -91,7 +91,7 @@ def test_a_writer_lease_is_removed_when_its_attempt_commits_or_gives_up(tmp_path
     task.write(rows(5))
     lease = f"lease-{task.token}"
     assert lease_files(table) == [lease]
-    (held,) = live_leases(table)
+    (held,) = live_leases(internals(table))
     assert held.token == task.token and set(held.topic) == {0, 1}
     receipt = task.finish()
     assert lease_files(table) == [lease]
