@@ -48,7 +48,7 @@ from tablelog.paimon_options import (
 from tablelog.redaction import shown_value
 from tablelog.store import (
     KIND_FIELD,
-    PaimonTable,
+    TableFiles,
     as_stored,
     lossy_stored_type,
     paimon_option_default,
@@ -149,7 +149,7 @@ def defining_defaults(system: str, system_options: Mapping[str, str]) -> dict[st
 
 
 def check_same_definition(
-    store: PaimonTable,
+    store: TableFiles,
     stored: TableOptions,
     system_values: Mapping[str, str | None],
     given_keys: Sequence[str],

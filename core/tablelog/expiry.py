@@ -58,7 +58,7 @@ def _millis(delta: datetime.timedelta) -> int:
 
 def expire_snapshots(table: TableView, *, dry_run: bool = False, now_millis: int | None = None) -> ExpireResult:
     """Expire what the table's options allow (see the module docstring)."""
-    store = table.store
+    store = table.files
     with store.expire_lock() as may_run:
         if not may_run:
             return ExpireResult(dry_run=dry_run, ran=False, held_by="another process is expiring")
@@ -66,7 +66,7 @@ def expire_snapshots(table: TableView, *, dry_run: bool = False, now_millis: int
 
 
 def _expire(table: TableView, dry_run: bool, now: int) -> ExpireResult:
-    store, options = table.store, table.options
+    store, options = table.files, table.options
     removed = _expire_consumers(table, dry_run, now)
     latest_snapshot = store.latest_snapshot()
     if latest_snapshot is None:
@@ -103,7 +103,7 @@ def _expire_consumers(table: TableView, dry_run: bool, now: int) -> tuple[str, .
     if lifetime is None:
         return ()
     cutoff = now - _millis(lifetime)
-    consumers = table.store.consumers()
+    consumers = table.files.consumers()
     if dry_run:
         return tuple(c.consumer_id for c in consumers.all()
                      if c.modified_millis is not None and c.modified_millis < cutoff)
@@ -116,9 +116,9 @@ _SNAPSHOT_TIMES: dict[tuple[str, int], int] = {}
 
 
 def _snapshot_time(table: TableView, snapshot_id: int) -> int | None:
-    key = (table.store.path, snapshot_id)
+    key = (table.files.path, snapshot_id)
     if key not in _SNAPSHOT_TIMES:
-        snapshot = table.store.snapshot(snapshot_id)
+        snapshot = table.files.snapshot(snapshot_id)
         if snapshot is None:
             return None
         if len(_SNAPSHOT_TIMES) > 4096:
@@ -131,7 +131,7 @@ def _nothing_can_expire(table: TableView, latest: int, now: int) -> bool:
     """What a commit checks first: whether the newest snapshots the options keep and the
     age of the earliest snapshot's successor already hold every snapshot (the hint, the
     earliest snapshot, and the successor's time once); only then are the consumers listed."""
-    store, options = table.store, table.options
+    store, options = table.files, table.options
     earliest = store.earliest_snapshot_id(latest_known=True)
     if earliest is None:
         return True

@@ -26,7 +26,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tablelog.store import PaimonTable
+    from tablelog.store import TableFiles
 
 TABLE_ID_PROPERTY = "tablelog.table-id"
 TAG_SEPARATOR = "-"
@@ -37,7 +37,7 @@ def new_table_id() -> str:
     return str(uuid.uuid4())
 
 
-def table_id(store: PaimonTable) -> str:
+def table_id(store: TableFiles) -> str:
     """The table's stored id, or for a table without one (another writer's), the one
     derived from its first schema file."""
     stored = store.properties.get(TABLE_ID_PROPERTY)

@@ -124,7 +124,7 @@ def check_identity(table: TableView, owner: str | None, topic: str | None, what:
 
 def check_snapshot(table: TableView, snapshot: int, what: str = "reader position") -> None:
     """Refuse a snapshot the table does not have yet."""
-    latest = table.store.latest_snapshot()
+    latest = table.files.latest_snapshot()
     latest_id = latest.id if latest is not None else 0
     if snapshot > latest_id:
         raise ReaderPositionError(
@@ -152,10 +152,10 @@ def check_transactional(table: TableView, position: ReaderPosition) -> None:
     positions: positions need not be dense, so the ranges alone do not bound it.)"""
     if not position.offsets:
         return
-    snapshot = table.store.snapshot(position.snapshot + 1)
+    snapshot = table.files.snapshot(position.snapshot + 1)
     record = LogCommitRecord.from_properties(snapshot.properties) if snapshot is not None else None
     if record is None:
-        earliest = table.store.earliest_snapshot_id()
+        earliest = table.files.earliest_snapshot_id()
         if snapshot is None and earliest is not None and earliest > position.snapshot + 1:
             raise ReaderPositionError(
                 f"this reader position is inside snapshot {position.snapshot + 1} of table "

@@ -8,21 +8,19 @@ Start here: :func:`create_table`, :func:`open_table`; then ``table.writer()``,
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import pyarrow as pa
 
-from tablelog import definition
+from tablelog import definition, expiry
 from tablelog.commit import committer, compaction, history
 from tablelog.commit.compaction import CompactionResult
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, SchemaChangeError, TableExistsError
 from tablelog.formats import record_codec
-from tablelog.formats.codec import RecordCodec
-from tablelog.formats.projection import TOPIC_SUFFIX, check_projection, projected_columns
-from tablelog.identity import TABLE_ID_PROPERTY, new_table_id, table_id, token_prefix
+from tablelog.formats.projection import TOPIC_SUFFIX, check_projection
+from tablelog.identity import TABLE_ID_PROPERTY, new_table_id
 from tablelog.logs import discovery
 from tablelog.options import (
     ChangelogMode,
@@ -33,17 +31,17 @@ from tablelog.options import (
 )
 from tablelog.records import LogConfig
 from tablelog.store import (
-    PaimonTable,
     SchemaChange,
     SetOption,
     SnapshotInfo,
     Warehouse,
     paimon_option_keys,
 )
+from tablelog.table_internals import TableInternals
 from tablelog.topic_owners import default_topic, refuse_shared_topic, stream_config
 
 if TYPE_CHECKING:
-    from tablelog.logs.client import LogClient
+    from tablelog.expiry import ExpireResult
     from tablelog.logs.pool import LogPool
     from tablelog.options import Consistency, ScanMode
     from tablelog.positions import ReaderPosition
@@ -126,12 +124,12 @@ def create_table(
         refuse_shared_topic(wh, identifier, parsed.log_system, system_options, topic)
         _register_topic(wh, identifier, parsed, system_options, topic, create=parsed.log_system_auto_register)
     try:
-        store = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
+        files = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
     except TableExistsError:  # another process created it since the check above
         if not exist_ok:
             raise
         return _existing_table(wh, identifier, schema, given)
-    return Table(wh, store, parsed, system_options)
+    return Table(TableInternals(wh, files, parsed, system_options))
 
 
 def _existing_table(wh: Warehouse, identifier: str, schema: pa.Schema, given: GivenOptions) -> Table:
@@ -195,7 +193,7 @@ def _open(wh: Warehouse, identifier: str, given: GivenOptions) -> Table:
     # The given runtime options over the stored ones ("Log.Consistency" overrides "log.consistency").
     parsed, system_options, _ = _check(given.without(table_keys).over(stored), systems)
     parsed = attrs.evolve(parsed, primary_key=store.primary_key, bucket=store.bucket)
-    return Table(wh, store, parsed, system_options)
+    return Table(TableInternals(wh, store, parsed, system_options))
 
 
 def _tablelog_keys(properties: Mapping[str, str]) -> dict[str, str]:
@@ -214,69 +212,56 @@ def _check_system_options(options: TableOptions, system_options: Mapping[str, st
             )
 
 
+def internals(table: Table) -> TableInternals:
+    """What ``table`` is below its facade (:mod:`tablelog.table_internals`): for the tools
+    built on tables (the dashboard, ``describe``, ``verify``, Spark), not for users."""
+    return table._internals
+
+
 @attrs.define
 class Table:
-    warehouse: Warehouse
-    store: PaimonTable
-    options: TableOptions
-    system_options: dict[str, str] = attrs.field(repr=False)
-    _codec: RecordCodec | None = attrs.field(default=None, init=False, repr=False, eq=False)
+    """A table: its user's operations. What the layers below are given is its
+    :class:`~tablelog.table_internals.TableInternals` (see :func:`internals`)."""
+
+    _internals: TableInternals
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, log.system={self.options.log_system!r}, warehouse={self.warehouse.path!r})"
 
     @property
+    def warehouse(self) -> Warehouse:
+        return self._internals.warehouse
+
+    @property
+    def options(self) -> TableOptions:
+        return self._internals.options
+
+    @property
     def identifier(self) -> str:
-        return self.store.identifier
+        return self._internals.identifier
 
     @property
     def schema(self) -> pa.Schema:
-        return self.store.schema
+        return self._internals.schema
 
     @property
     def primary_key(self) -> tuple[str, ...]:
-        return self.store.primary_key
+        return self._internals.primary_key
 
     @property
     def changelog_mode(self) -> ChangelogMode:
-        mode = self.options.log_changelog_mode
-        if mode is ChangelogMode.AUTO:
-            return ChangelogMode.UPSERT if self.primary_key else ChangelogMode.ALL
-        return mode
+        return self._internals.changelog_mode
 
-    @cached_property
+    @property
     def table_id(self) -> str:
         """The table's stable id (see :mod:`tablelog.identity`)."""
-        return table_id(self.store)
-
-    @cached_property
-    def token_prefix(self) -> str:
-        """What the writer tokens of this table start with (see :mod:`tablelog.identity`)."""
-        return token_prefix(self.table_id)
+        return self._internals.table_id
 
     @property
     def schema_id(self) -> int:
-        """The id of the schema this object reads and writes with (see :meth:`refresh_schema`)."""
-        return self.store.schema_id
-
-    @property
-    def codec(self) -> RecordCodec:
-        """The log encoding of this object's schema (records say its id)."""
-        if self._codec is None:
-            self._codec = record_codec(
-                self.schema, self.primary_key, self.options.log_format, self.identifier, self.store.schema_id,
-                self.options.log_arrow_compression,
-            )
-        return self._codec
-
-    def refresh_schema(self) -> bool:
-        """Take the table's latest schema if it was altered since this object was opened
-        (by this process or another); True if it was. Writers call this before writing."""
-        if not self.store.has_newer_schema():
-            return False
-        self.store = self.warehouse.open(self.identifier)
-        self._codec = None
-        return True
+        """The id of the schema this object reads and writes with (the latest when it
+        was opened, or when it last wrote or altered the table)."""
+        return self._internals.schema_id
 
     # -- schema evolution ------------------------------------------------------
 
@@ -298,8 +283,9 @@ class Table:
                 _, _, paimon_options = _check(GivenOptions.read({change.key: change.value}))  # unknown keys, bad values
                 set_options.update(paimon_options)
         # together: one alter may set file.format and a file.compression only it allows
-        definition.check_paimon_options(set_options, self.schema, self.primary_key, self.store.properties)
-        with self.store.commit_lock():
+        files = self._internals.files
+        definition.check_paimon_options(set_options, self.schema, self.primary_key, files.properties)
+        with files.commit_lock():
             latest = self.warehouse.open(self.identifier)
             check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes,
                           projected=self.options.log_arrow_projection)
@@ -309,59 +295,31 @@ class Table:
                 raise SchemaChangeError(
                     f"table {self.identifier!r}: Paimon refused the alter: {err}; nothing was changed"
                 ) from err
-        self.refresh_schema()
+        self._internals.refresh_schema()
         return schema_id
 
     # -- the log ---------------------------------------------------------------
 
     @property
     def topic(self) -> str:
-        return default_topic(self.identifier, self.options.log_system, self.system_options)
+        return self._internals.topic
 
     @property
     def log_partitions(self) -> int:
-        return self.options.log_system_partitions or self.store.bucket
-
-    def log_config(self) -> LogConfig:
-        system = self.options.log_system
-        return LogConfig(
-            system=system,
-            table=self.identifier,
-            topic=self.topic,
-            partitions=self.log_partitions,
-            auto_register=self.options.log_system_auto_register,
-            options=split_system_options(system, self.system_options),
-            warehouse=self.warehouse.path,
-        )
-
-    def open_log(self) -> LogClient:
-        if not self.options.log_enabled:
-            raise OptionError(f"table {self.identifier!r} has log.system=none: it has no log")
-        system = discovery.load_log_system(self.options.log_system)
-        return system.open(self.log_config())
+        return self._internals.log_partitions
 
     @property
     def projection(self) -> tuple[str, ...]:
         """The columns of the log's projection stream, the key's among them, in schema
         order; empty when the table has none (:mod:`tablelog.formats.projection`)."""
-        named = self.options.log_arrow_projection
-        if not named:
-            return ()
-        return tuple(projected_columns(self.schema, self.primary_key, named))
-
-    def projection_log_config(self) -> LogConfig:
-        return stream_config(self.log_config(), TOPIC_SUFFIX)
-
-    def open_projection_log(self) -> LogClient:
-        system = discovery.load_log_system(self.options.log_system)
-        return system.open(self.projection_log_config())
+        return self._internals.projection
 
     # -- writing ---------------------------------------------------------------
 
     def writer(self, writer_id: str | None = None) -> Writer:
         from tablelog.writing.writer import Writer
 
-        return Writer(self, writer_id)
+        return Writer(self._internals, writer_id)
 
     def write_task(
         self, writer_id: str, commit_identifier: int, task: str = "0", *, log_pool: LogPool | None = None
@@ -370,7 +328,7 @@ class Table:
         :mod:`tablelog.logs.pool`), for processes that run many short tasks."""
         from tablelog.writing.writer import WriteTask
 
-        return WriteTask(self, writer_id, commit_identifier, task, log_pool=log_pool)
+        return WriteTask(self._internals, writer_id, commit_identifier, task, log_pool=log_pool)
 
     def commit(
         self, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
@@ -387,30 +345,36 @@ class Table:
         ``log_pool``, the log connection (end positions, ``commit`` hook) comes from
         the pool and goes back to it: a committer of many snapshots opens it once.
         """
-        return committer.commit(self, writer_id, commit_identifier, receipts, log_pool)
+        return committer.commit(self._internals, writer_id, commit_identifier, receipts, log_pool)
 
     def find_commit(self, writer_id: str, commit_identifier: int) -> SnapshotInfo | None:
         """The snapshot in which ``writer_id`` committed ``commit_identifier``, if any."""
-        return history.find_commit(self.store, writer_id, commit_identifier)
+        return history.find_commit(self._internals.files, writer_id, commit_identifier)
 
     def last_commit_identifier(self, writer_id: str) -> int | None:
         """The newest commit identifier ``writer_id`` committed (None: none)."""
-        return history.last_commit_identifier(self.store, writer_id)
+        return history.last_commit_identifier(self._internals.files, writer_id)
 
     def compact(self, buckets: Sequence[int] | None = None) -> CompactionResult:
         """Rewrite each bucket (of ``buckets``, default all) that has more than one sorted
         run into one, in one ``COMPACT`` snapshot; the rows do not change and log readers
         pass over it. Commits do this on their own past ``num-sorted-run.compaction-trigger``."""
-        return compaction.compact(self, buckets)
+        return compaction.compact(self._internals, buckets)
+
+    def expire_snapshots(self, *, dry_run: bool = False, now_millis: int | None = None) -> ExpireResult:
+        """Expire old snapshots and the files only they reference, as the table's options
+        say (``snapshot.num-retained.*``, ``snapshot.time-retained``, consumers); commits
+        run it too. ``dry_run``: report what would go, remove nothing (:mod:`tablelog.expiry`)."""
+        return expiry.expire_snapshots(self._internals, dry_run=dry_run, now_millis=now_millis)
 
     # -- reading ---------------------------------------------------------------
 
     def snapshots(self, newest_first: bool = False) -> Iterator[SnapshotInfo]:
-        return self.store.snapshots(newest_first)
+        return self._internals.files.snapshots(newest_first)
 
     def rows(self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None) -> pa.Table:
         """The table's rows at a snapshot (default: the latest); ``buckets``: only those buckets'."""
-        return self.store.read_rows(snapshot_id, buckets)
+        return self._internals.rows(snapshot_id, buckets)
 
     def reader(
         self,
@@ -457,7 +421,7 @@ class Table:
         from tablelog.reading import ChangelogReader
 
         return ChangelogReader(
-            self, position, consistency=consistency, scan_mode=scan_mode, timestamp_millis=timestamp_millis,
+            self._internals, position, consistency=consistency, scan_mode=scan_mode, timestamp_millis=timestamp_millis,
             consumer_id=consumer_id, columns=columns, partitions=partitions, options=options,
             until_snapshot=until_snapshot, until_positions=until_positions, schema_id=schema_id,
             changes_from_table=changes_from_table, split_partitions=split_partitions,

@@ -2,7 +2,8 @@
 
 :class:`tablelog.table.Table` is the facade users hold; the writer, the reader, the
 committer and the log pool take a table too, but import only this protocol, never
-:mod:`tablelog.table`: the dependency runs one way, from the facade down.
+:mod:`tablelog.table`: the dependency runs one way, from the facade down. The table
+they are given is the facade's :class:`~tablelog.table_internals.TableInternals`.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ if TYPE_CHECKING:
     from tablelog.logs.client import LogClient
     from tablelog.options import ChangelogMode, TableOptions
     from tablelog.records import LogConfig
-    from tablelog.store import PaimonTable
+    from tablelog.store import TableFiles
 
 
 class TableView(Protocol):
-    """A table: its Paimon table files (``store``), its options and its log."""
+    """A table: its Paimon table files (``files``: :class:`~tablelog.store.TableFiles`),
+    its options and its log."""
 
-    store: PaimonTable
+    files: TableFiles
     options: TableOptions
 
     @property

@@ -25,7 +25,7 @@ from tablelog.errors import LogUnavailableError, TablelogError
 from tablelog.options import Consistency
 from tablelog.positions import ReaderPosition
 from tablelog.row_equality import row_items, row_key, rows_equal
-from tablelog.table import Table
+from tablelog.table import Table, internals
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -69,27 +69,27 @@ class VerifyReport:
 
 
 def verify(table: Table, progress: Callable[[int], None] | None = None) -> VerifyReport:
-    latest = table.store.latest_snapshot()
+    latest = internals(table).files.latest_snapshot()
     if latest is None:
         return VerifyReport(table.identifier, None, 0, 0, 0)
-    earliest = table.store.earliest_snapshot_id() or 1
+    earliest = internals(table).files.earliest_snapshot_id() or 1
     if not table.options.log_enabled:
         raise TablelogError(f"cannot verify table {table.identifier!r}: it has no log (log.system=none)")
     # The table's rows and the replayed log in one schema, the latest: a log written under
     # several schemas is mapped into it, however the polls fall. Snapshots before the
     # earliest kept one have expired: their changes are replayed as the rows they left,
     # those of the earliest snapshot kept. Both are read once, for every stream replayed.
-    schema_id = table.store.latest_schema_id()
+    schema_id = internals(table).files.latest_schema_id()
     start = 0 if earliest == 1 else earliest
-    rows = _TableRows(latest.id, schema_id, table.store.read_rows(latest.id, None, schema_id), start,
-                      table.store.read_rows(earliest, None, schema_id) if start else None)
+    rows = _TableRows(latest.id, schema_id, internals(table).files.read_rows(latest.id, None, schema_id), start,
+                      internals(table).files.read_rows(earliest, None, schema_id) if start else None)
     report = _verify(table, rows, None, progress)
     if not table.projection or not report.consistent:
         return report
     projected = _verify(table, rows, table.projection, progress)
     if projected.consistent:
         return attrs.evolve(report, projection_checked=True)
-    topic = table.projection_log_config().topic
+    topic = internals(table).projection_log_config().topic
     return attrs.evolve(projected, error=f"the projection stream (topic {topic!r})"
                         + (f": {projected.error}" if projected.error else " differs from the table"))
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import tablelog
+from tablelog.table import internals
 from tablelog.testing.processes import start_python
 from tablelog.testing.s3_server import S3Endpoint
 from tablelog.verify import verify
@@ -117,7 +118,7 @@ def test_a_commit_whose_answer_is_lost_is_found_by_reading_the_snapshots_again(
                "s3.secret-key": s3_server.secret_key, "log.system": "filesystem",
                "filesystem.path": str(tmp_path / "log")}
     table = tablelog.create_table(warehouse, "db.t", SCHEMA, primary_key=["id"], options=options)
-    table.store.s3_client = faulty = _AnswerLost(table.store.s3_client)
+    internals(table).files.s3_client = faulty = _AnswerLost(internals(table).files.s3_client)
     task = table.write_task("w", 1)
     task.write([{"id": i, "who": "w", "round": 1} for i in range(3)])
     result = table.commit("w", 1, [task.finish()])

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 import tablelog
-from tablelog.expiry import expire_snapshots
+from tablelog.table import internals
 from tablelog.testing import NO_COMPACTION
 from tablelog.testing.s3_server import S3Endpoint
 
@@ -52,12 +52,12 @@ def test_expiry_on_s3_removes_what_the_options_let_go_and_keeps_what_a_consumer_
         for r in range(6):
             writer.write([{"id": r * 10 + i, "v": f"r{r}"} for i in range(3)] + [{"id": 0, "v": f"now-{r}"}])
             writer.commit()
-    table.store.consumers().record("dashboard", 3)
+    internals(table).files.consumers().record("dashboard", 3)
     before = {s: plain_pypaimon_rows(s3_server, warehouse, s) for s in range(1, 7)}
     keys_before = object_keys(s3_server, warehouse)
 
     now_expiring = tablelog.open_table(warehouse, "db.t", {**options, "snapshot.time-retained": "0 ms"})
-    result = expire_snapshots(now_expiring)
+    result = now_expiring.expire_snapshots()
     assert result.expired.snapshots == (1, 2) and result.held_by == "consumer 'dashboard'"
     keys_after = object_keys(s3_server, warehouse)
     assert "db.db/t/snapshot/snapshot-1" not in keys_after and "db.db/t/snapshot/snapshot-3" in keys_after
@@ -67,10 +67,10 @@ def test_expiry_on_s3_removes_what_the_options_let_go_and_keeps_what_a_consumer_
     for snapshot_id in range(3, 7):
         assert plain_pypaimon_rows(s3_server, warehouse, snapshot_id) == before[snapshot_id]
 
-    consumers = {c.consumer_id: c for c in now_expiring.store.consumers().all()}
+    consumers = {c.consumer_id: c for c in internals(now_expiring).files.consumers().all()}
     assert consumers["dashboard"].next_snapshot == 3 and consumers["dashboard"].modified_millis is not None
-    now_expiring.store.consumers().delete("dashboard")
-    assert expire_snapshots(now_expiring).expired.snapshots == (3, 4)
+    internals(now_expiring).files.consumers().delete("dashboard")
+    assert now_expiring.expire_snapshots().expired.snapshots == (3, 4)
     assert [s.id for s in now_expiring.snapshots()] == [5, 6]
     assert plain_pypaimon_rows(s3_server, warehouse, 6) == before[6]
 

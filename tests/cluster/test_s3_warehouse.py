@@ -18,6 +18,7 @@ from click.testing import CliRunner
 import tablelog
 from tablelog.cli import cli
 from tablelog.errors import OptionError, TableExistsError
+from tablelog.table import internals
 from tablelog.testing.s3_server import S3Endpoint
 from tablelog.verify import verify
 
@@ -140,7 +141,7 @@ def test_the_connection_secrets_are_in_no_object_of_the_table(s3_server: S3Endpo
     for sentinel in (options["s3.access-key"], options["s3.secret-key"], "SENTINEL"):
         leaked = [key for key, body in objects.items() if sentinel.encode() in body]
         assert leaked == [], f"{sentinel} stored in {leaked}"
-    assert "s3.endpoint" not in table.store.properties
+    assert "s3.endpoint" not in internals(table).files.properties
     assert options["s3.secret-key"] not in repr(table) + repr(table.warehouse)
 
 

@@ -22,7 +22,7 @@ from tablelog.errors import ForeignRecordError, OptionError, SchemaMismatchError
 from tablelog.formats.arrow import FORMAT_VERSION_KEY, SCHEMA_ID_KEY, encode_records
 from tablelog.options import ArrowCompression
 from tablelog.records import ProduceBatch, RowKind
-from tablelog.table import Table
+from tablelog.table import Table, internals
 from tablelog.testing import NO_COMPACTION
 from tablelog.verify import verify
 
@@ -47,7 +47,7 @@ def write(table: Table, data: list[Any]) -> None:
 
 
 def log_ends(table: Table) -> dict[int, int]:
-    log = table.open_log()
+    log = internals(table).open_log()
     try:
         log.ensure_topic()
         return log.end_positions(list(range(table.log_partitions)))
@@ -57,7 +57,7 @@ def log_ends(table: Table) -> dict[int, int]:
 
 def log_records(table: Table, partition: int) -> dict[int, bytes]:
     """Each record's value by position."""
-    log = table.open_log()
+    log = internals(table).open_log()
     try:
         return {r.position: r.value for r in log.fetch(partition, 0, 10_000, 0.2).records}  # type: ignore[misc]
     finally:
@@ -77,7 +77,7 @@ def read(table: Table, **kwargs: Any) -> list[Any]:
 def test_a_record_is_one_arrow_ipc_stream_of_kind_and_table_columns_with_schema_id_and_no_key(tmp_path: Path) -> None:
     table = make(tmp_path, bucket=1)
     write(table, rows(3))
-    log = table.open_log()
+    log = internals(table).open_log()
     try:
         [record] = log.fetch(0, 0, 10, 0.2).records
     finally:
@@ -115,13 +115,13 @@ def test_a_write_larger_than_the_record_limit_splits_into_records_that_read_back
 def test_a_row_larger_than_the_record_limit_is_refused_naming_its_key_and_nothing_is_written(tmp_path: Path) -> None:
     table = make(tmp_path, **{"log.max-record-bytes": "2000"})
     write(table, rows(10))
-    ends, snapshot = log_ends(table), table.store.latest_snapshot()
+    ends, snapshot = log_ends(table), internals(table).files.latest_snapshot()
     too_big = {"id": 77, "name": secrets.token_hex(5000), "score": 0.0, "note": "n"}  # incompressible
     with table.writer() as writer, pytest.raises(SchemaMismatchError) as raised:
         writer.write([*rows(5, start=100), too_big])
     message = str(raised.value)
     assert "{'id': 77}" in message and "log.max-record-bytes=2000" in message and "nothing was written" in message
-    assert log_ends(table) == ends and table.store.latest_snapshot() == snapshot
+    assert log_ends(table) == ends and internals(table).files.latest_snapshot() == snapshot
     assert sorted(r["id"] for r in table.rows().to_pylist()) == list(range(10))
 
 
@@ -237,10 +237,10 @@ def test_an_unknown_column_is_refused_naming_it_and_the_tables_columns(tmp_path:
 
 
 def _own_record(table: Table, value: bytes) -> None:
-    log = table.open_log()
+    log = internals(table).open_log()
     try:
         log.ensure_topic()
-        log.produce(ProduceBatch(token=new_token(table.token_prefix), partition=1, keys=[None], values=[value],
+        log.produce(ProduceBatch(token=new_token(internals(table).token_prefix), partition=1, keys=[None], values=[value],
                                  timestamp_ms=0))
         log.flush(5)
     finally:

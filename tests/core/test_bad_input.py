@@ -10,6 +10,7 @@ from tablelog.errors import (
     SchemaMismatchError,
     TableNotFoundError,
 )
+from tablelog.table import internals
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
@@ -21,7 +22,7 @@ def table(tmp_path):  # type: ignore[no-untyped-def]
 
 
 def assert_nothing_committed(table: tablelog.Table) -> None:
-    assert table.store.latest_snapshot() is None
+    assert internals(table).files.latest_snapshot() is None
     with table.reader(consistency="eventual", scan_mode="earliest") as reader:
         assert reader.read_all(idle_timeout_s=0.1) == []
 

@@ -14,6 +14,7 @@ import pytest
 
 import tablelog
 from tablelog.errors import SchemaMismatchError
+from tablelog.table import internals
 from tablelog.writing.casting import Verdict, verdict
 
 SCHEMA = pa.schema([
@@ -37,14 +38,14 @@ def table(tmp_path: Any) -> tablelog.Table:
 
 def refused(table: tablelog.Table, data: Any, message: str) -> None:
     """The write fails with ``message`` and leaves table and log as they were."""
-    snapshot = table.store.latest_snapshot()
-    with table.open_log() as log:
+    snapshot = internals(table).files.latest_snapshot()
+    with internals(table).open_log() as log:
         before = log.end_positions([0, 1])
     with table.writer() as writer, pytest.raises(SchemaMismatchError, match=message) as raised:
         writer.write(data)
     assert "db.cast" in str(raised.value)
-    assert table.store.latest_snapshot() == snapshot
-    with table.open_log() as log:
+    assert internals(table).files.latest_snapshot() == snapshot
+    with internals(table).open_log() as log:
         assert log.end_positions([0, 1]) == before
     assert table.rows().to_pylist() == [ROW]
 

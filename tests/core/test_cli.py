@@ -13,6 +13,7 @@ from tablelog.commit import LogCommitRecord
 from tablelog.logs.filesystem.frames import encode_batch
 from tablelog.logs.filesystem.topic import partition_file_name
 from tablelog.records import ProduceBatch
+from tablelog.table import internals
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ def test_describe_shows_snapshots_with_writes_and_log_positions(runner: CliRunne
     table = populated(runner)
     out = invoke(runner, "describe", "db.users", "--tokens")
     assert "snapshots" in out and "cli-test" in out and "log end positions" in out
-    record = LogCommitRecord.from_properties(table.store.snapshot(2).properties)  # type: ignore[union-attr]
+    record = LogCommitRecord.from_properties(internals(table).files.snapshot(2).properties)  # type: ignore[union-attr]
     assert record is not None and all(r.token in out for r in record.ranges)
 
 
@@ -75,7 +76,7 @@ def test_verify_says_consistent(runner: CliRunner) -> None:
 def test_verify_shows_the_difference_when_the_log_was_tampered_with(runner: CliRunner) -> None:
     table = populated(runner)
     # Rewrite one committed record in place, as a valid frame with another name.
-    record = LogCommitRecord.from_properties(table.store.snapshot(1).properties)  # type: ignore[union-attr]
+    record = LogCommitRecord.from_properties(internals(table).files.snapshot(1).properties)  # type: ignore[union-attr]
     assert record is not None
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
         victim = next(c for c in reader.read_all() if c.row["id"] == 7)
@@ -114,7 +115,7 @@ def test_demo_runs_the_pipeline_and_ends_consistent(runner: CliRunner, tmp_path:
 
 
 def _records_of(table: tablelog.Table, partition: int, token: str) -> list[int]:
-    with table.open_log() as log:
+    with internals(table).open_log() as log:
         result = log.fetch(partition, 0, 100_000, 1.0)
     return [r.position for r in result.records if r.token == token]
 

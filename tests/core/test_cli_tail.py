@@ -21,6 +21,7 @@ from click.testing import CliRunner
 import tablelog
 from tablelog.cli import cli
 from tablelog.commit.log_commit import LogCommitRecord
+from tablelog.table import internals
 
 
 @pytest.fixture
@@ -106,7 +107,7 @@ def test_describe_json_is_one_document_with_schema_redacted_options_snapshots_an
     (snapshot,) = doc["snapshots"]
     assert snapshot["id"] == 1 and snapshot["writer"] == "w" and snapshot["file_records"] == 4
     datetime.datetime.fromisoformat(snapshot["time"])
-    record = LogCommitRecord.from_properties(table.store.snapshot(1).properties)  # type: ignore[union-attr]
+    record = LogCommitRecord.from_properties(internals(table).files.snapshot(1).properties)  # type: ignore[union-attr]
     assert record is not None
     assert snapshot["log_end_positions"] == {str(p): e for p, e in record.end_positions.items()}
     assert sorted((w["token"], w["partition"], w["first"], w["last"], w["records"]) for w in snapshot["writes"]) \

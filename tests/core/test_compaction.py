@@ -17,7 +17,7 @@ from tablelog.cli import cli
 from tablelog.commit.compaction import P_COMPACTED, compact
 from tablelog.errors import OptionError
 from tablelog.store.compaction import TableCompactions
-from tablelog.table import Table
+from tablelog.table import Table, internals
 from tablelog.verify import verify
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -47,9 +47,9 @@ def write_commits(table: Table, commits: int, start: int = 0) -> list[dict[str, 
 
 
 def runs(table: Table) -> dict[int, int]:
-    latest = table.store.latest_snapshot()
+    latest = internals(table).files.latest_snapshot()
     assert latest is not None
-    return {b.bucket: b.sorted_runs for b in table.store.compactions().bucket_files(latest.id)}
+    return {b.bucket: b.sorted_runs for b in internals(table).files.compactions().bucket_files(latest.id)}
 
 
 def kinds(table: Table) -> Counter[str]:
@@ -103,9 +103,9 @@ def test_after_a_commit_only_the_new_small_runs_are_rewritten_not_the_big_old_on
         writer.write([{"id": k, "v": "older" * 20} for k in range(1000)])
         writer.commit()
     table.compact()
-    latest = table.store.latest_snapshot()
+    latest = internals(table).files.latest_snapshot()
     assert latest is not None
-    (big,) = table.store.compactions().bucket_files(latest.id)[0].files
+    (big,) = internals(table).files.compactions().bucket_files(latest.id)[0].files
     assert big.level == 3
     expected = {r["id"]: r for r in table.rows().to_pylist()}
     with table.writer() as writer:
@@ -117,9 +117,9 @@ def test_after_a_commit_only_the_new_small_runs_are_rewritten_not_the_big_old_on
             expected.pop(1500 + i)
             writer.commit()
     assert kinds(table)["COMPACT"] >= 2  # the first one, and those after the commits
-    latest = table.store.latest_snapshot()
+    latest = internals(table).files.latest_snapshot()
     assert latest is not None
-    files = table.store.compactions().bucket_files(latest.id)[0].files
+    files = internals(table).files.compactions().bucket_files(latest.id)[0].files
     assert big.file_name in {f.file_name for f in files}  # the big run stays; the new ones were merged below it
     assert 2 in {f.level for f in files} and all(f.level < 3 for f in files if f.file_name != big.file_name)
     rows = sorted(expected.values(), key=lambda r: r["id"])
@@ -134,14 +134,14 @@ def test_compaction_keeps_every_row_and_pypaimon_alone_reads_them(tmp_path: Path
     table = make_table(tmp_path, trigger=50)
     expected = write_commits(table, 12)
     assert table.rows().sort_by("id").to_pylist() == expected
-    result = compact(table)
+    result = compact(internals(table))
     assert result.snapshot_id is not None and result.buckets == (0, 1)
     assert runs(table) == {0: 1, 1: 1}
     assert table.rows().sort_by("id").to_pylist() == expected
     assert rows_read_by_plain_pypaimon(tmp_path, "db.t") == expected
     # A compacted bucket compacted with newer files again keeps the newer rows.
     expected = write_commits(table, 4, start=12)
-    compact(table)
+    compact(internals(table))
     assert table.rows().sort_by("id").to_pylist() == expected
     assert rows_read_by_plain_pypaimon(tmp_path, "db.t") == expected
 
@@ -150,7 +150,7 @@ def test_the_compacted_rows_are_those_of_every_earlier_snapshot_too(tmp_path: Pa
     table = make_table(tmp_path, trigger=50)
     write_commits(table, 6)
     before = {s.id: table.rows(s.id).sort_by("id").to_pylist() for s in table.snapshots()}
-    compact(table)
+    compact(internals(table))
     assert {s: table.rows(s).sort_by("id").to_pylist() for s in before} == before
 
 
@@ -158,7 +158,7 @@ def test_log_readers_never_see_a_compaction_snapshot_as_changes(tmp_path: Path) 
     table = make_table(tmp_path, trigger=50)
     for start in (0, 3, 6):
         expected = write_commits(table, 3, start=start)
-        assert compact(table).snapshot_id is not None
+        assert compact(internals(table)).snapshot_id is not None
     assert kinds(table)["COMPACT"] == 3
     written = 9 * 6 + 3  # the upserts and the deletes, each one change
     for consistency in ("transactional", "eventual"):
@@ -166,7 +166,7 @@ def test_log_readers_never_see_a_compaction_snapshot_as_changes(tmp_path: Path) 
             changes = reader.read_all()
         assert len(changes) == written, consistency
     # A hybrid read started at a compaction snapshot: the current rows once, then nothing more.
-    latest = table.store.latest_snapshot()
+    latest = internals(table).files.latest_snapshot()
     assert latest is not None and latest.commit_kind == "COMPACT"
     for consistency in ("transactional", "eventual"):
         with table.reader(consistency=consistency) as reader:
@@ -176,7 +176,7 @@ def test_log_readers_never_see_a_compaction_snapshot_as_changes(tmp_path: Path) 
     with table.reader(consistency="transactional") as reader:
         reader.read_all()
         more = write_commits(table, 3, start=9)
-        compact(table)
+        compact(internals(table))
         changes = reader.read_all()
     assert len(changes) == 3 * 6 + 1
     assert table.rows().sort_by("id").to_pylist() == more
@@ -185,7 +185,7 @@ def test_log_readers_never_see_a_compaction_snapshot_as_changes(tmp_path: Path) 
 def test_verify_stays_consistent_across_compactions(tmp_path: Path) -> None:
     table = make_table(tmp_path, trigger=2)
     write_commits(table, 10)
-    compact(table)
+    compact(internals(table))
     report = verify(table)
     assert report.consistent, report.summary()
 
@@ -194,7 +194,7 @@ def test_a_table_with_one_sorted_run_per_bucket_has_nothing_to_compact(tmp_path:
     table = make_table(tmp_path, trigger=50)
     write_commits(table, 1)
     snapshots = [s.id for s in table.snapshots()]
-    result = compact(table)
+    result = compact(internals(table))
     assert result.snapshot_id is None and result.skipped == "no bucket has more than one sorted run"
     assert [s.id for s in table.snapshots()] == snapshots
 
@@ -212,7 +212,7 @@ def test_a_bucket_the_table_does_not_have_is_refused_and_nothing_is_committed(tm
     write_commits(table, 3)
     snapshots = [s.id for s in table.snapshots()]
     with pytest.raises(OptionError, match=r"bucket 7: table 'db.t' has buckets 0..1"):
-        compact(table, [7])
+        compact(internals(table), [7])
     assert [s.id for s in table.snapshots()] == snapshots
 
 
@@ -248,12 +248,12 @@ def test_a_compaction_racing_another_of_the_same_files_commits_nothing_and_leave
         new = rewrite(self, files, level, drop_deletes)
         if not won:
             won.append(None)  # the other compaction's own rewrite passes straight through
-            won[0] = compact(other)  # commits first, deleting the files this one read
+            won[0] = compact(internals(other))  # commits first, deleting the files this one read
         return new
 
     monkeypatch.setattr(TableCompactions, "rewrite_bucket", rewrite_while_another_compacts)
     files_before = set(bucket_dir.iterdir())
-    lost = compact(table)
+    lost = compact(internals(table))
     assert won[0].snapshot_id is not None
     assert lost.snapshot_id is None and "another compaction" in (lost.skipped or "")
     assert kinds(table) == {"APPEND": 4, "COMPACT": 1}
@@ -282,13 +282,13 @@ def test_a_table_read_after_compaction_merges_one_file_per_bucket(tmp_path: Path
     # A sanity check of what a read has to merge, not a timing.
     table = make_table(tmp_path, trigger=1000)
     expected = write_commits(table, 40)
-    latest = table.store.latest_snapshot()
+    latest = internals(table).files.latest_snapshot()
     assert latest is not None
-    assert sum(len(b.files) for b in table.store.compactions().bucket_files(latest.id)) > 40
-    compact(table)
-    latest = table.store.latest_snapshot()
+    assert sum(len(b.files) for b in internals(table).files.compactions().bucket_files(latest.id)) > 40
+    compact(internals(table))
+    latest = internals(table).files.latest_snapshot()
     assert latest is not None
-    assert sum(len(b.files) for b in table.store.compactions().bucket_files(latest.id)) == 2
+    assert sum(len(b.files) for b in internals(table).files.compactions().bucket_files(latest.id)) == 2
     assert table.rows().sort_by("id").to_pylist() == expected
 
 
@@ -306,14 +306,14 @@ def test_a_compaction_merges_the_manifests_every_commit_added(tmp_path: Path) ->
     expected = write_commits(table, 40)
     assert manifests_of_latest(tmp_path, "db.t") >= 40
     before = {s.id: table.rows(s.id).sort_by("id").to_pylist() for s in table.snapshots()}
-    compact(table)
+    compact(internals(table))
     assert manifests_of_latest(tmp_path, "db.t") <= 3
     assert table.rows().sort_by("id").to_pylist() == expected
     assert rows_read_by_plain_pypaimon(tmp_path, "db.t") == expected
     assert {s: table.rows(s).sort_by("id").to_pylist() for s in before} == before
     # Later commits and compactions build on the merged manifests.
     expected = write_commits(table, 3, start=40)
-    compact(table)
+    compact(internals(table))
     assert table.rows().sort_by("id").to_pylist() == expected
     assert rows_read_by_plain_pypaimon(tmp_path, "db.t") == expected
 
@@ -321,7 +321,7 @@ def test_a_compaction_merges_the_manifests_every_commit_added(tmp_path: Path) ->
 def test_a_table_with_few_manifests_keeps_them(tmp_path: Path) -> None:
     table = make_table(tmp_path, trigger=1000)
     write_commits(table, 5)
-    compact(table)
+    compact(internals(table))
     assert manifests_of_latest(tmp_path, "db.t") == 6  # five commits' and the compaction's
 
 
@@ -351,7 +351,7 @@ def test_a_table_object_older_than_the_schema_of_the_files_does_not_compact_them
     commit.close()
     fresh = tablelog.open_table(str(tmp_path), "db.t")
     snapshots = [s.id for s in stale.snapshots()]
-    result = compact(stale)
+    result = compact(internals(stale))
     assert result.snapshot_id is None and "newer than this table object's" in (result.skipped or "")
     assert [s.id for s in stale.snapshots()] == snapshots
     # Opened again, the compaction rewrites the old rows into the new schema: the new column null.

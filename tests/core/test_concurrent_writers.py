@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 import tablelog
+from tablelog.table import internals
 from tablelog.verify import verify
 
 COMMITS, ROWS = 8, 50
@@ -94,7 +95,7 @@ def test_a_first_write_that_read_a_torn_latest_hint_starts_over_and_loses_nothin
     table = tablelog.create_table(str(tmp_path), "db.torn", schema, primary_key=["id"], bucket=2,
                                   options={"log.system": "filesystem"})
     task = table.write_task("w", 1)
-    task._paimon_write = table.store.new_write()
+    task._paimon_write = internals(table).files.new_write()
     task._paimon_write._write = torn = _TornHintOnce()
     task.write([{"id": i, "writer": "w"} for i in range(30)])
     assert torn.closed
@@ -110,7 +111,7 @@ def test_a_torn_hint_error_after_the_tasks_first_write_is_raised(tmp_path) -> No
     table = tablelog.create_table(str(tmp_path), "db.err", schema, primary_key=["id"],
                                   options={"log.system": "filesystem"})
     task = table.write_task("w", 1)
-    task._paimon_write = table.store.new_write()
+    task._paimon_write = internals(table).files.new_write()
     task._paimon_write._write = _TornHintOnce()
     task._paimon_write._wrote = True  # not the task's first write: its earlier rows live in that writer
     with pytest.raises(ValueError, match="Snapshot 90 does not exist"):

@@ -14,8 +14,7 @@ from click.testing import CliRunner
 
 from tablelog.cli import cli
 from tablelog.errors import OptionError
-from tablelog.expiry import expire_snapshots
-from tablelog.table import Table, create_table, open_table
+from tablelog.table import Table, create_table, internals, open_table
 from tablelog.testing import NO_COMPACTION
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -37,7 +36,7 @@ def commit_rounds(table: Table, rounds: int, start: int = 0) -> None:
 
 
 def consumer_file(table: Table, consumer_id: str) -> Path:
-    return Path(table.store.path) / "consumer" / f"consumer-{consumer_id}"
+    return Path(internals(table).files.path) / "consumer" / f"consumer-{consumer_id}"
 
 
 def snapshot_ids(table: Table) -> list[int]:
@@ -56,7 +55,7 @@ def test_a_reader_with_a_consumer_id_records_its_next_snapshot_as_paimon_stores_
     # pypaimon's own ConsumerManager reads it
     from pypaimon.consumer import ConsumerManager
 
-    manager = ConsumerManager(table.store.paimon.file_io, table.store.path)
+    manager = ConsumerManager(internals(table).files.paimon.file_io, internals(table).files.path)
     assert manager.consumers() == {"billing": 4}
 
 
@@ -68,7 +67,7 @@ def test_expiry_keeps_every_snapshot_a_registered_consumer_still_needs(tmp_path:
     reader.poll(max_records=1)  # records the consumer at snapshot 3
     commit_rounds(table, 5, start=2)
     assert snapshot_ids(table)[0] == 3
-    result = expire_snapshots(table)
+    result = table.expire_snapshots()
     assert result.held_by == "consumer 'slow'" and result.earliest_kept == 3
     changes = reader.read_all(idle_timeout_s=0.3)
     assert sorted(c.row["id"] for c in changes) == list(range(4, 14))  # the reader lost nothing
@@ -98,7 +97,7 @@ def test_a_consumer_unseen_for_the_expiration_time_stops_holding_snapshots_and_i
     assert snapshot_ids(table) == [3, 4, 5]  # held by the consumer
     two_hours_ago = time.time() - 7200
     os.utime(consumer_file(table, "gone"), (two_hours_ago, two_hours_ago))
-    result = expire_snapshots(table)
+    result = table.expire_snapshots()
     assert result.consumers_removed == ("gone",)
     assert not consumer_file(table, "gone").exists()
     assert snapshot_ids(table) == [5]
@@ -119,8 +118,8 @@ def test_a_consumer_id_that_is_not_a_file_name_is_refused(tmp_path: Path) -> Non
 def test_describe_lists_consumers_and_how_far_behind_each_is(tmp_path: Path) -> None:
     table = make_table(tmp_path, **{"snapshot.time-retained": "1 h"})
     commit_rounds(table, 4)
-    table.store.consumers().record("dashboard", 2)
-    table.store.consumers().record("archiver", 5)
+    internals(table).files.consumers().record("dashboard", 2)
+    internals(table).files.consumers().record("archiver", 5)
     runner = CliRunner()
     result = runner.invoke(cli, ["describe", "db.t", "-w", table.warehouse.path, "--format", "json"])
     assert result.exit_code == 0, result.output
@@ -147,4 +146,4 @@ def test_a_spark_stream_with_a_consumer_id_records_it_when_spark_commits_a_batch
     source.commit(end)
     assert json.loads(consumer_file(table, "query1").read_text()) == {"nextSnapshot": 3}
     reopened = open_table(table.warehouse.path, "db.t")
-    assert reopened.store.consumers().get("query1") == 3
+    assert internals(reopened).files.consumers().get("query1") == 3

@@ -25,6 +25,7 @@ import tablelog
 from tablelog.formats import record_codec
 from tablelog.options import LogFormat
 from tablelog.records import RowKind
+from tablelog.table import internals
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string()), ("score", pa.float64())])
 
@@ -85,8 +86,8 @@ def flink_replay(changes: list[tuple[str, dict[str, Any]]]) -> dict[int, dict[st
 
 def log_values(table: tablelog.Table) -> list[bytes | None]:
     values: list[bytes | None] = []
-    with table.open_log() as log:
-        for partition in range(table.store.bucket):
+    with internals(table).open_log() as log:
+        for partition in range(internals(table).files.bucket):
             end = log.end_positions([partition])[partition]
             position = 0
             while position < end:

@@ -21,6 +21,7 @@ from tablelog.logs import discovery
 from tablelog.logs.filesystem import FileLog
 from tablelog.options import REDACTED, is_secret
 from tablelog.records import LogConfig, OptionSpec
+from tablelog.table import internals
 
 SENTINEL = "SENTINEL-apikey-7d41"
 OTHER = "SENTINEL-other-key-2b90"
@@ -72,15 +73,15 @@ def test_a_declared_secret_is_not_stored_in_any_table_file(pgx: tuple[tablelog.T
     for path in Path(table.warehouse.path).rglob("*"):
         if path.is_file():
             assert SENTINEL.encode() not in path.read_bytes(), path
-    assert table.store.properties["pgx.dsn"] == "postgresql://db/x"  # non-secret options are stored
-    assert "pgx.apikey" not in table.store.properties
+    assert internals(table).files.properties["pgx.dsn"] == "postgresql://db/x"  # non-secret options are stored
+    assert "pgx.apikey" not in internals(table).files.properties
 
 
 def test_a_declared_secret_is_not_in_snapshot_properties_or_reprs(pgx: tuple[tablelog.Table, dict[str, str]]) -> None:
     table, _ = pgx
     for snapshot in table.snapshots():
         assert SENTINEL not in str(snapshot.properties)
-    assert SENTINEL not in repr(table) and SENTINEL not in repr(table.log_config())
+    assert SENTINEL not in repr(table) and SENTINEL not in repr(internals(table).log_config())
 
 
 def test_a_declared_secret_is_redacted_by_describe(pgx: tuple[tablelog.Table, dict[str, str]]) -> None:

@@ -23,7 +23,7 @@ from tablelog.errors import (
 from tablelog.logs.client import LogClient
 from tablelog.logs.filesystem.segments import list_bases, lock_file_name
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, SeekSpec
-from tablelog.table import Table
+from tablelog.table import Table, internals
 from tablelog.testing import NO_COMPACTION, ClientOpener, LogSystemConformance, opened_clients
 from tablelog.verify import verify
 
@@ -208,7 +208,7 @@ def commit_rows(table: Table, commits: int, start: int = 0) -> None:
 def expire_snapshots_before(table: Table, snapshot_id: int) -> None:
     """What snapshot expiry leaves (another part of #16 builds it): the snapshot files
     before ``snapshot_id`` gone, the EARLIEST hint moved."""
-    snapshots = Path(table.store.path) / "snapshot"
+    snapshots = Path(internals(table).files.path) / "snapshot"
     for old in range(1, snapshot_id):
         (snapshots / f"snapshot-{old}").unlink(missing_ok=True)
     (snapshots / "EARLIEST").write_text(str(snapshot_id))
@@ -223,7 +223,7 @@ def test_the_file_log_keeps_every_segment_while_the_first_snapshot_is_retained(t
     commit_rows(table, 30)
     assert len(list_bases(log_dir(table), 0)) > 5
     assert list_bases(log_dir(table), 0)[0] == 0
-    assert needed_positions(table.store) == {0: 0}
+    assert needed_positions(internals(table).files) == {0: 0}
 
 
 def test_the_earliest_position_needed_is_the_oldest_retained_snapshots(tmp_path: Path) -> None:
@@ -235,11 +235,11 @@ def test_the_earliest_position_needed_is_the_oldest_retained_snapshots(tmp_path:
 
     sixth = LogCommitRecord.from_properties(records[6].properties)
     assert sixth is not None
-    assert needed_positions(table.store) == {0: sixth.ranges[0].first}
+    assert needed_positions(internals(table).files) == {0: sixth.ranges[0].first}
     expire_snapshots_before(table, 9)  # expiry moves on: so does what is needed
     ninth = LogCommitRecord.from_properties(records[9].properties)
     assert ninth is not None
-    assert needed_positions(table.store) == {0: ninth.ranges[0].first}
+    assert needed_positions(internals(table).files) == {0: ninth.ranges[0].first}
     assert earliest_of({0: 500, 1: 7}, {0: 300}) == {0: 300, 1: 7}
 
 
@@ -247,7 +247,7 @@ def test_after_a_commit_the_segments_no_retained_snapshot_needs_are_deleted(tmp_
     table = make_table(tmp_path)
     commit_rows(table, 30)
     expire_snapshots_before(table, 25)
-    needed = needed_positions(table.store)[0]
+    needed = needed_positions(internals(table).files)[0]
     commit_rows(table, 1, start=30)  # the committer's retention run
     bases = list_bases(log_dir(table), 0)
     assert bases[0] > 0 and bases[0] <= needed
@@ -263,8 +263,8 @@ def test_after_a_commit_the_segments_no_retained_snapshot_needs_are_deleted(tmp_
 def test_a_read_of_the_log_alone_at_a_deleted_position_reports_the_records_lost(tmp_path: Path) -> None:
     table = make_table(tmp_path)
     commit_rows(table, 20)
-    with table.open_log() as log:
-        truncate_log(table, log, {0: log.end_positions([0])[0]})  # what a retention shorter than the snapshots does
+    with internals(table).open_log() as log:
+        truncate_log(internals(table), log, {0: log.end_positions([0])[0]})  # what a retention shorter than the snapshots does
         held = log.seek(0, SeekSpec.earliest())
         with pytest.raises(PositionOutOfRangeError, match="retention deleted the segment that held it"):
             log.fetch(0, 0, 10, 0.0)
@@ -283,8 +283,8 @@ def test_a_commit_of_records_retention_deleted_meanwhile_is_refused_and_commits_
     task.write([{"id": 1000 + k, "v": "y" * 100} for k in range(40)])
     receipt = task.finish()
     commit_rows(table, 1, start=3)
-    with table.open_log() as log:
-        truncate_log(table, log, {0: log.end_positions([0])[0]})
+    with internals(table).open_log() as log:
+        truncate_log(internals(table), log, {0: log.end_positions([0])[0]})
     snapshots = [s.id for s in table.snapshots()]
     with pytest.raises(CommitError, match=r"retention deleted them while the write stayed uncommitted"):
         table.commit("slow-writer", 1, [receipt])
@@ -305,9 +305,9 @@ def test_describe_shows_each_partitions_retention_and_warns_when_the_log_lost_wh
     result = runner.invoke(cli, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "log retention" in result.output and "warning" not in result.output
-    with table.open_log() as log:
+    with internals(table).open_log() as log:
         end = log.end_positions([0])[0]
-        truncate_log(table, log, {0: end})
+        truncate_log(internals(table), log, {0: end})
         held = log.seek(0, SeekSpec.earliest())
     result = runner.invoke(cli, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output

@@ -39,6 +39,7 @@ import tablelog
 from tablelog.formats import record_codec
 from tablelog.options import LogFormat
 from tablelog.records import ProduceBatch, RowKind
+from tablelog.table import internals
 
 UTC = dt.timezone.utc
 F32_MAX = 3.4028234663852886e38
@@ -326,8 +327,8 @@ def as_flink_holds(row: dict[str, Any]) -> dict[str, Any]:
 
 def log_values(table: tablelog.Table) -> list[bytes]:
     values: list[bytes] = []
-    with table.open_log() as log:
-        for partition in range(table.store.bucket):
+    with internals(table).open_log() as log:
+        for partition in range(internals(table).files.bucket):
             end, position = log.end_positions([partition])[partition], 0
             while position < end:
                 result = log.fetch(partition, position, 10_000, timeout_s=1.0)
@@ -377,8 +378,8 @@ def test_values_written_the_way_flink_writes_them_are_read_by_every_tablelog_dec
 
     table = tablelog.create_table(str(tmp_path), "db.from_flink", SCHEMA, primary_key=["id"], bucket=1,
                                   options={"log.system": "filesystem"})
-    with table.open_log() as log:
-        log.produce(ProduceBatch(table.token_prefix + "0" * 16, 0, [None] * len(values), values, 0))
+    with internals(table).open_log() as log:
+        log.produce(ProduceBatch(internals(table).token_prefix + "0" * 16, 0, [None] * len(values), values, 0))
         log.flush(5)
     with table.reader(consistency="eventual", scan_mode="earliest") as reader:
         changes = reader.read_all(idle_timeout_s=0.2)

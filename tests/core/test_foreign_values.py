@@ -11,7 +11,7 @@ import pytest
 
 from tablelog.errors import ForeignRecordError
 from tablelog.records import ProduceBatch
-from tablelog.table import Table, create_table
+from tablelog.table import Table, create_table, internals
 
 SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.float64())])
 
@@ -20,8 +20,8 @@ SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.float64())])
 def table(tmp_path: Path) -> Table:
     table = create_table(str(tmp_path / "wh"), "db.t", SCHEMA, primary_key=["id"], bucket=1,
                          options={"log.system": "filesystem", "log.format": "json"})
-    with table.open_log() as log:
-        token = table.token_prefix + "0" * 16
+    with internals(table).open_log() as log:
+        token = internals(table).token_prefix + "0" * 16
         values = [b'{"id": 1, "x": 0.5, "_kind": "+I"}', b'{"id": 2, "x": "nope", "_kind": "+I"}',
                   b'{"id": 3, "x": "NaN", "_kind": "+I"}']
         log.produce(ProduceBatch(token, 0, [None] * 3, values, 0))

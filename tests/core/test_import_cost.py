@@ -21,9 +21,9 @@ def test_importing_tablelog_and_its_spark_source_leaves_pandas_and_polars_unimpo
 
 _READ_CHANGES = """
 import sys
-from tablelog.table import open_table
+from tablelog.table import internals, open_table
 table = open_table(sys.argv[1], "db.t")
-latest = table.store.latest_snapshot()
+latest = internals(table).files.latest_snapshot()
 with table.reader(consistency="transactional", scan_mode="earliest", until_snapshot=latest.id) as reader:
     rows = reader.read_all()
 print(len(rows), table.schema.names, "pandas" in sys.modules, "polars" in sys.modules)

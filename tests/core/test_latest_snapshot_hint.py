@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.table import Table
+from tablelog.table import Table, internals
 
 
 @pytest.fixture
@@ -26,20 +26,20 @@ def table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Table:
     def no_listing(self: Any) -> None:
         raise AssertionError("the snapshot directory was listed")
 
-    monkeypatch.setattr(type(t.store.paimon.snapshot_manager()), "_max_snapshot_id_from_listing", no_listing)
+    monkeypatch.setattr(type(internals(t).files.paimon.snapshot_manager()), "_max_snapshot_id_from_listing", no_listing)
     return t
 
 
 def latest_hint(t: Table) -> Path:
-    return Path(t.store.paimon.snapshot_manager().latest_file.removeprefix("file://"))
+    return Path(internals(t).files.paimon.snapshot_manager().latest_file.removeprefix("file://"))
 
 
 def test_a_lagging_hint_is_followed_to_the_newest_snapshot(table: Table) -> None:
     latest_hint(table).write_text("1")
-    assert table.store.latest_snapshot().id == 3  # type: ignore[union-attr]
+    assert internals(table).files.latest_snapshot().id == 3  # type: ignore[union-attr]
 
 
 def test_a_hint_being_rewritten_starts_from_the_snapshot_last_found(table: Table) -> None:
-    assert table.store.latest_snapshot().id == 3  # type: ignore[union-attr]
+    assert internals(table).files.latest_snapshot().id == 3  # type: ignore[union-attr]
     latest_hint(table).write_text("")
-    assert table.store.latest_snapshot().id == 3  # type: ignore[union-attr]
+    assert internals(table).files.latest_snapshot().id == 3  # type: ignore[union-attr]

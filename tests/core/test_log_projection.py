@@ -17,7 +17,7 @@ from tablelog.cli import cli
 from tablelog.errors import LogDataLostError, OptionError
 from tablelog.logs.filesystem.segments import list_bases
 from tablelog.store import Warehouse
-from tablelog.table import Table
+from tablelog.table import Table, internals
 from tablelog.testing import NO_COMPACTION
 from tablelog.testing.projection_scenarios import (
     PROJECTION,
@@ -67,7 +67,7 @@ def _with_rows(table: Table) -> Table:
 
 
 def _projection_dir(table: Table) -> Path:
-    return Path(table.warehouse.path) / ".tablelog" / "log" / table.projection_log_config().topic
+    return Path(table.warehouse.path) / ".tablelog" / "log" / internals(table).projection_log_config().topic
 
 
 def test_retention_deletes_the_projection_streams_segments_no_retained_snapshot_needs(tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_verify_reports_a_projection_stream_that_lost_its_records(tmp_path: Path
     shutil.rmtree(_projection_dir(table))
     report = verify(table)
     assert not report.consistent
-    assert f"the projection stream (topic {table.projection_log_config().topic!r})" in report.summary()
+    assert f"the projection stream (topic {internals(table).projection_log_config().topic!r})" in report.summary()
 
 
 def test_the_projection_topic_is_created_with_the_table(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_describe_names_the_projection_topic_and_its_columns(tmp_path: Path) -> 
     runner = CliRunner()
     text = runner.invoke(cli, ["describe", "--warehouse", str(tmp_path), "db.t"])
     assert text.exit_code == 0, text.output
-    assert f"projection stream: topic {table.projection_log_config().topic!r}, columns id, name" in text.output
+    assert f"projection stream: topic {internals(table).projection_log_config().topic!r}, columns id, name" in text.output
     document = json.loads(runner.invoke(cli, ["describe", "--warehouse", str(tmp_path), "db.t",
                                               "--format", "json"]).output)
-    assert document["log"]["projection"] == {"topic": table.projection_log_config().topic, "columns": ["id", "name"]}
+    assert document["log"]["projection"] == {"topic": internals(table).projection_log_config().topic, "columns": ["id", "name"]}

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 import tablelog
 from tablelog.cli import cli
 from tablelog.errors import OptionError
+from tablelog.table import internals
 
 SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.string())])
 
@@ -108,7 +109,7 @@ def test_the_python_api_refuses_one_option_given_twice_with_different_values(
 def test_the_python_api_accepts_an_identical_repeat(tmp_path: Path) -> None:
     table = tablelog.create_table(str(tmp_path / "wh"), "db.t", SCHEMA, primary_key=["id"], bucket=2,
                                   options={"primary-key": "id", "bucket": 2, "Bucket": "2"})
-    assert table.primary_key == ("id",) and table.store.bucket == 2
+    assert table.primary_key == ("id",) and internals(table).files.bucket == 2
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -20,7 +20,7 @@ from tablelog.logs import discovery
 from tablelog.logs.filesystem import FileLog
 from tablelog.plugin import hookimpl
 from tablelog.records import LogConfig, OptionSpec
-from tablelog.table import Table, create_table, open_table
+from tablelog.table import Table, create_table, internals, open_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
@@ -69,15 +69,15 @@ REFUSED = r"layoutlog.layout: the table has 'v2', given 'v3'\).*fixed when the t
 def test_a_plugin_option_declared_defining_is_refused_when_it_differs_at_open(table: Table) -> None:
     with pytest.raises(OptionError, match=REFUSED):
         open_table(table.warehouse.path, "db.t", {"layoutlog.layout": "v3"})
-    assert open_table(table.warehouse.path, "db.t", {"layoutlog.layout": "v2"}).system_options["layoutlog.layout"] == "v2"
+    assert internals(open_table(table.warehouse.path, "db.t", {"layoutlog.layout": "v2"})).system_options["layoutlog.layout"] == "v2"
     assert open_table(table.warehouse.path, "db.t", {"layoutlog.batch-size": "9"})  # a runtime option may differ
     assert [s.id for s in table.snapshots()] == [1]
 
 
 def test_a_defining_options_declared_default_is_stored_with_the_table(tmp_path: Path, layoutlog: None) -> None:
     table = create_table(str(tmp_path), "db.d", SCHEMA, primary_key=["id"], options={"log.system": "layoutlog"})
-    assert table.store.properties["layoutlog.layout"] == "v1"
-    assert "layoutlog.batch-size" not in table.store.properties  # a runtime default follows the plugin
+    assert internals(table).files.properties["layoutlog.layout"] == "v1"
+    assert "layoutlog.batch-size" not in internals(table).files.properties  # a runtime default follows the plugin
     with pytest.raises(OptionError, match=r"layoutlog.layout: the table has 'v1', given 'v2'"):
         open_table(str(tmp_path), "db.d", {"layoutlog.layout": "v2"})
 

@@ -17,7 +17,7 @@ from tablelog.logs import discovery
 from tablelog.logs.filesystem import FileLog
 from tablelog.plugin import hookimpl
 from tablelog.records import LogConfig, OptionSpec
-from tablelog.table import create_table, open_table
+from tablelog.table import create_table, internals, open_table
 
 
 class DefaultsFileLog:
@@ -96,10 +96,10 @@ def test_a_declared_default_reaches_the_plugin_when_the_user_gives_none(
 ) -> None:
     table = create_table(str(tmp_path / "wh"), "db.t", pa.schema([("id", pa.int64())]), primary_key=["id"],
                          options={"log.system": "deflog", "deflog.endpoint": "log://here"})
-    table.open_log().close()
+    internals(table).open_log().close()
     assert deflog.received[-1] == {"endpoint": "log://here", "batch-size": "500"}
     # Not stored with the table: a later release's default applies to old tables too.
-    assert "deflog.batch-size" not in table.store.properties
+    assert "deflog.batch-size" not in internals(table).files.properties
 
 
 def test_an_option_given_by_the_user_wins_over_the_declared_default(
@@ -107,5 +107,5 @@ def test_an_option_given_by_the_user_wins_over_the_declared_default(
 ) -> None:
     create_table(str(tmp_path / "wh"), "db.t", pa.schema([("id", pa.int64())]), primary_key=["id"],
                  options={"log.system": "deflog", "deflog.endpoint": "log://here", "deflog.batch-size": "20"})
-    open_table(str(tmp_path / "wh"), "db.t").open_log().close()
+    internals(open_table(str(tmp_path / "wh"), "db.t")).open_log().close()
     assert deflog.received[-1]["batch-size"] == "20"

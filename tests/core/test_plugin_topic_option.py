@@ -21,7 +21,7 @@ from tablelog.logs import discovery
 from tablelog.logs.filesystem import FileLog
 from tablelog.plugin import hookimpl
 from tablelog.records import LogConfig, OptionSpec
-from tablelog.table import create_table, open_table
+from tablelog.table import create_table, internals, open_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("note", pa.string())])
 
@@ -83,8 +83,8 @@ def test_a_projection_stream_gets_storage_of_its_own_from_a_plugin_option_naming
         "log.system": "storelog", "storelog.table": "orders_log", "log.format": "arrow",
         "log.arrow.projection": "name"})
     assert table.topic == "orders_log"
-    assert table.projection_log_config().topic == "orders_log.projection"
-    assert table.projection_log_config().options["table"] == "orders_log.projection"
+    assert internals(table).projection_log_config().topic == "orders_log.projection"
+    assert internals(table).projection_log_config().options["table"] == "orders_log.projection"
     with table.writer() as writer:
         writer.write([{"id": i, "name": f"n{i}", "note": "x" * 50} for i in range(40)])
         writer.commit()

@@ -3,6 +3,7 @@
 import pyarrow as pa
 
 import tablelog
+from tablelog.table import internals
 from tablelog.verify import verify
 
 
@@ -10,7 +11,7 @@ def test_table_with_native_write_disabled_round_trips_through_the_log(tmp_path) 
     schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
     table = tablelog.create_table(str(tmp_path), "db.pure", schema, primary_key=["id"], bucket=2,
                                   options={"log.system": "filesystem", "write.native.enabled": "false"})
-    assert table.store.properties["write.native.enabled"] == "false"
+    assert internals(table).files.properties["write.native.enabled"] == "false"
     with table.writer() as writer:
         writer.write([{"id": i, "name": str(i)} for i in range(50)])
         writer.commit()

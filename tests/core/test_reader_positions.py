@@ -17,7 +17,7 @@ import pytest
 
 from tablelog.errors import OptionError, ReaderPositionError
 from tablelog.identity import TABLE_ID_PROPERTY
-from tablelog.table import Table, create_table, open_table
+from tablelog.table import Table, create_table, internals, open_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
@@ -99,7 +99,7 @@ def test_a_position_of_a_table_dropped_and_created_again_is_refused(warehouse: P
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
         reader.read_all(idle_timeout_s=0.2)
         saved = reader.position.to_json()
-    shutil.rmtree(table.store.path)
+    shutil.rmtree(internals(table).files.path)
     again = _table(warehouse, "db.orders")  # on the same topic, which still holds the old records
     with pytest.raises(ReaderPositionError, match="another table"):
         again.reader(position=saved)
@@ -152,10 +152,10 @@ def test_nothing_is_read_when_a_position_is_refused(warehouse: Path) -> None:
     """The refusal comes before any record is returned (and leaves the table alone)."""
     table = _table(warehouse)
     _write(table, range(4))
-    before = table.store.latest_snapshot()
+    before = internals(table).files.latest_snapshot()
     with pytest.raises(ReaderPositionError):
         table.reader(position={"table": table.table_id, "consistency": "transactional", "snapshot": 9999})
-    assert table.store.latest_snapshot() == before
+    assert internals(table).files.latest_snapshot() == before
 
 
 # -- positions without their table ----------------------------------------------------
@@ -199,7 +199,7 @@ def test_a_malformed_position_is_refused_saying_what_it_lacks_and_what_a_positio
 def test_a_table_gets_an_id_when_created_and_keeps_it(warehouse: Path) -> None:
     table = _table(warehouse)
     assert uuid.UUID(table.table_id)
-    assert table.store.properties[TABLE_ID_PROPERTY] == table.table_id
+    assert internals(table).files.properties[TABLE_ID_PROPERTY] == table.table_id
     _write(table, range(3))
     assert open_table(str(warehouse), table.identifier).table_id == table.table_id
     assert _table(warehouse).table_id != table.table_id
@@ -212,7 +212,7 @@ def test_the_table_id_is_not_an_option_users_can_set(warehouse: Path) -> None:
 
 def _make_legacy(table: Table) -> None:
     """Strip the stored id, as a table created before ids has none."""
-    path = os.path.join(table.store.path, "schema", "schema-0")
+    path = os.path.join(internals(table).files.path, "schema", "schema-0")
     with open(path) as f:
         doc = json.load(f)
     del doc["options"][TABLE_ID_PROPERTY]
@@ -224,7 +224,7 @@ def test_a_table_created_before_ids_gets_one_derived_from_its_first_schema(wareh
     table = _table(warehouse, "db.old")
     _make_legacy(table)
     reopened = open_table(str(warehouse), "db.old")
-    assert TABLE_ID_PROPERTY not in reopened.store.properties
+    assert TABLE_ID_PROPERTY not in internals(reopened).files.properties
     derived = reopened.table_id
     assert uuid.UUID(derived) and derived != table.table_id
     assert open_table(str(warehouse), "db.old").table_id == derived  # stable
@@ -234,7 +234,7 @@ def test_a_derived_table_id_survives_a_rename_and_a_schema_change(warehouse: Pat
     table = _table(warehouse, "db.old", **{"filesystem.topic": "old-topic"})
     _make_legacy(table)
     derived = open_table(str(warehouse), "db.old").table_id
-    os.rename(table.store.path, os.path.join(os.path.dirname(table.store.path), "renamed"))
+    os.rename(internals(table).files.path, os.path.join(os.path.dirname(internals(table).files.path), "renamed"))
     renamed = open_table(str(warehouse), "db.renamed")
     assert renamed.table_id == derived
     from pypaimon.schema.schema_change import SchemaChange

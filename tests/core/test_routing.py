@@ -7,6 +7,7 @@ import pytest
 
 import tablelog
 from tablelog.store import PaimonTable
+from tablelog.table import internals
 from tablelog.writing.routing import partition_order
 
 
@@ -33,7 +34,7 @@ def test_routing_matches_paimons_own_bucket_function(tmp_path, key_types, bucket
             columns[name] = pa.array([rng.randrange(-(2**bits), 2**bits) for _ in range(500)], data_type)
     data = pa.table({**columns, "v": ["x"] * 500}, schema=schema)
     table = tablelog.create_table(str(tmp_path), "db.r", schema, primary_key=names, bucket=buckets)
-    assert route_rows(table.store, data) == table.store.bucket_rows(data)
+    assert route_rows(internals(table).files, data) == internals(table).files.bucket_rows(data)
 
 
 @pytest.mark.parametrize("key_type", [pa.int64(), pa.string()])
@@ -42,11 +43,11 @@ def test_partition_order_groups_rows_by_partition_keeping_input_order(tmp_path, 
     keys = list(range(200)) if pa.types.is_integer(key_type) else [f"key-{i}" for i in range(200)]
     data = pa.table({"k": pa.array(keys, key_type), "v": ["x"] * 200}, schema=schema)
     table = tablelog.create_table(str(tmp_path), "db.o", schema, primary_key=["k"], bucket=4)
-    order, groups = partition_order(table.store, data)
+    order, groups = partition_order(internals(table).files, data)
     assert order is not None
     assert [p for p, _, _ in groups] == [0, 1, 2, 3]
-    assert [stop - start for _, start, stop in groups] == [len(rows) for _, rows in route_rows(table.store, data)]
-    for (partition, start, stop), (expected_partition, rows) in zip(groups, table.store.bucket_rows(data), strict=True):
+    assert [stop - start for _, start, stop in groups] == [len(rows) for _, rows in route_rows(internals(table).files, data)]
+    for (partition, start, stop), (expected_partition, rows) in zip(groups, internals(table).files.bucket_rows(data), strict=True):
         assert partition == expected_partition
         assert order[start:stop].tolist() == rows  # ascending: input order within a partition
 
@@ -54,4 +55,4 @@ def test_partition_order_groups_rows_by_partition_keeping_input_order(tmp_path, 
 def test_one_partition_needs_no_reordering(tmp_path) -> None:  # type: ignore[no-untyped-def]
     schema = pa.schema([("k", pa.int64())])
     table = tablelog.create_table(str(tmp_path), "db.one", schema, primary_key=["k"], bucket=1)
-    assert partition_order(table.store, pa.table({"k": [3, 1, 2]}, schema=schema)) == (None, [(0, 0, 3)])
+    assert partition_order(internals(table).files, pa.table({"k": [3, 1, 2]}, schema=schema)) == (None, [(0, 0, 3)])

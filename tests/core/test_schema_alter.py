@@ -18,7 +18,7 @@ import tablelog
 from tablelog import AddColumn, DropColumn, RenameColumn, SetOption, WidenColumn
 from tablelog.cli import cli
 from tablelog.errors import OptionError, SchemaChangeError
-from tablelog.table import Table, create_table
+from tablelog.table import Table, create_table, internals
 
 SCHEMA = pa.schema([
     ("id", pa.int64()), ("qty", pa.int32()), ("score", pa.float32()),
@@ -52,9 +52,9 @@ def state(table: Table) -> tuple[int, list[int], dict[int, int], list[str]]:
     """What a refused alter must leave as it was: the latest schema id, the snapshots,
     the topic's end positions and the columns."""
     fresh = tablelog.open_table(table.warehouse.path, table.identifier)
-    with fresh.open_log() as log:
+    with internals(fresh).open_log() as log:
         ends = log.end_positions([0, 1])
-    return fresh.store.latest_schema_id(), [s.id for s in fresh.snapshots()], ends, fresh.schema.names
+    return internals(fresh).files.latest_schema_id(), [s.id for s in fresh.snapshots()], ends, fresh.schema.names
 
 
 def test_a_column_added_after_another_is_null_in_older_rows_and_pypaimon_reads_it(table: Table) -> None:
@@ -152,7 +152,7 @@ def test_an_unknown_option_is_refused_with_a_hint(table: Table) -> None:
     with pytest.raises(OptionError, match="did you mean 'target-file-size'"):
         table.alter(SetOption("target-file-sizee", "64mb"))
     table.alter(SetOption("target-file-size", "64mb"))
-    assert table.store.properties["target-file-size"] == "64mb"
+    assert internals(table).files.properties["target-file-size"] == "64mb"
 
 
 def test_an_option_tablelog_cannot_honour_is_refused_as_at_create(table: Table) -> None:

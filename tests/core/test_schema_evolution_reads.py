@@ -15,7 +15,7 @@ import tablelog
 from tablelog import AddColumn, DropColumn, Normalizer, RenameColumn, WidenColumn
 from tablelog.errors import SchemaMismatchError
 from tablelog.records import ProduceBatch
-from tablelog.table import Table, create_table
+from tablelog.table import Table, create_table, internals
 from tablelog.verify import verify
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("qty", pa.int32())])
@@ -51,7 +51,7 @@ LATEST = [NEW[0], OLD_IN_NEW[1], NEW[1]]
 
 
 def raw_values(table: Table) -> list[dict[str, Any]]:
-    with table.open_log() as log:
+    with internals(table).open_log() as log:
         values = []
         for partition in range(2):
             result = log.fetch(partition, 0, 100, 0.1)
@@ -71,9 +71,9 @@ def test_a_record_without_a_schema_id_is_read_as_schema_0(tmp_path: Path) -> Non
     table.alter(RenameColumn("name", "label"))
     old_layout = orjson.dumps({"before": None, "after": {"id": 9, "name": "old", "qty": 1}, "op": "c",
                                "ts_ms": 0, "_kind": "+I"})  # as tablelog wrote it before schema ids
-    with table.open_log() as log:
+    with internals(table).open_log() as log:
         log.ensure_topic()
-        log.produce(ProduceBatch(token=table.token_prefix + "old", partition=0, keys=[b'{"id":9}'],
+        log.produce(ProduceBatch(token=internals(table).token_prefix + "old", partition=0, keys=[b'{"id":9}'],
                                  values=[old_layout], timestamp_ms=0))
         log.flush(5)
     with table.reader(consistency="eventual", scan_mode="earliest") as reader:
@@ -223,7 +223,7 @@ def test_a_writer_opened_before_a_rename_refuses_the_old_name_and_writes_nothing
     with stale.writer() as writer, pytest.raises(SchemaMismatchError, match=r"missing columns \['label'\]; "
                                                   r"unknown columns \['name'\]"):
         writer.write([{"id": 1, "name": "a", "qty": 1}])
-    assert table.store.latest_snapshot() is None and raw_values(table) == []
+    assert internals(table).files.latest_snapshot() is None and raw_values(table) == []
 
 
 def test_data_without_a_nullable_column_writes_null_there(tmp_path: Path) -> None:
@@ -257,4 +257,4 @@ def test_a_reader_pinned_to_an_older_schema_names_a_widened_value_it_cannot_hold
     write(table, [{"id": 2, "name": "b", "qty": 5_000_000_000}])
     with pytest.raises(SchemaMismatchError, match=r"column 'qty': a value written under schema 1 \(int64\) does "
                                                   r"not fit the reader's schema 0 \(int32\)"):
-        table.store.read_rows(None, None, schema_id=0)
+        internals(table).files.read_rows(None, None, schema_id=0)

@@ -16,6 +16,7 @@ from tablelog.hookspecs import hookimpl
 from tablelog.logs import discovery
 from tablelog.logs.filesystem import FileLog
 from tablelog.records import LogConfig
+from tablelog.table import internals
 
 SENTINEL = "SENTINEL-s3cr3t-9f2c"
 
@@ -52,14 +53,14 @@ def test_secret_is_not_stored_in_any_table_file(secret_table) -> None:  # type: 
     for path in Path(table.warehouse.path).rglob("*"):
         if path.is_file():
             assert SENTINEL.encode() not in path.read_bytes(), path
-    assert "vault.user" in table.store.properties  # non-secret options are stored
+    assert "vault.user" in internals(table).files.properties  # non-secret options are stored
 
 
 def test_secret_is_not_in_snapshot_properties_or_reprs(secret_table) -> None:  # type: ignore[no-untyped-def]
     table, _ = secret_table
     for snapshot in table.snapshots():
         assert SENTINEL not in str(snapshot.properties)
-    assert SENTINEL not in repr(table) and SENTINEL not in repr(table.log_config())
+    assert SENTINEL not in repr(table) and SENTINEL not in repr(internals(table).log_config())
     assert SENTINEL not in repr(table.options)
 
 

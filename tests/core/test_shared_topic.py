@@ -14,7 +14,7 @@ import pytest
 
 from tablelog.errors import ForeignRecordError, OptionError
 from tablelog.store import Warehouse
-from tablelog.table import Table, create_table
+from tablelog.table import Table, create_table, internals
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
@@ -75,7 +75,7 @@ def test_tables_without_a_log_share_nothing(tmp_path: Path) -> None:
 def test_writer_tokens_carry_the_tables_tag(tmp_path: Path) -> None:
     table = _table(tmp_path / "wh", "db.t")
     task = table.write_task("w", 1)
-    assert task.token.startswith(table.token_prefix) and len(task.token) == len(table.token_prefix) + 16
+    assert task.token.startswith(internals(table).token_prefix) and len(task.token) == len(internals(table).token_prefix) + 16
     task.abort()
 
 
@@ -131,7 +131,7 @@ def test_an_eventual_hybrid_read_keeps_only_its_own_tables_records(tmp_path: Pat
 def test_a_table_created_again_on_the_old_tables_topic_does_not_read_its_records(tmp_path: Path) -> None:
     old = _table(tmp_path / "wh", "db.orders")
     _write(old, range(10), "old")
-    shutil.rmtree(old.store.path)  # dropped; its topic keeps its records
+    shutil.rmtree(internals(old).files.path)  # dropped; its topic keeps its records
     new = _table(tmp_path / "wh", "db.orders")
     _write(new, range(3), "new")
     with new.reader(consistency="eventual", scan_mode="earliest") as reader:

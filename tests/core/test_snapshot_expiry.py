@@ -12,8 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog.expiry import expire_snapshots
-from tablelog.table import Table, create_table, open_table
+from tablelog.table import Table, create_table, internals, open_table
 from tablelog.testing import NO_COMPACTION
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -38,7 +37,7 @@ def snapshot_ids(table: Table) -> list[int]:
 
 
 def snapshot_files(table: Table) -> list[str]:
-    return sorted(n for n in os.listdir(Path(table.store.path) / "snapshot") if n.startswith("snapshot-"))
+    return sorted(n for n in os.listdir(Path(internals(table).files.path) / "snapshot") if n.startswith("snapshot-"))
 
 
 def plain_pypaimon_rows(table: Table, snapshot_id: int) -> list[dict[str, Any]]:
@@ -58,7 +57,7 @@ def test_expiry_keeps_the_newest_snapshots_that_num_retained_min_asks_for(tmp_pa
     commit_rounds(table, 8)  # expiry runs after each commit
     assert snapshot_ids(table) == [6, 7, 8]
     assert snapshot_files(table) == ["snapshot-6", "snapshot-7", "snapshot-8"]
-    assert (Path(table.store.path) / "snapshot" / "EARLIEST").read_text().strip() == "6"
+    assert (Path(internals(table).files.path) / "snapshot" / "EARLIEST").read_text().strip() == "6"
     assert table.rows().num_rows == 24
 
 
@@ -68,7 +67,7 @@ def test_a_snapshot_expires_only_once_its_successor_is_older_than_time_retained(
     assert snapshot_ids(table) == [1, 2, 3, 4, 5]  # all younger than an hour
     times = {s.id: s.time_millis for s in table.snapshots()}
     # Just over an hour after snapshot 3 was committed: 1 and 2 go (their successors are old enough), 3 stays.
-    result = expire_snapshots(table, now_millis=times[3] + 3_600_001)
+    result = table.expire_snapshots(now_millis=times[3] + 3_600_001)
     assert result.expired.snapshots == (1, 2)
     assert result.held_by == "snapshot.time-retained"
     assert snapshot_ids(table) == [3, 4, 5]
@@ -85,7 +84,7 @@ def test_expire_limit_bounds_the_snapshots_one_run_removes(tmp_path: Path) -> No
     commit_rounds(table, 9)
     table = open_table(table.warehouse.path, table.identifier,
                        {"snapshot.time-retained": "0 ms", "snapshot.expire.limit": "3"})
-    assert expire_snapshots(table).expired.snapshots == (1, 2, 3)
+    assert table.expire_snapshots().expired.snapshots == (1, 2, 3)
     assert snapshot_ids(table) == [4, 5, 6, 7, 8, 9]
 
 
@@ -93,11 +92,11 @@ def test_a_dry_run_says_what_would_go_and_removes_nothing(tmp_path: Path) -> Non
     table = make_table(tmp_path, **{"snapshot.num-retained.min": "2", "snapshot.time-retained": "5 d"})
     commit_rounds(table, 5)
     def table_files() -> list[str]:
-        return sorted(p.name for p in Path(table.store.path).rglob("*") if not p.name.startswith(".tablelog-"))
+        return sorted(p.name for p in Path(internals(table).files.path).rglob("*") if not p.name.startswith(".tablelog-"))
 
     before = table_files()
     table = open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"})
-    result = expire_snapshots(table, dry_run=True)
+    result = table.expire_snapshots(dry_run=True)
     assert result.dry_run and result.expired.snapshots == (1, 2, 3)
     assert result.expired.manifest_files
     assert table_files() == before
@@ -112,9 +111,9 @@ def test_expiry_removes_the_data_files_and_manifests_no_retained_snapshot_refere
     table = make_table(tmp_path, primary_key=False,
                        **{"snapshot.num-retained.min": "1", "snapshot.time-retained": "5 d"})
     commit_rounds(table, 3)
-    old_files = {p for p in Path(table.store.path).glob("bucket-*/*") if p.is_file()}
+    old_files = {p for p in Path(internals(table).files.path).glob("bucket-*/*") if p.is_file()}
     # An overwrite replaces every row: its delta deletes the three rounds' data files.
-    paimon = table.store.paimon
+    paimon = internals(table).files.paimon
     builder = paimon.new_batch_write_builder().overwrite()
     write = builder.new_write()
     write.write_arrow(pa.table({"id": [100], "v": ["new"]}, schema=SCHEMA))
@@ -122,13 +121,13 @@ def test_expiry_removes_the_data_files_and_manifests_no_retained_snapshot_refere
     commit.commit(write.prepare_commit())
     write.close()
     commit.close()
-    manifests_before = set(os.listdir(Path(table.store.path) / "manifest"))
+    manifests_before = set(os.listdir(Path(internals(table).files.path) / "manifest"))
     table = open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"})
-    result = expire_snapshots(table)
+    result = table.expire_snapshots()
     assert result.expired.snapshots == (1, 2, 3)
     assert {Path(p) for p in result.expired.data_files} == old_files
     assert not any(p.exists() for p in old_files)
-    manifests_after = set(os.listdir(Path(table.store.path) / "manifest"))
+    manifests_after = set(os.listdir(Path(internals(table).files.path) / "manifest"))
     assert manifests_after < manifests_before
     assert set(result.expired.manifest_files) == manifests_before - manifests_after
     assert plain_pypaimon_rows(table, 4) == [{"id": 100, "v": "new"}]
@@ -144,7 +143,7 @@ def test_pypaimon_alone_reads_every_retained_snapshot_as_before_expiry(tmp_path:
         writer.commit()
     before = {s: plain_pypaimon_rows(table, s) for s in snapshot_ids(table)}
     table = open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"})
-    assert expire_snapshots(table).expired.snapshots == tuple(range(1, 9))
+    assert table.expire_snapshots().expired.snapshots == tuple(range(1, 9))
     assert snapshot_ids(table) == [9, 10, 11, 12]
     for snapshot_id in snapshot_ids(table):
         assert plain_pypaimon_rows(table, snapshot_id) == before[snapshot_id]
@@ -213,16 +212,16 @@ def test_expiry_racing_a_committing_writer_never_loses_or_resurrects_a_row(tmp_p
     runs = 0
     racing = open_table(table.warehouse.path, table.identifier)
     while writer.is_alive():
-        expire_snapshots(racing)
+        racing.expire_snapshots()
         runs += 1
     writer.join()
     assert not errors
-    expire_snapshots(racing)
+    racing.expire_snapshots()
     ids = [r["id"] for r in table.rows().to_pylist()]
     assert sorted(ids) == list(range(rounds * per_round))  # every row once: none lost, none back twice
     assert runs > 1
     for snapshot_id in snapshot_ids(table):
-        assert len(plain_pypaimon_rows(table, snapshot_id)) == table.store.snapshot(snapshot_id).total_record_count
+        assert len(plain_pypaimon_rows(table, snapshot_id)) == internals(table).files.snapshot(snapshot_id).total_record_count
 
 
 def test_verify_after_expiry_replays_the_log_from_the_rows_of_the_earliest_kept_snapshot(tmp_path: Path) -> None:
@@ -249,7 +248,7 @@ def test_a_position_inside_a_snapshot_that_expired_is_refused_saying_so(tmp_path
         position = reader.position.to_json()
     assert reader.position.offsets  # inside snapshot 1
     commit_rounds(table, 1, start=5)
-    expire_snapshots(open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}))
+    open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}).expire_snapshots()
     with pytest.raises(ReaderPositionError, match=r"inside snapshot 1 of table 'db.t', which has expired \(earliest kept: 3\)"):
         table.reader(position)
 
@@ -259,7 +258,7 @@ def test_the_earliest_snapshot_is_found_while_expiry_deletes_the_one_it_looks_at
 ) -> None:
     table = make_table(tmp_path)
     commit_rounds(table, 3)
-    manager = table.store._snapshots
+    manager = internals(table).files._snapshots
     gone, read = str(manager.get_snapshot_path(1)), manager.file_io.read_file_utf8
 
     def read_after_expiry(path: Any) -> str:
@@ -268,5 +267,5 @@ def test_the_earliest_snapshot_is_found_while_expiry_deletes_the_one_it_looks_at
         return str(read(path))
 
     monkeypatch.setattr(manager.file_io, "read_file_utf8", read_after_expiry)
-    assert table.store.earliest_snapshot_id() == 1
+    assert internals(table).files.earliest_snapshot_id() == 1
     assert snapshot_ids(table) == [2, 3]

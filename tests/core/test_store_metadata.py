@@ -10,7 +10,7 @@ import pyarrow as pa
 
 import tablelog
 from tablelog.store.table import PaimonTable
-from tablelog.table import open_table
+from tablelog.table import internals, open_table
 
 
 def _table_with_history(tmp_path: Path) -> PaimonTable:
@@ -25,7 +25,7 @@ def _table_with_history(tmp_path: Path) -> PaimonTable:
     with table.writer() as writer:
         writer.write([{"id": 9, "v": "w", "note": "n"}])
         writer.commit()
-    return table.store
+    return internals(table).files
 
 
 def test_snapshots_read_by_the_store_are_those_pypaimons_snapshot_manager_reads(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 import tablelog
 from tablelog.cli import cli
 from tablelog.errors import OptionError, SchemaMismatchError
+from tablelog.table import internals
 from tablelog.verify import verify
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -35,7 +36,7 @@ def reopen(table: tablelog.Table, **options: str) -> tablelog.Table:
 
 def definition_of(table: tablelog.Table) -> tuple[object, ...]:
     return (table.options.log_system, table.options.log_format, table.changelog_mode, table.topic,
-            table.log_partitions, table.primary_key, table.store.bucket, table.store.properties)
+            table.log_partitions, table.primary_key, internals(table).files.bucket, internals(table).files.properties)
 
 
 def assert_unchanged(table: tablelog.Table) -> None:

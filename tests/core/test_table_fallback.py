@@ -20,11 +20,10 @@ import pyarrow as pa
 import pytest
 
 from tablelog.errors import LogDataLostError, TablelogError
-from tablelog.expiry import expire_snapshots
 from tablelog.logs import discovery
 from tablelog.reading import Change
 from tablelog.records import SeekSpec
-from tablelog.table import Table, create_table, open_table
+from tablelog.table import Table, create_table, internals, open_table
 from tablelog.testing import NO_COMPACTION
 from tablelog.testing.memory_log import MemoryLog
 from tablelog.verify import verify
@@ -132,7 +131,7 @@ def test_with_the_snapshots_expired_as_well_the_reader_gets_an_error_naming_what
     position = table.reader(consistency="transactional", scan_mode="latest").position.to_json()
     commit_rounds(table, range(2, 6))
     delete_log_before(memory_log, table, 5)
-    expire_snapshots(open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}))
+    open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}).expire_snapshots()
     assert [s.id for s in table.snapshots()] == [6]
     with table.reader(position) as reader, pytest.raises(Exception) as gone:
         reader.read_all(idle_timeout_s=0.3)
@@ -149,7 +148,7 @@ def test_a_snapshot_kept_in_the_table_but_whose_log_records_are_gone_and_whose_d
     table = make_table(tmp_path)
     commit_rounds(table, range(3))
     delete_log_before(memory_log, table, 3)
-    monkeypatch.setattr(type(table.store), "read_delta", lambda self, snapshot_id, buckets: None)
+    monkeypatch.setattr(type(internals(table).files), "read_delta", lambda self, snapshot_id, buckets: None)
     with table.reader(consistency="transactional", scan_mode="earliest") as reader, \
             pytest.raises(LogDataLostError) as lost:
         reader.read_all(idle_timeout_s=0.3)
@@ -279,7 +278,7 @@ def test_an_eventual_reader_whose_lost_range_snapshots_expired_gets_an_error_nam
     position = eventual_position_now(table)
     commit_rounds(table, range(2, 6))
     delete_log_before(memory_log, table, 5)
-    expire_snapshots(open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}))
+    open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}).expire_snapshots()
     assert [s.id for s in table.snapshots()] == [6]
     with table.reader(position) as reader, pytest.raises(LogDataLostError) as lost:
         reader.read_all(idle_timeout_s=0.3)
@@ -298,8 +297,8 @@ def test_an_eventual_reader_of_the_file_log_reads_what_retention_deleted_from_th
     )
     position = eventual_position_now(table)
     expected = commit_rounds(table, range(20))
-    with table.open_log() as log:
-        truncate_log(table, log, {0: log.end_positions([0])[0] // 2})  # a retention shorter than the snapshots
+    with internals(table).open_log() as log:
+        truncate_log(internals(table), log, {0: log.end_positions([0])[0] // 2})  # a retention shorter than the snapshots
         start = log.seek(0, SeekSpec.earliest())
     assert start > 0
     with table.reader(position) as reader:
@@ -372,9 +371,9 @@ def test_an_arrow_readers_begun_partition_is_finished_in_the_same_poll_so_a_lost
 
 def table_partition_rows(table: Table, partition: int, value: str) -> list[dict[str, Any]]:
     """The rows with ``v == value`` in bucket ``partition`` (log partition b is bucket b)."""
-    latest = table.store.latest_snapshot()
+    latest = internals(table).files.latest_snapshot()
     assert latest is not None
-    return [r for r in table.store.read_rows(latest.id, [partition]).to_pylist() if r["v"] == value]
+    return [r for r in internals(table).files.read_rows(latest.id, [partition]).to_pylist() if r["v"] == value]
 
 
 def interleaved_with_a_failed_attempt(table: Table) -> Counter[tuple[Any, ...]]:
@@ -524,7 +523,7 @@ def test_a_hybrid_reader_whose_next_snapshots_expired_before_it_checked_them_for
     with table.reader(consistency="eventual", scan_mode="latest-full") as reader:
         reader.poll(max_records=10_000, timeout_s=0.5)  # the full scan of snapshot 2
         commit_rounds(table, range(2, 6))
-        expire_snapshots(open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}))
+        open_table(table.warehouse.path, table.identifier, {"snapshot.time-retained": "0 ms"}).expire_snapshots()
         assert [s.id for s in table.snapshots()] == [6]
         with pytest.raises(TablelogError) as gone:
             reader.poll(max_records=10_000, timeout_s=0.5)
@@ -547,7 +546,7 @@ def test_the_rest_of_a_begun_partition_whose_rows_span_several_data_files_comes_
                 writer.write(rows)
                 expected.update(("+I", row["id"], row["v"]) for row in rows)
             writer.commit()
-    files = list((Path(table.store.path) / "bucket-0").glob("*.parquet"))
+    files = list((Path(internals(table).files.path) / "bucket-0").glob("*.parquet"))
     assert len(files) >= 6  # three or more per commit
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
         first = reader.poll(max_records=150, timeout_s=0.5)

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog.table import Table, create_table
+from tablelog.table import Table, create_table, internals
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 _OPERATIONS = ("exists", "read_file_utf8", "new_input_stream", "get_file_status", "list_status")
@@ -40,7 +40,7 @@ def _commit(table: Table, start: int) -> None:
 def warehouse_operations(table: Table, monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Every file operation on the warehouse, by name (the store's file IO, patched on its class)."""
     counts: Counter[str] = Counter()
-    file_io_class = type(table.store.file_io)
+    file_io_class = type(internals(table).files.file_io)
     for name in _OPERATIONS:
         real = getattr(file_io_class, name)
 

@@ -24,6 +24,7 @@ from tablelog.formats import record_codec
 from tablelog.options import LogFormat
 from tablelog.records import RowKind
 from tablelog.row_equality import row_items
+from tablelog.table import internals
 from tablelog.verify import verify
 
 UTC = dt.timezone.utc
@@ -177,7 +178,7 @@ def test_a_nanosecond_the_log_cannot_carry_is_refused_naming_column_and_row(tmp_
     data = pa.table({"id": [1, 2], "at": pa.array([1_000, 1_001], pa.timestamp("ns"))})
     with table.writer() as writer, pytest.raises(SchemaMismatchError, match=r"column 'at' row 1: .*microsecond"):
         writer.write(data)
-    assert table.store.latest_snapshot() is None
+    assert internals(table).files.latest_snapshot() is None
 
 
 @pytest.mark.parametrize(("data_type", "hint"), [

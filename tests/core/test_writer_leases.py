@@ -15,7 +15,7 @@ import tablelog
 from tablelog.errors import CommitError
 from tablelog.logs import discovery
 from tablelog.records import SeekSpec
-from tablelog.table import Table
+from tablelog.table import Table, internals
 from tablelog.testing import NO_COMPACTION
 from tablelog.testing.memory_log import MemoryLog
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
@@ -29,12 +29,12 @@ def make_table(tmp_path: Path, **options: str) -> Table:
 
 
 def lease_files(table: Table) -> list[str]:
-    folder = Path(table.store.path) / "log-lease"
+    folder = Path(internals(table).files.path) / "log-lease"
     return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
 
 def earliest_held(table: Table) -> dict[int, int]:
-    with table.open_log() as log:
+    with internals(table).open_log() as log:
         return {p: log.seek(p, SeekSpec.earliest()) for p in range(table.log_partitions)}
 
 
@@ -91,7 +91,7 @@ def test_a_writer_lease_is_removed_when_its_attempt_commits_or_gives_up(tmp_path
     task.write(rows(5))
     lease = f"lease-{task.token}"
     assert lease_files(table) == [lease]
-    (held,) = live_leases(table)
+    (held,) = live_leases(internals(table))
     assert held.token == task.token and set(held.topic) == {0, 1}
     receipt = task.finish()
     assert lease_files(table) == [lease]
@@ -129,7 +129,7 @@ def test_no_lease_is_written_for_a_log_that_keeps_its_own_retention(tmp_path: Pa
     with table.writer("w") as writer:
         writer.write(rows(5))
         writer.commit()
-    assert not (Path(table.store.path) / "log-lease").exists()
+    assert not (Path(internals(table).files.path) / "log-lease").exists()
 
 
 def test_an_expiration_time_that_is_not_a_positive_duration_is_refused(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from tablelog.errors import LogUnavailableError, ProduceError
 from tablelog.logs.discovery import load_log_system
 from tablelog.records import LogConfig
 from tablelog.redaction import REDACTED
+from tablelog.table import internals
 from tablelog.testing.processes import die_with_parent, free_port, wheel_binary
 from tablelog_kafka.config import parse_settings
 from tablelog_kafka.failures import advice
@@ -209,7 +210,7 @@ def test_a_record_too_large_for_kafka_names_the_options_that_raise_the_limit(
     assert "MSG_SIZE_TOO_LARGE" in message
     for option in ("kafka.message.max.bytes", "max.message.bytes", "message.max.bytes", "log.max-record-bytes"):
         assert option in message, message
-    assert table.store.latest_snapshot() is None
+    assert internals(table).files.latest_snapshot() is None
 
 
 @pytest.mark.parametrize(("code", "expected"), [

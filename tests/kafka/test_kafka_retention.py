@@ -13,6 +13,7 @@ from click.testing import CliRunner
 import tablelog
 from tablelog.cli import cli
 from tablelog.commit.retention import retention_report
+from tablelog.table import internals
 
 
 def test_describe_shows_each_kafka_partitions_earliest_offset_against_what_the_snapshots_need(
@@ -26,8 +27,8 @@ def test_describe_shows_each_kafka_partitions_earliest_offset_against_what_the_s
         with table.writer() as writer:
             writer.write([{"id": i, "v": f"b{batch}"} for i in range(10)])
             writer.commit()
-    with table.open_log() as log:
-        report = retention_report(table, log)
+    with internals(table).open_log() as log:
+        report = retention_report(internals(table), log)
         assert not log.deletes_before  # the broker's retention decides, not tablelog
     assert [(r.partition, r.earliest, r.needed, r.short) for r in report] == [(0, 0, 0, False), (1, 0, 0, False)]
     assert all(r.end > 0 for r in report)

@@ -8,6 +8,7 @@ import pytest
 
 import tablelog
 from tablelog.errors import ProduceError
+from tablelog.table import internals
 from tablelog.testing.projection_scenarios import ProjectionScenarios
 from tablelog.testing.scenarios import ExactlyOnceScenarios, ids, rows
 
@@ -53,7 +54,7 @@ def test_broker_restarted_mid_stream_loses_nothing_committed_and_the_reader_resu
     doomed.write(rows(25, start=125))
     with pytest.raises(ProduceError):
         doomed.finish()  # fails clearly after its time-out; nothing is committed for it
-    assert table.store.latest_snapshot().id == 1  # type: ignore[union-attr]
+    assert internals(table).files.latest_snapshot().id == 1  # type: ignore[union-attr]
 
     broker.start()
     retry = table.write_task("w", 2, task="retry")

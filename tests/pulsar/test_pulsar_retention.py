@@ -10,6 +10,7 @@ import pyarrow as pa
 
 import tablelog
 from tablelog.commit.retention import retention_report
+from tablelog.table import internals
 
 
 def test_each_pulsar_partitions_earliest_position_holds_what_the_snapshots_need(
@@ -23,8 +24,8 @@ def test_each_pulsar_partitions_earliest_position_holds_what_the_snapshots_need(
         with table.writer() as writer:
             writer.write([{"id": i, "v": f"b{batch}"} for i in range(10)])
             writer.commit()
-    with table.open_log() as log:
-        report = retention_report(table, log)
+    with internals(table).open_log() as log:
+        report = retention_report(internals(table), log)
         assert not log.deletes_before  # the broker's retention decides, not tablelog
     assert [r.partition for r in report] == [0, 1]
     for r in report:

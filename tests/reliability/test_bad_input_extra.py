@@ -21,6 +21,7 @@ from tablelog.errors import (
     TableNotFoundError,
     TopicError,
 )
+from tablelog.table import internals
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
 
 
@@ -93,7 +94,7 @@ def test_unknown_options_of_an_existing_table_reader_and_log_system_are_refused(
     with pytest.raises(OptionError, match=r"unknown option 'pulsar.tokn'.*did you mean 'pulsar.token'"):
         tablelog.create_table(str(tmp_path), "db.p", SCHEMA, primary_key=["id"], options={
             "log.system": "pulsar", "pulsar.service-url": "pulsar://127.0.0.1:1", "pulsar.tokn": "x"})
-    assert table.store.latest_snapshot() is None
+    assert internals(table).files.latest_snapshot() is None
     _assert_no_table(tmp_path, "db.p")
 
 
@@ -118,7 +119,7 @@ def test_precreated_kafka_topic_with_fewer_partitions_than_buckets_is_refused_na
                                                            "log.system.auto-register": "false"}))
     with table.writer() as writer, pytest.raises(TopicError, match="has 1 partitions but the table needs 2"):
         writer.write(rows(10))
-    assert table.store.latest_snapshot() is None
+    assert internals(table).files.latest_snapshot() is None
     metadata = Producer({"bootstrap.servers": tansu.bootstrap}).list_topics(timeout=5).topics["narrow"]
     assert len(metadata.partitions) == 1  # nothing changed the topic
 
@@ -136,8 +137,8 @@ def any_table(request: pytest.FixtureRequest, tmp_path: Path) -> tablelog.Table:
 
 
 def _assert_nothing_written(table: tablelog.Table) -> None:
-    assert table.store.latest_snapshot() is None
-    with table.open_log() as log:
+    assert internals(table).files.latest_snapshot() is None
+    with internals(table).open_log() as log:
         assert log.end_positions([0, 1]) == {0: 0, 1: 0}  # nothing was produced either
 
 
@@ -159,7 +160,7 @@ def test_bad_rows_are_refused_before_anything_reaches_table_or_log(
         with pytest.raises(SchemaMismatchError, match=error) as raised:
             writer.write(data)
         assert any_table.identifier in str(raised.value) or "row" in str(raised.value)
-    assert any_table.store.latest_snapshot() is None
+    assert internals(any_table).files.latest_snapshot() is None
 
 
 def test_a_single_bad_batch_produces_nothing(any_table: tablelog.Table) -> None:
@@ -182,7 +183,7 @@ def test_foreign_and_corrupt_records_on_a_kafka_topic_fail_readers_naming_the_of
     failed.finish()
     first = table.write_task("w", 1, task="real")
     first.write(rows(10))
-    with table.open_log() as log:  # wait until the producer has delivered them
+    with internals(table).open_log() as log:  # wait until the producer has delivered them
         deadline = time.monotonic() + 10
         while log.end_positions([0])[0] < 20 and time.monotonic() < deadline:
             time.sleep(0.02)

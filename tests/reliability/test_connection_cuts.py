@@ -21,6 +21,7 @@ import pytest
 import tablelog
 from tablelog.errors import LogDataLostError, LogSystemError, ProduceError, TablelogError
 from tablelog.reading import Change
+from tablelog.table import internals
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
 from tablelog.verify import verify
 
@@ -160,7 +161,7 @@ def test_kafka_black_holed_connection_fails_the_flush_clearly_and_a_retry_after_
         with pytest.raises(ProduceError, match="not acknowledged|delivery failed"):
             task.finish()
         assert time.monotonic() - began < 1.5 + 5
-        assert table.store.latest_snapshot().id == 1  # type: ignore[union-attr]
+        assert internals(table).files.latest_snapshot().id == 1  # type: ignore[union-attr]
     finally:
         proxy.resume()
     proxy.drop_all()  # the stalled connections are useless now

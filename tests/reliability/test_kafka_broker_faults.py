@@ -15,6 +15,7 @@ import pytest
 
 import tablelog
 from tablelog.errors import LogUnavailableError, ProduceError
+from tablelog.table import internals
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
 from tablelog.verify import verify
 
@@ -63,7 +64,7 @@ def test_paused_broker_fails_the_flush_after_its_time_out_and_a_retry_after_sigc
         assert "not acknowledged" in message or "delivery failed" in message, message
         assert table.topic in message
         assert elapsed < FLUSH_TIMEOUT_MS / 1000 + 5, elapsed
-        assert table.store.latest_snapshot().id == 1  # type: ignore[union-attr]  # nothing committed
+        assert internals(table).files.latest_snapshot().id == 1  # type: ignore[union-attr]  # nothing committed
     finally:
         tansu.resume()
 
@@ -90,7 +91,7 @@ def test_killed_broker_on_durable_storage_restarted_then_a_retry_is_exactly_once
     # The broker is gone, not refusing records: an outage (the flush hook's contract).
     with pytest.raises(LogUnavailableError, match=rf"cannot be reached .*{table.topic}"):
         doomed.finish()
-    assert table.store.latest_snapshot().id == 1  # type: ignore[union-attr]
+    assert internals(table).files.latest_snapshot().id == 1  # type: ignore[union-attr]
 
     broker.start()  # same port, same s3:// bucket
     # The first commit's records survived the kill: a transactional read finds them all.

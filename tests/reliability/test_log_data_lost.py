@@ -21,6 +21,7 @@ from tablelog.cli import cli
 from tablelog.commit import LogCommitRecord
 from tablelog.errors import LogDataLostError, MissingTopicError
 from tablelog.logs.filesystem.topic import partition_file_name
+from tablelog.table import internals
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
 from tablelog.verify import verify
 
@@ -33,7 +34,7 @@ def _populate(table: tablelog.Table, count: int = 100) -> None:
 
 
 def _committed_range(table: tablelog.Table, partition: int) -> tuple[int, int]:
-    record = LogCommitRecord.from_properties(table.store.snapshot(1).properties)  # type: ignore[union-attr]
+    record = LogCommitRecord.from_properties(internals(table).files.snapshot(1).properties)  # type: ignore[union-attr]
     assert record is not None
     ranges = record.ranges_by_partition()[partition]
     return min(r.first for r in ranges), max(r.last for r in ranges)
@@ -83,7 +84,7 @@ def test_kafka_broker_restarted_on_memory_storage_is_reported_as_lost_data(
     # the table files in its place.
     with pytest.raises(MissingTopicError, match="its log topic 'db.amnesia' does not exist"):
         read_transactional(table)
-    with table.open_log() as log:  # as the table's next write does
+    with internals(table).open_log() as log:  # as the table's next write does
         log.ensure_topic()
     _assert_loss_is_reported(table, options, {0, 1})
 
@@ -97,7 +98,7 @@ def test_kafka_topic_deleted_and_recreated_is_reported_as_lost_data(
     _populate(table)
     admin = AdminClient({"bootstrap.servers": tansu.bootstrap})
     admin.delete_topics([table.topic])[table.topic].result(10)
-    with table.open_log() as log:  # an empty topic of the same name, as an operator might recreate it
+    with internals(table).open_log() as log:  # an empty topic of the same name, as an operator might recreate it
         log.ensure_topic()
     _assert_loss_is_reported(table, options, {0, 1})
 

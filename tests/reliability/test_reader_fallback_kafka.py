@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tablelog
-from tablelog.expiry import expire_snapshots
+from tablelog.table import internals
 from tablelog.testing import NO_COMPACTION
 from tablelog.testing.scenarios import SCHEMA, rows
 
@@ -41,7 +41,7 @@ def test_a_reader_resumed_after_the_log_lost_its_range_gets_every_change_once_fr
     position = table.reader(consistency="transactional", scan_mode="latest").position.to_json()
     expected = _commit(table, range(1, 4))  # snapshots 2..4, taken by the broker restart below
     tansu.restart()  # memory storage: the topic and every record are gone
-    with table.open_log() as log:
+    with internals(table).open_log() as log:
         log.ensure_topic()
     expected += _commit(table, range(4, 6))  # snapshots 5, 6: in the new topic
     with table.reader(position) as reader:
@@ -60,7 +60,7 @@ def test_with_the_snapshots_expired_as_well_the_resumed_reader_gets_a_clear_erro
     position = table.reader(consistency="transactional", scan_mode="latest").position.to_json()
     _commit(table, range(1, 4))
     tansu.restart()
-    expire_snapshots(tablelog.open_table(str(tmp_path), "db.gone", {**options, "snapshot.time-retained": "0 ms"}))
+    tablelog.open_table(str(tmp_path), "db.gone", {**options, "snapshot.time-retained": "0 ms"}).expire_snapshots()
     with table.reader(position) as reader, pytest.raises(tablelog.errors.TablelogError) as gone:
         reader.read_all(idle_timeout_s=0.5)
     message = str(gone.value)

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 import tablelog
 from tablelog.cli import cli
 from tablelog.errors import TablelogError
+from tablelog.table import internals
 from tablelog.testing.scenarios import SCHEMA, rows
 
 SENTINEL = "SENTINEL-zq9-s3cr3t"
@@ -69,12 +70,12 @@ def test_sentinel_secret_never_appears_anywhere_with_a_real_broker(
     with reopened.reader(consistency="transactional", scan_mode="earliest") as reader:
         assert len(reader.read_all()) == 20
         seen += [repr(reader.position), reader.position.to_json()]
-        with reopened.open_log() as log:
+        with internals(reopened).open_log() as log:
             seen += [repr(log), repr(log.connection), str(log.connection)]
-    seen += [repr(table), str(table), repr(table.options), repr(table.log_config()), str(table.log_config()),
-             repr(reopened), repr(reopened.log_config())]
+    seen += [repr(table), str(table), repr(table.options), repr(internals(table).log_config()), str(internals(table).log_config()),
+             repr(reopened), repr(internals(reopened).log_config())]
     seen += [str(s.properties) for s in reopened.snapshots()]
-    seen += [str(table.store.properties)]
+    seen += [str(internals(table).files.properties)]
 
     # errors, with their tracebacks and chained causes
     failures: list[BaseException] = []

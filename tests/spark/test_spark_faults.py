@@ -21,6 +21,7 @@ from tablelog.records import ProducedRange
 from tablelog.spark import faults, sink
 from tablelog.spark.faults import InjectedFailure
 from tablelog.spark.sink import TaskAttempt
+from tablelog.table import internals
 
 
 class _Task:
@@ -92,7 +93,7 @@ def test_spark_write_tasks_hold_writer_leases_that_only_a_dead_attempt_leaves_be
     (df.write.format(faults.FORMAT).option("warehouse", str(tmp_path / "wh")).option("table", "db.t")
      .option("testing.fail-after-finish", "0").mode("append").save())
     # The executors wrote a lease per attempt; the driver's commit removed those it committed.
-    leases = list((Path(table.store.path) / "log-lease").glob("lease-*"))
+    leases = list((Path(internals(table).files.path) / "log-lease").glob("lease-*"))
     assert len(leases) == 1, leases  # the attempt that died after its flush: it may be alive yet
     with table.reader(consistency="eventual", scan_mode="earliest") as reader:
         changes = reader.read_all()

@@ -12,6 +12,7 @@ import pytest
 
 import tablelog
 from tablelog import AddColumn, RenameColumn
+from tablelog.table import internals
 from tablelog.testing.spark_scenarios import collect_stream
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -36,7 +37,7 @@ def test_a_dataframe_with_an_extra_column_fails_naming_it_and_writes_nothing(
     df = spark.createDataFrame([(1, "a", 7)], "id long, name string, extra int")
     with pytest.raises(Exception, match=r"unknown columns \['extra'\] \(set .option\('mergeSchema', 'true'\)"):
         write(df, tmp_path / "wh")
-    assert table.store.latest_snapshot() is None and table.store.latest_schema_id() == 0
+    assert internals(table).files.latest_snapshot() is None and internals(table).files.latest_schema_id() == 0
 
 
 def test_merge_schema_adds_the_extra_columns_before_the_write(spark: Any, table: tablelog.Table, tmp_path: Path) -> None:
@@ -56,7 +57,7 @@ def test_merge_schema_with_a_column_that_does_not_fit_changes_nothing(
     df = spark.createDataFrame([("x", "a", 7)], "id string, name string, extra int")
     with pytest.raises(Exception, match="column 'id' is string in the DataFrame but int64"):
         write(df, tmp_path / "wh", mergeSchema="true")
-    assert table.store.latest_schema_id() == 0
+    assert internals(table).files.latest_schema_id() == 0
 
 
 def test_a_dataframe_without_a_nullable_column_writes_null_there(

@@ -12,6 +12,7 @@ import pytest
 
 import tablelog
 from tablelog.store import Warehouse
+from tablelog.table import internals
 
 
 def write(df: Any, warehouse: Path | str, name: str, **options: str) -> None:
@@ -61,7 +62,7 @@ def test_dataframe_not_matching_the_table_fails_before_anything_is_written(
                                   options={"log.system": "filesystem"})
     with pytest.raises(Exception, match=message):
         write(rows.selectExpr(*select.split(", ")), tmp_path, "db.t")
-    assert table.store.latest_snapshot() is None
+    assert internals(table).files.latest_snapshot() is None
     with table.reader(consistency="eventual", scan_mode="earliest") as reader:
         assert reader.read_all(idle_timeout_s=0.2) == []
 
@@ -117,7 +118,7 @@ def test_streaming_write_with_a_bad_schema_fails_the_query_before_any_task(
              .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
     with pytest.raises(Exception, match=r"missing columns \['name'\]; unknown columns \['nom'\]"):
         query.awaitTermination(120)
-    assert table.store.latest_snapshot() is None
+    assert internals(table).files.latest_snapshot() is None
     with table.reader(consistency="eventual", scan_mode="earliest") as reader:
         assert reader.read_all(idle_timeout_s=0.2) == []
 
@@ -152,4 +153,4 @@ def test_a_dataframe_follows_the_casting_policy_of_the_python_api(
         return
     with pytest.raises(Exception, match=message):
         write(rows.selectExpr(*select.split(", ")), tmp_path, "db.t")
-    assert table.store.latest_snapshot() is None
+    assert internals(table).files.latest_snapshot() is None

@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 import tablelog
-from tablelog.table import Table
+from tablelog.table import Table, internals
 from tablelog.testing.kafka_server import tansu_broker
 from tablelog.ui import state
 from tablelog.ui.state import Dashboard
@@ -55,7 +55,7 @@ def test_the_warehouse_page_lists_a_filesystem_log_table_with_its_log_and_health
     row = '#tables tr[data-table="db.users"]'
     wait_until(browser, lambda b: text_of(b, f"{row} td.log-state") == "reachable")
     assert text_of(browser, f"{row} td.log-system") == "filesystem"
-    assert text_of(browser, f"{row} td.latest") == str(file_table.store.latest_snapshot().id)  # type: ignore[union-attr]
+    assert text_of(browser, f"{row} td.latest") == str(internals(file_table).files.latest_snapshot().id)  # type: ignore[union-attr]
     assert text_of(browser, f"{row} td.health") == "ok"
 
 

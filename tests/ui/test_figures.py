@@ -14,6 +14,7 @@ import tablelog
 from tablelog.cli.ui import is_loopback
 from tablelog.commit import LogCommitRecord
 from tablelog.store import SnapshotInfo
+from tablelog.table import internals
 from tablelog.ui.figures import (
     commit_latency_ms,
     health,
@@ -42,8 +43,8 @@ def test_after_a_commit_only_the_new_snapshot_is_read(tmp_path: Path, monkeypatc
         writer.write([{"id": 9, "name": "n", "score": 9}])
         writer.commit()
     read: list[int] = []
-    original = type(table.store).snapshot
-    monkeypatch.setattr(type(table.store), "snapshot",
+    original = type(internals(table).files).snapshot
+    monkeypatch.setattr(type(internals(table).files), "snapshot",
                         lambda self, snapshot_id: read.append(snapshot_id) or original(self, snapshot_id))
     assert [s.id for s, _ in newest_commits(table, 3)] == [6, 5, 4]
     assert set(read) <= {6}  # the new snapshot (also read as the latest); none of the older ones again
@@ -213,4 +214,4 @@ def test_rows_are_the_tables_rows_and_file_records_count_every_version_of_a_key(
     after = json.loads(urllib.request.urlopen(f"{base}/api/tables/db.t").read())
     assert after["rows"] == {"snapshot": 3, "count": 2} and after["row_count"]["state"] == "done"
     table.compact()  # a full compaction merges the versions: the files hold the rows alone
-    assert table.store.latest_snapshot().total_record_count == 2  # type: ignore[union-attr]
+    assert internals(table).files.latest_snapshot().total_record_count == 2  # type: ignore[union-attr]

@@ -21,7 +21,7 @@ from tablelog.cli.common import (
 )
 from tablelog.documents import FORMATS, dumps
 from tablelog.options import redact
-from tablelog.table import Table, open_table
+from tablelog.table import Table, internals, open_table
 from tablelog.ui.figures import (
     commit_latency_ms,
     consumer_rows,
@@ -91,20 +91,20 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
         click.echo(dumps(describe_document(t, limit, counted)))
         return
     console.print(f"[bold]{t.identifier}[/]  warehouse {t.warehouse.path}")
-    console.print(f"primary key: {', '.join(t.primary_key) or '(none)'}   buckets: {t.store.bucket}")
+    console.print(f"primary key: {', '.join(t.primary_key) or '(none)'}   buckets: {internals(t).files.bucket}")
     console.print(rows_line(count_rows(t) if counted else known_rows(t)))
     schema = RichTable("column", "type", title=f"schema {t.schema_id}")
     for field in t.schema:
         schema.add_row(field.name, str(field.type))
     console.print(schema)
     opts = RichTable("option", "value", title="options")
-    for key, value in sorted(redact({**t.store.properties, **t.system_options}).items()):
+    for key, value in sorted(redact({**internals(t).files.properties, **internals(t).system_options}).items()):
         opts.add_row(key, str(value))
     console.print(opts)
     if t.options.log_enabled:
         console.print(f"log: {t.options.log_system} topic {t.topic!r}, {t.log_partitions} partition(s)")
         if t.projection:
-            console.print(f"projection stream: topic {t.projection_log_config().topic!r}, "
+            console.print(f"projection stream: topic {internals(t).projection_log_config().topic!r}, "
                           f"columns {', '.join(t.projection)}")
         print_retention(probe_log(t))
     snaps = RichTable("snapshot", "time", "kind", "file records", "writer", "commit", "writes", "log records",

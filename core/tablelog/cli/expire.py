@@ -13,7 +13,7 @@ from tablelog.cli.common import (
     warehouse_option,
 )
 from tablelog.documents import FORMATS, dumps
-from tablelog.expiry import ExpireResult, expire_snapshots
+from tablelog.expiry import ExpireResult
 from tablelog.table import open_table
 
 
@@ -49,7 +49,7 @@ def expire_command(warehouse: str, table: str, raw_options: tuple[str, ...], dry
     -o snapshot.time-retained=10min. Commits run the same expiry after each snapshot.
     """
     t = open_table(warehouse, table, parse_options(raw_options))
-    result = expire_snapshots(t, dry_run=dry_run)
+    result = t.expire_snapshots(dry_run=dry_run)
     if output_format == "json":
         click.echo(dumps(expire_document(result)))
         return

@@ -46,18 +46,18 @@ def commit(
     """Commit ``receipts`` as one snapshot, once per (writer_id, commit_identifier)
     (see :meth:`tablelog.table.Table.commit`)."""
     started_ms = time.time_ns() // 1_000_000
-    if table.store.on_object_store:
+    if table.files.on_object_store:
         result = _commit_racing(table, writer_id, commit_identifier, receipts, log_pool, started_ms)
     else:
         # The check and the commit hold the table's commit lock: two committers of
         # the same identifier (a replay racing the original) cannot both commit.
-        with table.store.commit_lock():
+        with table.files.commit_lock():
             result = _commit_once(table, writer_id, commit_identifier, receipts, log_pool, started_ms)
     if result.committed and result.snapshot_id is not None:
         # After the lock: expiry never holds up other committers, and never fails this commit.
         expire_after_commit(table, result.snapshot_id)
         # Outside the lock: the rewrite takes time, and writers may commit meanwhile.
-        written = table.store.written_buckets([m for r in receipts for m in r.paimon_messages])
+        written = table.files.written_buckets([m for r in receipts for m in r.paimon_messages])
         if written:
             compact_after_commit(table, written)
     return result
@@ -81,7 +81,7 @@ def _commit_racing(
     for attempt in range(MAX_COMMIT_ATTEMPTS):
         # The latest id is read before the identifier is checked, so every snapshot up to
         # it has been checked when snapshot latest + 1 is created.
-        latest = table.store.latest_snapshot()
+        latest = table.files.latest_snapshot()
         next_id = (latest.id if latest is not None else 0) + 1
         try:
             return _commit_once(table, writer_id, commit_identifier, receipts, log_pool, started_ms, next_id)
@@ -103,7 +103,7 @@ def _commit_once(
     rows = sum(r.rows for r in receipts)
     ranges = tuple(rng for r in receipts for rng in r.ranges)
     records = sum(r.count for r in ranges)
-    existing, expired = find_commit_or_expired(table.store, writer_id, commit_identifier)
+    existing, expired = find_commit_or_expired(table.files, writer_id, commit_identifier)
     # A replay: these receipts' records are never committed, their leases hold nothing.
     if (existing is not None or expired) and ranges and log_deletes_before(table):
         release_leases(table, receipts)
@@ -170,11 +170,11 @@ def _commit_snapshot(
 ) -> SnapshotInfo:
     try:
         if snapshot_id is None:
-            table.store.commit(
+            table.files.commit(
                 messages, commit_user=writer_id, commit_identifier=commit_identifier,
                 properties=record.to_properties(),
             )
-        elif not table.store.try_commit(
+        elif not table.files.try_commit(
             messages, commit_user=writer_id, commit_identifier=commit_identifier,
             properties=record.to_properties(), snapshot_id=snapshot_id,
         ):
@@ -185,7 +185,7 @@ def _commit_snapshot(
         raise CommitError(
             f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r} failed: {err}"
         ) from err
-    snapshot = find_commit(table.store, writer_id, commit_identifier)
+    snapshot = find_commit(table.files, writer_id, commit_identifier)
     if snapshot is None:
         raise CommitError(
             f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r} "
@@ -216,7 +216,7 @@ def _end_positions(table: TableView, log: LogClient | None) -> dict[int, int]:
     """The log's end per partition now, after every committed record: where an
     eventual hybrid read of this snapshot continues. Records of other writers'
     attempts may lie before it; readers catch those up when they commit."""
-    previous = last_end_positions(table.store)
+    previous = last_end_positions(table.files)
     if log is None:
         return previous
     ends = log.end_positions(list(range(table.log_partitions)))

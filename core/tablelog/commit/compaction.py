@@ -30,7 +30,7 @@ from tablelog.commit.compaction_pick import Run, full, pick
 from tablelog.errors import CommitError, OptionError
 
 if TYPE_CHECKING:
-    from tablelog.store import PaimonTable
+    from tablelog.store import TableFiles
     from tablelog.store.compaction import BucketFiles, TableCompactions
     from tablelog.table_view import TableView
 
@@ -98,7 +98,7 @@ def compact(
     A compaction that loses to another compaction of the same bucket commits nothing and
     says so in :attr:`CompactionResult.skipped`; other failures raise :class:`CommitError`,
     with nothing committed."""
-    store = table.store
+    store = table.files
     wanted = None if buckets is None else set(buckets)
     if wanted is not None:
         unknown = sorted(b for b in wanted if not 0 <= b < store.bucket)
@@ -175,7 +175,7 @@ class _LostToCompaction(Exception):
 
 
 def _commit(
-    store: PaimonTable, operations: TableCompactions, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]],
+    store: TableFiles, operations: TableCompactions, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]],
     user: str, base: int, properties: dict[str, str], buckets: Sequence[int],
 ) -> int | None:
     if not store.on_object_store:
@@ -195,7 +195,7 @@ def _commit(
     raise CommitError(f"lost the race for a snapshot id {MAX_COMMIT_ATTEMPTS} times to other committers")
 
 
-def _check_no_compaction_since(store: PaimonTable, base: int, buckets: Sequence[int]) -> None:
+def _check_no_compaction_since(store: TableFiles, base: int, buckets: Sequence[int]) -> None:
     """Two compactions of one bucket from different snapshots may rewrite different runs,
     and Paimon's levels must not get two runs of overlapping keys at one level: the later
     compaction gives way, as if its files were gone."""
@@ -206,7 +206,7 @@ def _check_no_compaction_since(store: PaimonTable, base: int, buckets: Sequence[
             raise _LostToCompaction()
 
 
-def _committed_by(store: PaimonTable, user: str, after: int) -> int | None:
+def _committed_by(store: TableFiles, user: str, after: int) -> int | None:
     """The snapshot after ``after`` that ``user`` committed, if any: a commit that raised
     may still have created its snapshot, and then its files are the table's."""
     for snapshot in store.snapshots(newest_first=True, after=after):

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 from tablelog.commit.log_commit import LogCommitRecord
 
 if TYPE_CHECKING:
-    from tablelog.store import PaimonTable, SnapshotInfo
+    from tablelog.store import SnapshotInfo, TableFiles
 
 
 def snapshot_commits(
-    store: PaimonTable, *, newest_first: bool = False, after: int = 0, upto: int | None = None
+    store: TableFiles, *, newest_first: bool = False, after: int = 0, upto: int | None = None
 ) -> Iterator[tuple[SnapshotInfo, LogCommitRecord | None]]:
     """Every snapshot of the table (with ``after``/``upto``: those with ``after < id <= upto``),
     with its log part (None: a snapshot tablelog did not write, such as a compaction)."""
@@ -27,7 +27,7 @@ def snapshot_commits(
 
 
 def log_commits(
-    store: PaimonTable, *, newest_first: bool = False, after: int = 0, upto: int | None = None
+    store: TableFiles, *, newest_first: bool = False, after: int = 0, upto: int | None = None
 ) -> Iterator[tuple[SnapshotInfo, LogCommitRecord]]:
     """The snapshots tablelog committed, with their log part (``after``, ``upto``: as
     :func:`snapshot_commits`)."""
@@ -36,7 +36,7 @@ def log_commits(
             yield snapshot, record
 
 
-def find_commit(store: PaimonTable, writer_id: str, commit_identifier: int) -> SnapshotInfo | None:
+def find_commit(store: TableFiles, writer_id: str, commit_identifier: int) -> SnapshotInfo | None:
     """The snapshot in which ``writer_id`` committed ``commit_identifier``, if any."""
     for snapshot, record in log_commits(store, newest_first=True):
         if record.writer != writer_id:
@@ -48,7 +48,7 @@ def find_commit(store: PaimonTable, writer_id: str, commit_identifier: int) -> S
     return None
 
 
-def find_commit_or_expired(store: PaimonTable, writer_id: str, commit_identifier: int) -> tuple[SnapshotInfo | None, bool]:
+def find_commit_or_expired(store: TableFiles, writer_id: str, commit_identifier: int) -> tuple[SnapshotInfo | None, bool]:
     """:func:`find_commit`, and whether ``writer_id`` committed ``commit_identifier`` in a
     snapshot that has expired since: ``(snapshot, False)``, ``(None, True)`` or ``(None,
     False)`` (never committed). A writer's identifiers only grow, so a kept snapshot of a
@@ -70,7 +70,7 @@ def find_commit_or_expired(store: PaimonTable, writer_id: str, commit_identifier
     return None, earliest is not None and earliest > 1
 
 
-def last_commit_identifier(store: PaimonTable, writer_id: str) -> int | None:
+def last_commit_identifier(store: TableFiles, writer_id: str) -> int | None:
     """The newest commit identifier ``writer_id`` committed (None: none)."""
     for _, record in log_commits(store, newest_first=True):
         if record.writer == writer_id:
@@ -78,7 +78,7 @@ def last_commit_identifier(store: PaimonTable, writer_id: str) -> int | None:
     return None
 
 
-def last_end_positions(store: PaimonTable, upto: int | None = None) -> dict[int, int]:
+def last_end_positions(store: TableFiles, upto: int | None = None) -> dict[int, int]:
     """The log end positions the newest log commit recorded (with ``upto``: the newest up to
     that snapshot); empty when there is none."""
     for _, record in log_commits(store, newest_first=True, upto=upto):

@@ -70,14 +70,14 @@ class AttemptLease:
         """Write the lease again (it is live from now on); nothing when none is held."""
         if self._lease is None:
             return
-        self._table.store.leases().write(self._lease)
+        self._table.files.leases().write(self._lease)
         self._written_at = time.monotonic()
 
     def release(self) -> None:
         """Remove the lease: the attempt gave up, or holds no records."""
         if self._lease is not None:
             self._lease = None
-            self._table.store.leases().remove(self._token)
+            self._table.files.leases().remove(self._token)
 
 
 def log_deletes_before(table: TableView) -> bool:
@@ -95,7 +95,7 @@ def release_leases(table: TableView, receipts: Iterable[WriteReceipt]) -> None:
     tokens = sorted({r.token for r in receipts if r.ranges or r.projection_ranges})
     if not tokens:
         return
-    leases = table.store.leases()
+    leases = table.files.leases()
     for token in tokens:
         try:
             leases.remove(token)
@@ -108,7 +108,7 @@ def live_leases(table: TableView, now_millis: int | None = None) -> list[WriterL
     """The leases written within ``log.writer.expiration-time``; the others are deleted."""
     now = int(time.time() * 1000) if now_millis is None else now_millis
     cutoff = now - table.options.log_writer_expiration_time // datetime.timedelta(milliseconds=1)
-    leases = table.store.leases()
+    leases = table.files.leases()
     live = []
     for lease in leases.all():
         if lease.modified_millis is not None and lease.modified_millis < cutoff:

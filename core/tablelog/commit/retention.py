@@ -54,7 +54,7 @@ from tablelog.logs.pool import release
 if TYPE_CHECKING:
     from tablelog.logs.client import LogClient
     from tablelog.logs.pool import LogPool
-    from tablelog.store import PaimonTable
+    from tablelog.store import TableFiles
     from tablelog.table_view import TableView
 
 logger = logging.getLogger("tablelog.retention")
@@ -68,14 +68,14 @@ _walked: dict[tuple[str, str], tuple[int, int, _Needs]] = {}
 _walked_lock = threading.Lock()
 
 
-def needed_positions(store: PaimonTable, *, projection: bool = False) -> dict[int, int]:
+def needed_positions(store: TableFiles, *, projection: bool = False) -> dict[int, int]:
     """Per partition, the earliest log position a retained snapshot needs (partitions no
     retained snapshot has committed to are absent: nothing there may be deleted).
     ``projection``: of the log's projection stream (:mod:`tablelog.formats.projection`)."""
     return _needs(store)[1 if projection else 0]
 
 
-def _needs(store: PaimonTable) -> _Needs:
+def _needs(store: TableFiles) -> _Needs:
     earliest = store.earliest_snapshot_id()
     if earliest is None:
         return {}, {}
@@ -118,7 +118,7 @@ def kept_positions(table: TableView, log: LogClient, *, projection: bool = False
     ends = log.end_positions(list(range(table.log_partitions)))
     leases = [lease.projection if projection else lease.topic for lease in live_leases(table)]
     kept = {}
-    for partition, needed in needed_positions(table.store, projection=projection).items():
+    for partition, needed in needed_positions(table.files, projection=projection).items():
         holds = [lease[partition] for lease in leases if partition in lease]
         kept[partition] = min(needed, ends.get(partition, needed), *holds)
     return kept
@@ -149,7 +149,7 @@ def truncate_log_after_commit(table: TableView, log: LogClient, log_pool: LogPoo
 
 def truncate_projection(table: TableView, log_pool: LogPool | None) -> None:
     """Delete what the projection stream holds before what the table needs of it."""
-    if not needed_positions(table.store, projection=True):
+    if not needed_positions(table.files, projection=True):
         return
     config = table.projection_log_config()
     client = log_pool.checkout(table, config) if log_pool is not None else table.open_projection_log()
@@ -179,7 +179,7 @@ class PartitionRetention:
 
 def retention_report(table: TableView, log: LogClient) -> list[PartitionRetention]:
     """Per log partition: what the log holds against what the retained snapshots need."""
-    needed = needed_positions(table.store)
+    needed = needed_positions(table.files)
     return retention_against(held_positions(table, log), needed)
 
 

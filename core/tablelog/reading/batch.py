@@ -56,7 +56,7 @@ class Batch:
 
     def in_schema(self, context: ReadContext) -> Batch:
         """Every part in the reader's schema (parts made before it moved, mapped)."""
-        store, target = context.table.store, context.schema_id
+        store, target = context.table.files, context.schema_id
         for i, (part, schema_id) in enumerate(zip(self.parts, self.schema_ids, strict=True)):
             if schema_id == target:
                 continue

@@ -52,7 +52,7 @@ class ConsumerProgress:
             )
         self.consumer_id = options.consumer_id
         self._table = table
-        self._consumers = table.store.consumers()
+        self._consumers = table.files.consumers()
         lifetime = options.consumer_expiration_time
         self._refresh_s = _REFRESH_S if lifetime is None else min(
             _REFRESH_S, lifetime / datetime.timedelta(seconds=4)

@@ -66,7 +66,7 @@ class ReadContext:
         self.codec = table.codec
         self._mappings: dict[int, SchemaMapping] = {}  # by source schema id, into the reader's
         if schema_id is None:
-            self.upgrade(table.store.latest_schema_id())
+            self.upgrade(table.files.latest_schema_id())
         elif schema_id != table.schema_id:
             self.codec = self._codec_of(schema_id)
         self.decoder = Decoder(table, options, self)
@@ -92,7 +92,7 @@ class ReadContext:
 
     def _codec_of(self, schema_id: int) -> RecordCodec:
         table = self.table
-        schema = table.store.schema_version(schema_id).schema
+        schema = table.files.schema_version(schema_id).schema
         return record_codec(schema, table.primary_key, table.options.log_format, table.identifier, schema_id)
 
     def upgrade(self, schema_id: int) -> bool:
@@ -109,13 +109,13 @@ class ReadContext:
         """From rows of schema ``source_id`` to the reader's schema."""
         found = self._mappings.get(source_id)
         if found is None:
-            found = self._mappings[source_id] = self.table.store.mapping(source_id, self.schema_id)
+            found = self._mappings[source_id] = self.table.files.mapping(source_id, self.schema_id)
         return found
 
     def rows(self, snapshot_id: int, buckets: list[int] | None) -> pa.Table:
         """The table's rows at ``snapshot_id`` in the reader's schema (moved first to the
         snapshot's, when that is newer)."""
-        store = self.table.store
+        store = self.table.files
         snapshot = store.snapshot(snapshot_id)
         if snapshot is not None:
             self.upgrade(snapshot.schema_id)

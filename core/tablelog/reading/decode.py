@@ -115,10 +115,10 @@ class Decoder:
         return self._context.mapping(source_id)
 
     def schema_of(self, schema_id: int) -> pa.Schema:
-        return self._context.table.store.schema_version(schema_id).schema
+        return self._context.table.files.schema_version(schema_id).schema
 
     def remap(self, changes: list[Change], before: int) -> None:
-        remap_changes(changes, self._context.table.store.mapping(before, self._context.schema_id))
+        remap_changes(changes, self._context.table.files.mapping(before, self._context.schema_id))
 
     def held_rows(self, rows: int) -> None:
         context = self._context

@@ -165,7 +165,7 @@ class EventualRead:
     def _late_writes(self, position: ReaderPosition, out: Batch) -> None:
         """Records of writes committed after the full scan but produced before the log
         part began (a concurrent writer's): returned once, so the hybrid read has no gap."""
-        store = self._context.table.store
+        store = self._context.table.files
         while (snapshot := store.snapshot(position.snapshot + 1)) is not None:
             record = LogCommitRecord.from_properties(snapshot.properties)
             from_table: set[int] = set()  # partitions whose late records the log lost

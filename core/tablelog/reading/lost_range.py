@@ -40,7 +40,7 @@ def committed_changes_lost_from_log(
 ) -> None:
     """Append to ``out`` the changes of every snapshot that committed records to
     ``partition`` at positions ``first .. end - 1``, from the table files, in commit order."""
-    store = context.table.store
+    store = context.table.files
     proven_start = False  # a retained snapshot ended at or before ``first``
     owners = []
     for snapshot, record in log_commits(store):

@@ -41,7 +41,7 @@ def missing_topic_error(table: Table, err: LogSystemError) -> MissingTopicError:
     """The error of a reader of ``table`` whose topic the log does not have (``err``: the
     log's own words, which say where it looked)."""
     system, topic = table.options.log_system, table.topic
-    stored = table.store.properties
+    stored = table.files.properties
     opened = {f"{system}.{key}": value for key, value in table.log_config().options.items()}
     given = [
         f"{key}={value!r} (the table has {stored[key]!r})" if key in stored else f"{key}={value!r} (the table has none)"

@@ -39,7 +39,7 @@ def check_ends(context: ReadContext, position: ReaderPosition) -> None:
 def initial_position(context: ReadContext) -> ReaderPosition:
     """The position ``scan.mode`` names, for a reader started without one."""
     options = context.options
-    store = context.table.store
+    store = context.table.files
     mode = options.scan_mode
     latest = store.latest_snapshot()
     latest_id = latest.id if latest else 0
@@ -69,7 +69,7 @@ def initial_position(context: ReadContext) -> ReaderPosition:
 def _eventual_start(context: ReadContext, mode: ScanMode, snapshot: int) -> dict[int, int]:
     partitions = [p for p in range(context.table.log_partitions) if context.reads(p)]
     if mode is ScanMode.LATEST_FULL:
-        ends = last_end_positions(context.table.store, upto=snapshot)
+        ends = last_end_positions(context.table.files, upto=snapshot)
         return {p: ends[p] if p in ends else context.log.seek(p, SeekSpec.earliest()) for p in partitions}
     if mode is ScanMode.LATEST:
         spec = SeekSpec.latest()

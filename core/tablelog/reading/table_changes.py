@@ -48,7 +48,7 @@ def changes_from_table(
             "this reader reads such changes from the table files (logged once per reader)",
             table.identifier, snapshot_id, partition, lost_reason(lost),
         )
-    delta = table.store.read_delta(snapshot_id, [partition])
+    delta = table.files.read_delta(snapshot_id, [partition])
     if delta is None:
         raise context.lost(
             partition, first, last,
@@ -58,8 +58,8 @@ def changes_from_table(
             "give readers a consumer-id (expiry keeps the snapshots a consumer still needs) or keep "
             "snapshots longer than the log (snapshot.time-retained)",
         )
-    if table.store.schema_id != context.schema_id:  # the table object's schema: into the reader's
-        mapped = table.store.mapping(table.store.schema_id, context.schema_id).arrow(delta.drop_columns([_ROW_KIND]))
+    if table.files.schema_id != context.schema_id:  # the table object's schema: into the reader's
+        mapped = table.files.mapping(table.files.schema_id, context.schema_id).arrow(delta.drop_columns([_ROW_KIND]))
         delta = mapped.add_column(0, _ROW_KIND, delta.column(_ROW_KIND))
     drop_before_images = table.changelog_mode is ChangelogMode.UPSERT
     changes = []

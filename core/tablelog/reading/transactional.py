@@ -75,7 +75,7 @@ class TransactionalRead:
             self._context)
 
     def _poll(self, position: ReaderPosition, budget: int, timeout_s: float, out: Batch) -> Batch:
-        store = self._context.table.store
+        store = self._context.table.files
         deadline = time.monotonic() + timeout_s
         while len(out) < budget:
             if self._until_snapshot is not None and position.snapshot >= self._until_snapshot:
@@ -134,12 +134,12 @@ class TransactionalRead:
         long the reader has been idle, within the bounds above."""
         if self._idle_since is None:
             self._idle_since = now
-        cap = _IDLE_LOOK_MAX_OBJECT_STORE_S if self._context.table.store.on_object_store else _IDLE_LOOK_MAX_S
+        cap = _IDLE_LOOK_MAX_OBJECT_STORE_S if self._context.table.files.on_object_store else _IDLE_LOOK_MAX_S
         return min(cap, max(_IDLE_LOOK_S, (now - self._idle_since) / 10))
 
     def _check_not_expired(self, snapshot_id: int) -> None:
         table = self._context.table
-        earliest = table.store.earliest_snapshot_id()
+        earliest = table.files.earliest_snapshot_id()
         if earliest is not None and earliest > snapshot_id:
             raise TablelogError(
                 f"table {table.identifier!r}: snapshot {snapshot_id} expired before this reader "

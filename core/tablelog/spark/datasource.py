@@ -32,11 +32,11 @@ class TablelogDataSource(DataSource):
 
         from tablelog.reading.reader import selected_columns
         from tablelog.spark.schema import output_schema
-        from tablelog.table import open_table
+        from tablelog.table import internals, open_table
 
         options = self._options()
         table = open_table(options.warehouse, options.table, options.runtime)
-        columns = selected_columns(table, options.columns)  # an unknown name: an error naming the table's
+        columns = selected_columns(internals(table), options.columns)  # an unknown name: an error naming the table's
         if columns is None:
             return output_schema(table.schema)
         return output_schema(pa.schema([f for f in table.schema if f.name in columns]))

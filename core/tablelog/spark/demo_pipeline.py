@@ -22,7 +22,7 @@ from typing import Any
 from tablelog.commit import log_commits
 from tablelog.demo_pipeline import SCHEMA, DemoResult, next_changes
 from tablelog.normalize import Normalizer
-from tablelog.table import create_table
+from tablelog.table import create_table, internals
 from tablelog.verify import verify
 
 INPUT_SCHEMA = "order_id long, customer string, amount double, status string, _kind string"
@@ -113,7 +113,7 @@ def run_spark_demo(
         def onQueryProgress(self, event: Any) -> None:  # noqa: N802
             progress = event.progress
             if writer_id and str(progress.id) == writer_id[0] and progress.numInputRows:
-                latest = table.store.latest_snapshot()
+                latest = internals(table).files.latest_snapshot()
                 say(f"  write micro-batch {progress.batchId}: {progress.numInputRows} changes committed "
                     f"as snapshot {latest.id if latest else '-'}")
 
@@ -144,7 +144,7 @@ def run_spark_demo(
         writing.awaitTermination()
         if writing.exception() is not None:
             raise RuntimeError(f"the streaming write failed: {writing.exception()}")
-        result.committed_changes = sum(r.count for _, record in log_commits(table.store) for r in record.ranges)
+        result.committed_changes = sum(r.count for _, record in log_commits(internals(table).files) for r in record.ranges)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and sum(seen.values()) < result.committed_changes:
             time.sleep(0.2)

@@ -73,7 +73,10 @@ def parse_offset(value: Mapping[str, Any]) -> ReaderPosition:
 def checked(table: Table, position: ReaderPosition) -> ReaderPosition:
     """``position``, refused when it belongs to another table or topic or is ahead of the
     table (see :mod:`tablelog.positions`); it names the table from then on."""
-    check_identity(table, position.table, position.topic, WHAT)
-    check_snapshot(table, position.snapshot, WHAT)
-    check_partitions(table, position.offsets, WHAT)
-    return attrs.evolve(position, table=table.table_id, topic=log_name(table))
+    from tablelog.table import internals
+
+    view = internals(table)
+    check_identity(view, position.table, position.topic, WHAT)
+    check_snapshot(view, position.snapshot, WHAT)
+    check_partitions(view, position.offsets, WHAT)
+    return attrs.evolve(position, table=table.table_id, topic=log_name(view))

@@ -39,7 +39,7 @@ from tablelog.logs.pool import shared_pool
 from tablelog.spark.options import SourceOptions
 from tablelog.spark.schema import check_write_schema, data_columns, extra_columns, to_arrow
 from tablelog.store import AddColumn
-from tablelog.table import Table, create_table, open_table
+from tablelog.table import Table, create_table, internals, open_table
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -243,10 +243,10 @@ def abort_messages(plan: WritePlan, messages: list[Any]) -> None:
     # Best effort: unreferenced files are harmless (Paimon's orphan clean-up), leases expire.
     with contextlib.suppress(Exception):
         table = plan.open()
-        if produced and log_deletes_before(table):
-            release_leases(table, receipts)
+        if produced and log_deletes_before(internals(table)):
+            release_leases(internals(table), receipts)
         if paimon_messages:
-            table.store.abort(paimon_messages)
+            internals(table).files.abort(paimon_messages)
 
 
 # -- the writer classes Spark calls -----------------------------------------------------

@@ -43,7 +43,7 @@ from tablelog.reading.reader import selected_columns
 from tablelog.records import RowKind
 from tablelog.spark import offsets
 from tablelog.spark.options import SourceOptions
-from tablelog.table import Table, open_table
+from tablelog.table import Table, internals, open_table
 
 _BATCH_ROWS = 10_000
 
@@ -51,7 +51,7 @@ _BATCH_ROWS = 10_000
 def output_arrow_schema(table: Table, schema_id: int, columns: Sequence[str] | None = None) -> pa.Schema:
     """``_kind``, then the columns of schema ``schema_id`` (only ``columns``, when given:
     the names :func:`selected_columns` returns)."""
-    fields = [f for f in table.store.schema_version(schema_id).schema if columns is None or f.name in columns]
+    fields = [f for f in internals(table).files.schema_version(schema_id).schema if columns is None or f.name in columns]
     return pa.schema([pa.field(KIND_COLUMN, pa.string(), nullable=False), *fields])
 
 
@@ -64,7 +64,7 @@ def read_full(
     table: Table, snapshot: int, bucket: int, schema_id: int, columns: Sequence[str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of ``snapshot`` in ``bucket``, as ``+I``."""
-    rows = table.store.read_rows(snapshot, [bucket], schema_id)
+    rows = internals(table).files.read_rows(snapshot, [bucket], schema_id)
     if columns is not None:
         rows = rows.select([name for name in rows.column_names if name in columns])
     kinds = pa.array([RowKind.INSERT.value] * rows.num_rows, pa.string())
@@ -169,7 +169,7 @@ SourcePartition = FullScanPartition | CommittedChanges | LogRecords | NoRows
 def read_partition(options: SourceOptions, partition: SourcePartition, schema_id: int) -> Iterator[pa.RecordBatch]:
     """A partition's rows in schema ``schema_id``: the columns the query was planned with."""
     table = open_table(options.warehouse, options.table, options.runtime)
-    yield from partition.read(table, schema_id, selected_columns(table, options.columns))
+    yield from partition.read(table, schema_id, selected_columns(internals(table), options.columns))
 
 
 class _TableHolder:
@@ -218,12 +218,12 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
         if self._target is not None:
             return self._target
         table = self.table
-        latest = table.store.latest_snapshot()
+        latest = internals(table).files.latest_snapshot()
         snapshot = latest.id if latest else 0
         if self.consistency is Consistency.TRANSACTIONAL:
             return ReaderPosition(self.consistency, snapshot)
         partitions = list(range(table.log_partitions))
-        with table.open_log() as log:
+        with internals(table).open_log() as log:
             ends = log.end_positions(partitions)
         return ReaderPosition(self.consistency, snapshot, offsets={p: ends.get(p, 0) for p in partitions})
 
@@ -237,7 +237,7 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
         available = self._available()
         if begin.consistency is Consistency.TRANSACTIONAL:
             return offsets.to_offset(attrs.evolve(begin, snapshot=max(begin.snapshot, available.snapshot)))
-        check_not_past_ends(self.table, begin.offsets, available.offsets, offsets.WHAT)
+        check_not_past_ends(internals(self.table), begin.offsets, available.offsets, offsets.WHAT)
         ends = {p: max(pos, begin.offsets.get(p, 0)) for p, pos in available.offsets.items()}
         return offsets.to_offset(attrs.evolve(begin, offsets={**begin.offsets, **ends}))
 
@@ -249,13 +249,13 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
         result: list[InputPartition] = []
         table = self.table
         if begin.full_pending and not stop.full_pending:
-            result += [FullScanPartition(begin.snapshot, b) for b in range(table.store.bucket)]
+            result += [FullScanPartition(begin.snapshot, b) for b in range(internals(table).files.bucket)]
         if begin.consistency is Consistency.TRANSACTIONAL:
             # Snapshots that are gone already are left for the reader to report: every
             # partition gets a task.
-            expired = (table.store.earliest_snapshot_id() or 1) > begin.snapshot + 1
+            expired = (internals(table).files.earliest_snapshot_id() or 1) > begin.snapshot + 1
             touched: set[int] = set(range(table.log_partitions)) if expired else set()
-            for _, record in log_commits(table.store, after=begin.snapshot, upto=stop.snapshot):
+            for _, record in log_commits(internals(table).files, after=begin.snapshot, upto=stop.snapshot):
                 touched.update(record.ranges_by_partition())
             result += [CommittedChanges(p, begin.snapshot, stop.snapshot) for p in sorted(touched)]
         else:
@@ -286,10 +286,10 @@ class TablelogBatchReader(_TableHolder, DataSourceReader):
         self.schema_id = self.table.schema_id
 
     def partitions(self) -> list[InputPartition]:
-        latest = self.table.store.latest_snapshot()
+        latest = internals(self.table).files.latest_snapshot()
         if latest is None:
             return [NoRows()]
-        return [FullScanPartition(latest.id, b) for b in range(self.table.store.bucket)]
+        return [FullScanPartition(latest.id, b) for b in range(internals(self.table).files.bucket)]
 
     def read(self, partition: SourcePartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         return read_partition(self.options, partition, self.schema_id)

@@ -8,6 +8,8 @@ aborted), :mod:`~tablelog.store.schema` (what Paimon defines: option keys, syste
 columns, stored types), :mod:`~tablelog.store.schema_files` (schema files, each created
 by one writer), :mod:`~tablelog.store.alter` (schema changes) and
 :mod:`~tablelog.store.evolution` (rows of an older schema in a newer one).
+The layers above reach a table's files only through :class:`TableFiles`
+(:mod:`~tablelog.store.files`), never its implementation.
 The pypaimon internals it calls (private methods, internal modules) are named, with the
 reason for each, in :mod:`~tablelog.store.pypaimon_internals`; the dependency pins
 follow from them.
@@ -22,6 +24,7 @@ from tablelog.store.alter import (
     WidenColumn,
 )
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
+from tablelog.store.files import TableFiles
 from tablelog.store.schema import (
     KIND_FIELD,
     as_stored,
@@ -55,6 +58,7 @@ __all__ = [
     "SUPPORTED_WAREHOUSES",
     "PaimonTable",
     "SnapshotInfo",
+    "TableFiles",
     "TableWrite",
     "Warehouse",
     "as_stored",

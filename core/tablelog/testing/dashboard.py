@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tablelog.commit import log_commits
-from tablelog.table import create_table
+from tablelog.table import create_table, internals
 from tablelog.testing.processes import free_port
 from tablelog.testing.scenarios import SCHEMA, LogSystemFixtures, rows
 
@@ -80,9 +80,9 @@ class DashboardScenarios(LogSystemFixtures):
             with table.writer("loader") as writer:
                 writer.write(rows(40, start=start))
                 writer.commit()
-        latest = table.store.latest_snapshot()
+        latest = internals(table).files.latest_snapshot()
         assert latest is not None
-        committed_ends = [r for _, r in log_commits(table.store, newest_first=True)][0].end_positions
+        committed_ends = [r for _, r in log_commits(internals(table).files, newest_first=True)][0].end_positions
 
         dashboard = Dashboard(warehouse, log_options, log_timeout_s=LOG_ANSWER_S)
         try:

@@ -23,7 +23,7 @@ from tablelog.plugin import FetchResult, LogConfig, ValuesResult, hookimpl
 from tablelog.reading import Change
 from tablelog.records import SeekSpec
 from tablelog.store import AddColumn, RenameColumn
-from tablelog.table import Table, create_table
+from tablelog.table import Table, create_table, internals
 from tablelog.testing.scenarios import LogSystemFixtures
 from tablelog.topic_owners import topic_option
 from tablelog.verify import verify
@@ -81,7 +81,7 @@ def read(table: Table, **kwargs: Any) -> list[Change]:
 def projection_rows(table: Table) -> Counter[int]:
     """Every row the projection topic holds, committed or not, read with pyarrow alone."""
     found: Counter[int] = Counter()
-    with table.open_projection_log() as log:
+    with internals(table).open_projection_log() as log:
         for partition in range(table.log_partitions):
             position = log.seek(partition, SeekSpec.earliest())
             end = log.end_positions([partition])[partition]
@@ -125,7 +125,7 @@ class ProjectionScenarios(LogSystemFixtures):
         projected = read(table, columns=[PROJECTION])
         assert ids(projected) == Counter(range(300))
         assert all(set(c.row) == {"id", "name"} and c.row["name"] == f"v1-{c.row['id']}" for c in projected)
-        main, side = table.topic, table.projection_log_config().topic
+        main, side = table.topic, internals(table).projection_log_config().topic
         assert fetched.by_topic[main] == 0 and fetched.by_topic[side] > 0
         assert ids(read(table)) == Counter(range(300))
         assert fetched.by_topic[main] > 3 * fetched.by_topic[side]
@@ -170,7 +170,7 @@ class ProjectionScenarios(LogSystemFixtures):
         changes = read(table, columns=["score"])
         assert ids(changes) == Counter(range(ROWS))
         assert all(c.row["score"] == c.row["id"] * 0.5 for c in changes)
-        assert fetched.by_topic[table.projection_log_config().topic] == 0
+        assert fetched.by_topic[internals(table).projection_log_config().topic] == 0
 
     def test_positions_pass_between_projected_and_full_readers_without_gap_or_duplicate(self, table: Table) -> None:
         for commit_id in (1, 2, 3, 4):
@@ -199,10 +199,10 @@ class ProjectionScenarios(LogSystemFixtures):
 
     def test_a_projected_column_cannot_be_renamed(self, table: Table) -> None:
         self._commit(table, 1, rows(10))
-        before = table.store.latest_schema_id()
+        before = internals(table).files.latest_schema_id()
         with pytest.raises(SchemaChangeError, match="log.arrow.projection"):
             table.alter(RenameColumn(PROJECTION, "label"))
-        assert table.store.latest_schema_id() == before
+        assert internals(table).files.latest_schema_id() == before
         assert ids(read(table, columns=[PROJECTION])) == Counter(range(10))
 
     def test_verify_replays_the_projection_stream_too(self, table: Table) -> None:

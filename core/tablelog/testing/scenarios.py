@@ -22,7 +22,7 @@ import pytest
 
 from tablelog.normalize import Normalizer
 from tablelog.reading import Change
-from tablelog.table import Table, create_table, open_table
+from tablelog.table import Table, create_table, internals, open_table
 from tablelog.testing.processes import run_python
 from tablelog.verify import verify
 
@@ -95,7 +95,7 @@ class ExactlyOnceScenarios(LogSystemFixtures):
         assert result.committed and result.rows == ROWS
         # A record holds one row, or (log.format=arrow) a batch of rows of one partition.
         assert result.records == sum(r.count for r in receipts[-1].ranges)
-        assert result.records == ROWS or table.codec.rows_per_record_vary
+        assert result.records == ROWS or internals(table).codec.rows_per_record_vary
         changes = read_transactional(table)
         assert len(changes) == ROWS
         assert ids(changes) == Counter(range(ROWS))
@@ -180,7 +180,7 @@ class ExactlyOnceScenarios(LogSystemFixtures):
             first = reader.poll(max_records=45)
             first += reader.poll(max_records=45)
             saved = reader.position.to_json()
-        reopened = open_table(table.warehouse.path, table.identifier, dict(table.system_options))
+        reopened = open_table(table.warehouse.path, table.identifier, dict(internals(table).system_options))
         with reopened.reader(position=saved) as resumed:
             rest = resumed.read_all()
         assert 0 < len(first) < 180

@@ -31,7 +31,7 @@ import pytest
 
 from tablelog.commit import LogCommitRecord, log_commits
 from tablelog.normalize import Normalizer
-from tablelog.table import Table, open_table
+from tablelog.table import Table, internals, open_table
 from tablelog.testing.processes import start_python
 
 INPUT_SCHEMA = "id long, name string, score double, _kind string"
@@ -113,14 +113,14 @@ def table_rows(table: Table) -> dict[int, dict[str, Any]]:
 
 
 def log_snapshots(table: Table) -> list[LogCommitRecord]:
-    return [record for _, record in log_commits(table.store)]
+    return [record for _, record in log_commits(internals(table).files)]
 
 
 def assert_committed_records(table: Table, snapshots: list[LogCommitRecord]) -> None:
     """The snapshots committed one log record per expected change, or with ``arrow``
     (a record holds rows of one partition of one task) at most that many."""
     records = sum(r.count for s in snapshots for r in s.ranges)
-    if table.codec.rows_per_record_vary:
+    if internals(table).codec.rows_per_record_vary:
         assert 0 < records <= sum(expected_log().values())
     else:
         assert records == sum(expected_log().values())

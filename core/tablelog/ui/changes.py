@@ -22,7 +22,7 @@ from tablelog.options import Consistency
 from tablelog.positions import ReaderPosition
 from tablelog.reading import ChangelogReader
 from tablelog.store import SnapshotInfo
-from tablelog.table import Table
+from tablelog.table import Table, internals
 from tablelog.ui.figures import RECENT_SNAPSHOTS, newest_commits
 
 #: How long a request may spend catching up to the latest snapshot or waiting for news.
@@ -40,7 +40,7 @@ def _newest_first(t: Table) -> Iterator[tuple[SnapshotInfo, LogCommitRecord | No
     window = newest_commits(t, RECENT_SNAPSHOTS)
     yield from window
     if window:
-        yield from snapshot_commits(t.store, newest_first=True, upto=window[-1][0].id - 1)
+        yield from snapshot_commits(internals(t).files, newest_first=True, upto=window[-1][0].id - 1)
 
 
 def start_snapshot(t: Table, limit: int) -> int:
@@ -54,7 +54,7 @@ def start_snapshot(t: Table, limit: int) -> int:
         if counted >= limit:
             break
     if start is None:
-        latest = t.store.latest_snapshot()
+        latest = internals(t).files.latest_snapshot()
         return latest.id if latest is not None else 0
     return start
 
@@ -105,7 +105,7 @@ class ChangelogFollowers:
         """Up to ``limit`` changes; when catching up, the last ``limit`` up to the latest snapshot."""
         if not catch_up:
             return reader.poll(max_records=limit, timeout_s=wait_s)
-        latest = t.store.latest_snapshot()
+        latest = internals(t).files.latest_snapshot()
         target = latest.id if latest is not None else 0
         kept: collections.deque[Any] = collections.deque(maxlen=limit)
         ends = time.monotonic() + CATCH_UP_S

@@ -27,7 +27,7 @@ from tablelog.errors import TablelogError
 from tablelog.logs.client import LogClient
 from tablelog.options import redact
 from tablelog.store import SnapshotInfo
-from tablelog.table import Table
+from tablelog.table import Table, internals
 
 #: Snapshots the rates, the writers and the timeline are computed over.
 RECENT_SNAPSHOTS = 200
@@ -45,7 +45,7 @@ _windows_lock = threading.Lock()
 def newest_commits(t: Table, limit: int) -> list[Commit]:
     """The ``limit`` newest snapshots, newest first, each with its log part."""
     limit = max(limit, 0)
-    store = t.store
+    store = internals(t).files
     latest = store.latest_snapshot()
     if latest is None or limit == 0:
         return []
@@ -113,7 +113,7 @@ def known_rows(t: Table) -> dict[str, Any] | None:
     the snapshot tells them: an empty table, or one without a primary key (each record is
     a row). None for a table with a primary key: its files hold every version of a key
     until a compaction merges them, so only :func:`count_rows` tells."""
-    latest = t.store.latest_snapshot()
+    latest = internals(t).files.latest_snapshot()
     if latest is None:
         return {"snapshot": None, "count": 0}
     return None if t.primary_key else {"snapshot": latest.id, "count": latest.total_record_count}
@@ -121,10 +121,10 @@ def known_rows(t: Table) -> dict[str, Any] | None:
 
 def count_rows(t: Table) -> dict[str, Any]:
     """:func:`known_rows`, or the rows counted by a merge read of the table files."""
-    latest = t.store.latest_snapshot()
+    latest = internals(t).files.latest_snapshot()
     if latest is None or not t.primary_key:
         return known_rows(t) or {"snapshot": None, "count": 0}
-    return {"snapshot": latest.id, "count": t.store.count_rows(latest)}
+    return {"snapshot": latest.id, "count": internals(t).files.count_rows(latest)}
 
 
 def commit_latency_ms(snapshot: SnapshotInfo, record: LogCommitRecord) -> int | None:
@@ -159,11 +159,11 @@ def writer_rows(commits: list[Commit]) -> list[dict[str, Any]]:
 def consumer_rows(t: Table) -> list[dict[str, Any]]:
     """The table's Paimon consumers: next snapshot, how many snapshots behind the latest,
     when last seen, and whether expiry removed snapshots it still needed."""
-    latest = t.store.latest_snapshot()
+    latest = internals(t).files.latest_snapshot()
     latest_id = latest.id if latest is not None else 0
-    earliest = (t.store.earliest_snapshot_id(latest_known=True) if latest is not None else None) or 1
+    earliest = (internals(t).files.earliest_snapshot_id(latest_known=True) if latest is not None else None) or 1
     rows = []
-    for consumer in t.store.consumers().all():
+    for consumer in internals(t).files.consumers().all():
         seen = None
         if consumer.modified_millis is not None:
             seen = datetime.datetime.fromtimestamp(consumer.modified_millis / 1000, datetime.timezone.utc)
@@ -180,9 +180,9 @@ def consumer_rows(t: Table) -> list[dict[str, Any]]:
 def schema_history(t: Table) -> list[dict[str, Any]]:
     """Every schema the table has had, oldest first (one entry until it is altered)."""
     history = []
-    for schema_id in range(t.store.latest_schema_id() + 1):
+    for schema_id in range(internals(t).files.latest_schema_id() + 1):
         try:
-            version = t.store.schema_version(schema_id)
+            version = internals(t).files.schema_version(schema_id)
         except LookupError:
             continue
         history.append({"id": schema_id, "fields": schema_fields(version.schema)})
@@ -199,12 +199,12 @@ def probe_log_steps(t: Table, log: LogClient | None = None) -> Iterator[dict[str
     on a first call walks every retained snapshot (cached after: new snapshots only).
     ``log``: an open client to ask (a dashboard keeps one per table), else one is opened
     and closed."""
-    if not t.options.log_enabled or t.store.latest_snapshot() is None:
+    if not t.options.log_enabled or internals(t).files.latest_snapshot() is None:
         yield None
         return
     try:
-        with contextlib.nullcontext(log) if log is not None else t.open_log() as client:
-            held = held_positions(t, client)
+        with contextlib.nullcontext(log) if log is not None else internals(t).open_log() as client:
+            held = held_positions(internals(t), client)
     except TablelogError as err:
         yield {"error": str(err)}
         return
@@ -214,7 +214,7 @@ def probe_log_steps(t: Table, log: LogClient | None = None) -> Iterator[dict[str
                  "short": r.short} for r in retention_against(held, needed)]
 
     yield {"partitions": rows({}), "needed_pending": True}
-    yield {"partitions": rows(needed_positions(t.store))}
+    yield {"partitions": rows(needed_positions(internals(t).files))}
 
 
 def probe_log(t: Table) -> dict[str, Any] | None:
@@ -235,7 +235,7 @@ def log_section(t: Table, latest: LogCommitRecord | None, probed: Mapping[str, A
     log: dict[str, Any] = {"system": t.options.log_system, "topic": t.topic, "partitions": t.log_partitions,
                            "consistency": t.options.log_consistency.value}
     if t.projection:
-        log["projection"] = {"topic": t.projection_log_config().topic, "columns": list(t.projection)}
+        log["projection"] = {"topic": internals(t).projection_log_config().topic, "columns": list(t.projection)}
     committed = dict(latest.end_positions) if latest is not None else {}
     if probed is None:
         return log
@@ -290,13 +290,13 @@ def table_document(t: Table, limit: int, probed: Mapping[str, Any] | None,
         "table": t.identifier,
         "warehouse": t.warehouse.path,
         "primary_key": list(t.primary_key),
-        "buckets": t.store.bucket,
+        "buckets": internals(t).files.bucket,
         "schema_id": t.schema_id,
         "rows": rows,
         "row_count": counting,
         "schema": schema_fields(t.schema),
         "schema_history": schema_history(t),
-        "options": dict(sorted(redact({**t.store.properties, **t.system_options}).items())),
+        "options": dict(sorted(redact({**internals(t).files.properties, **internals(t).system_options}).items())),
         "log": log,
         "consumers": consumers,
         "writers": writer_rows(window),

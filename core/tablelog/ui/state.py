@@ -15,7 +15,7 @@ from tablelog.errors import TablelogError
 from tablelog.logs.client import LogClient
 from tablelog.options import GivenOptions
 from tablelog.store import Warehouse
-from tablelog.table import Table, open_table
+from tablelog.table import Table, internals, open_table
 from tablelog.ui.changes import ChangelogFollowers
 from tablelog.ui.figures import (
     count_rows,
@@ -79,7 +79,7 @@ class Dashboard:
             with self._lock:
                 self._tables[identifier] = t
         else:
-            t.refresh_schema()
+            internals(t).refresh_schema()
         return t
 
     def _probe(self, identifier: str) -> Any:
@@ -92,11 +92,11 @@ class Dashboard:
             if t is None:
                 t = self._probe_tables[identifier] = open_table(self.warehouse, identifier, self._given)
             else:
-                t.refresh_schema()
+                internals(t).refresh_schema()
             log = self._probe_logs.get(identifier)
             if log is None and t.options.log_enabled:
                 try:
-                    log = self._probe_logs[identifier] = t.open_log()
+                    log = self._probe_logs[identifier] = internals(t).open_log()
                 except TablelogError as err:
                     yield {"error": str(err)}
                     return

@@ -3,7 +3,7 @@
 Paimon decides a row's bucket by a Murmur3 hash of the bucket key serialized as a
 ``BinaryRow``. For integer keys (the common case) this module computes the same
 hash vectorized with numpy; any other key type goes through Paimon's own
-extractor (:meth:`tablelog.store.PaimonTable.bucket_rows`). A test checks both
+extractor (:meth:`tablelog.store.TableFiles.bucket_rows`). A test checks both
 agree, so tablelog's partitions stay identical to the buckets every Paimon engine
 (Java, Rust, Python) writes.
 """
@@ -16,14 +16,14 @@ import numpy as np
 import pyarrow as pa
 
 if TYPE_CHECKING:
-    from tablelog.store import PaimonTable
+    from tablelog.store import TableFiles
 
 _C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
 _SEED = 42
 _INTEGER_WIDTHS = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 
 
-def partition_order(store: PaimonTable, data: pa.Table) -> tuple[np.ndarray | None, list[tuple[int, int, int]]]:
+def partition_order(store: TableFiles, data: pa.Table) -> tuple[np.ndarray | None, list[tuple[int, int, int]]]:
     """The rows grouped by partition: ``(order, groups)``, where ``order`` lists row
     indices, partitions ascending and rows in input order within each, and every
     ``(partition, start, stop)`` of ``groups`` is one partition's slice of it.

@@ -69,7 +69,7 @@ class WriteTask:
     # Paimon and the log are opened on first use: an empty task costs nothing.
     def _open(self) -> None:
         if self._paimon_write is None:
-            self._paimon_write = self.table.store.new_write()
+            self._paimon_write = self.table.files.new_write()
         if self._log is None and self.table.options.log_enabled:
             self._log = self._connect(projection=False)
         if self._projection_log is None and self.table.projection:
@@ -119,7 +119,7 @@ class WriteTask:
         return arrow.num_rows
 
     def _with_kind_column(self, arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
-        if not self.table.store.has_kind_field:
+        if not self.table.files.has_kind_field:
             return arrow
         return arrow.append_column(pa.field(KIND_FIELD, pa.string()), kind_array(kinds))
 
@@ -141,7 +141,7 @@ class WriteTask:
         # Encode the rows grouped by partition: each partition's batch is then a slice
         # of the encoded lists (a per-row look-up to split them cost ~0.3 µs a record,
         # as much as the JSON encoding itself).
-        order, groups = partition_order(table.store, arrow)
+        order, groups = partition_order(table.files, arrow)
         if order is not None:
             arrow = arrow.take(order)
             if kinds.count(kinds[0]) != len(kinds):
@@ -268,7 +268,7 @@ class Writer:
         self.table = table
         self.writer_id = writer_id or uuid.uuid4().hex
         # A fresh id has committed nothing: skip reading the table's snapshots.
-        last = history.last_commit_identifier(table.store, writer_id) if writer_id else None
+        last = history.last_commit_identifier(table.files, writer_id) if writer_id else None
         self.commit_identifier = (last or 0) + 1
         self._task: WriteTask | None = None
         # One log connection for every write and commit round, not a new one per round:

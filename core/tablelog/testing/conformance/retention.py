@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tablelog.records import ProducedRange, SeekSpec
-from tablelog.table import Table, create_table
+from tablelog.table import Table, create_table, internals
 from tablelog.testing.conformance.base import ConfigFactory, ConformanceBase
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
 
@@ -40,7 +40,7 @@ class RetentionTests(ConformanceBase):
                             primary_key=["id"], bucket=2, options=options)
 
     def _earliest_held(self, table: Table) -> tuple[dict[int, int], bool]:
-        with table.open_log() as log:
+        with internals(table).open_log() as log:
             return {p: log.seek(p, SeekSpec.earliest()) for p in range(table.log_partitions)}, log.deletes_before
 
     def test_retention_keeps_what_a_slower_writer_flushed_until_it_commits(self, retention_table: Table) -> None:

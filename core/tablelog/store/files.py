@@ -1,0 +1,135 @@
+"""The table files as the layers above the store see them: one interface.
+
+Everything outside :mod:`tablelog.store` (the table facade, the writer, the readers, the
+committer, expiry, the dashboard, Spark) reaches a table's Paimon files through
+:class:`TableFiles` alone, never :class:`~tablelog.store.table.PaimonTable` (its one
+implementation), so what they depend on is this list, and a test keeps it that way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tablelog.store.alter import SchemaChange
+    from tablelog.store.compaction import TableCompactions
+    from tablelog.store.consumers import Consumers
+    from tablelog.store.evolution import SchemaMapping, SchemaVersion
+    from tablelog.store.expiry import SnapshotDeletion
+    from tablelog.store.leases import Leases
+    from tablelog.store.table import SnapshotInfo
+    from tablelog.store.writes import TableWrite
+
+
+class TableFiles(Protocol):
+    """One Paimon table's files: what it is, its schema versions, its snapshots (whose
+    properties carry the log-commit records), its rows and deltas, the commits of data
+    files, and the handles of its maintenance (compaction, expiry, consumers, leases)."""
+
+    # -- what the table is -----------------------------------------------------
+
+    @property
+    def identifier(self) -> str: ...
+
+    @property
+    def path(self) -> str:
+        """The table's directory (a local path or an ``s3://`` URL)."""
+
+    @property
+    def primary_key(self) -> tuple[str, ...]: ...
+
+    @property
+    def bucket(self) -> int: ...
+
+    @property
+    def bucket_keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def properties(self) -> dict[str, str]: ...
+
+    @property
+    def has_kind_field(self) -> bool: ...
+
+    @property
+    def on_object_store(self) -> bool: ...
+
+    def first_schema_text(self) -> str: ...
+
+    # -- schema versions -------------------------------------------------------
+
+    @property
+    def schema(self) -> pa.Schema: ...
+
+    @property
+    def schema_id(self) -> int: ...
+
+    def schema_version(self, schema_id: int) -> SchemaVersion: ...
+
+    def mapping(self, source_id: int, target_id: int) -> SchemaMapping: ...
+
+    def latest_schema_id(self) -> int: ...
+
+    def has_newer_schema(self) -> bool: ...
+
+    def alter(self, changes: list[SchemaChange]) -> int: ...
+
+    # -- snapshots -------------------------------------------------------------
+
+    def latest_snapshot(self) -> SnapshotInfo | None: ...
+
+    def snapshot(self, snapshot_id: int) -> SnapshotInfo | None: ...
+
+    def earliest_snapshot_id(self, *, latest_known: bool = False) -> int | None: ...
+
+    def snapshot_at_or_before(self, millis: int) -> SnapshotInfo | None: ...
+
+    def snapshots(
+        self, newest_first: bool = False, *, after: int = 0, upto: int | None = None
+    ) -> Iterator[SnapshotInfo]: ...
+
+    # -- rows and deltas -------------------------------------------------------
+
+    def read_rows(
+        self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None
+    ) -> pa.Table: ...
+
+    def read_delta(self, snapshot_id: int, buckets: Iterable[int]) -> pa.Table | None: ...
+
+    def count_rows(self, snapshot: SnapshotInfo) -> int: ...
+
+    def bucket_rows(self, data: pa.Table) -> list[tuple[int, list[int]]]: ...
+
+    # -- commits of data files -------------------------------------------------
+
+    def new_write(self) -> TableWrite: ...
+
+    def commit_lock(self) -> AbstractContextManager[None]: ...
+
+    def commit(
+        self, messages: Sequence[Any], *, commit_user: str, commit_identifier: int, properties: Mapping[str, str]
+    ) -> None: ...
+
+    def try_commit(
+        self, messages: Sequence[Any], *, commit_user: str, commit_identifier: int,
+        properties: Mapping[str, str], snapshot_id: int,
+    ) -> bool: ...
+
+    def written_buckets(self, messages: Sequence[Any]) -> list[int]: ...
+
+    def abort(self, messages: Sequence[Any]) -> None: ...
+
+    # -- maintenance -----------------------------------------------------------
+
+    def compactions(self) -> TableCompactions: ...
+
+    def expire_lock(self) -> AbstractContextManager[bool]: ...
+
+    def snapshot_deletion(self) -> SnapshotDeletion: ...
+
+    def consumers(self) -> Consumers: ...
+
+    def leases(self) -> Leases: ...

@@ -1,0 +1,141 @@
+"""What a table is below its facade: its files, options, log encoding and log.
+
+:class:`TableInternals` is the :class:`~tablelog.table_view.TableView` the writer, the
+readers, the committer and the log pool are given; :class:`tablelog.table.Table`, the
+facade users hold, keeps one and shows only the user's operations. Tools above the
+facade (the dashboard, ``describe``, ``verify``, Spark) reach it with
+:func:`tablelog.table.internals`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import attrs
+import pyarrow as pa
+
+from tablelog.errors import OptionError
+from tablelog.formats import record_codec
+from tablelog.formats.codec import RecordCodec
+from tablelog.formats.projection import TOPIC_SUFFIX, projected_columns
+from tablelog.identity import table_id, token_prefix
+from tablelog.logs import discovery
+from tablelog.options import ChangelogMode, TableOptions, split_system_options
+from tablelog.records import LogConfig
+from tablelog.store import TableFiles, Warehouse
+from tablelog.topic_owners import default_topic, stream_config
+
+if TYPE_CHECKING:
+    from tablelog.logs.client import LogClient
+
+
+@attrs.define
+class TableInternals:
+    warehouse: Warehouse
+    files: TableFiles
+    options: TableOptions
+    system_options: dict[str, str] = attrs.field(repr=False)
+    _codec: RecordCodec | None = attrs.field(default=None, init=False, repr=False, eq=False)
+
+    @property
+    def identifier(self) -> str:
+        return self.files.identifier
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.files.schema
+
+    @property
+    def primary_key(self) -> tuple[str, ...]:
+        return self.files.primary_key
+
+    @property
+    def changelog_mode(self) -> ChangelogMode:
+        mode = self.options.log_changelog_mode
+        if mode is ChangelogMode.AUTO:
+            return ChangelogMode.UPSERT if self.primary_key else ChangelogMode.ALL
+        return mode
+
+    @cached_property
+    def table_id(self) -> str:
+        """The table's stable id (see :mod:`tablelog.identity`)."""
+        return table_id(self.files)
+
+    @cached_property
+    def token_prefix(self) -> str:
+        """What the writer tokens of this table start with (see :mod:`tablelog.identity`)."""
+        return token_prefix(self.table_id)
+
+    @property
+    def schema_id(self) -> int:
+        """The id of the schema this object reads and writes with (see :meth:`refresh_schema`)."""
+        return self.files.schema_id
+
+    @property
+    def codec(self) -> RecordCodec:
+        """The log encoding of this object's schema (records say its id)."""
+        if self._codec is None:
+            self._codec = record_codec(
+                self.schema, self.primary_key, self.options.log_format, self.identifier, self.files.schema_id,
+                self.options.log_arrow_compression,
+            )
+        return self._codec
+
+    def refresh_schema(self) -> bool:
+        """Take the table's latest schema if it was altered since this object was opened
+        (by this process or another); True if it was. Writers call this before writing."""
+        if not self.files.has_newer_schema():
+            return False
+        self.files = self.warehouse.open(self.identifier)
+        self._codec = None
+        return True
+
+    # -- the log ---------------------------------------------------------------
+
+    @property
+    def topic(self) -> str:
+        return default_topic(self.identifier, self.options.log_system, self.system_options)
+
+    @property
+    def log_partitions(self) -> int:
+        return self.options.log_system_partitions or self.files.bucket
+
+    def log_config(self) -> LogConfig:
+        system = self.options.log_system
+        return LogConfig(
+            system=system,
+            table=self.identifier,
+            topic=self.topic,
+            partitions=self.log_partitions,
+            auto_register=self.options.log_system_auto_register,
+            options=split_system_options(system, self.system_options),
+            warehouse=self.warehouse.path,
+        )
+
+    def open_log(self) -> LogClient:
+        if not self.options.log_enabled:
+            raise OptionError(f"table {self.identifier!r} has log.system=none: it has no log")
+        system = discovery.load_log_system(self.options.log_system)
+        return system.open(self.log_config())
+
+    @property
+    def projection(self) -> tuple[str, ...]:
+        """The columns of the log's projection stream, the key's among them, in schema
+        order; empty when the table has none (:mod:`tablelog.formats.projection`)."""
+        named = self.options.log_arrow_projection
+        if not named:
+            return ()
+        return tuple(projected_columns(self.schema, self.primary_key, named))
+
+    def projection_log_config(self) -> LogConfig:
+        return stream_config(self.log_config(), TOPIC_SUFFIX)
+
+    def open_projection_log(self) -> LogClient:
+        system = discovery.load_log_system(self.options.log_system)
+        return system.open(self.projection_log_config())
+
+    def rows(self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None) -> pa.Table:
+        """The table's rows at a snapshot (default: the latest); ``buckets``: only those buckets'."""
+        return self.files.read_rows(snapshot_id, buckets)
