@@ -31,7 +31,20 @@ _MEASURE = r'''
 import json, sys, tempfile, time
 import pyarrow as pa
 from tablelog import options as tl_options
-from tablelog.table import create_table
+try:
+    from tablelog.tables import create_table
+except ImportError:  # revisions before tables were created and opened by tablelog.tables
+    from tablelog.table import create_table
+# The built-in file log from the revision's own code, whatever the environment's installed
+# entry point names (a module up to the plugin-interface change, a class since).
+try:
+    from tablelog.logs import discovery
+    from tablelog.logs.filesystem import FileLog
+    discovery.register_log_system("filesystem", FileLog)
+except ImportError:
+    import tablelog.logs.filesystem as file_log
+    from tablelog import registry
+    registry.register_log_system("filesystem", file_log)
 n = int(sys.argv[1])
 schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()), ("note", pa.string())])
 options = {"log.system": "filesystem"}
