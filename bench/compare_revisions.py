@@ -31,7 +31,7 @@ _MEASURE = r'''
 import json, sys, tempfile, time
 import pyarrow as pa
 from tablelog import options as tl_options
-from tablelog.table import create_table
+from tablelog.tables import create_table
 n = int(sys.argv[1])
 schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()), ("note", pa.string())])
 options = {"log.system": "filesystem"}
