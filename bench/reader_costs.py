@@ -32,7 +32,7 @@ from tablelog.logs import discovery
 from tablelog.options import LogFormat
 from tablelog.reading import Change
 from tablelog.records import RowKind
-from tablelog.table import create_table
+from tablelog.tables import create_table
 from tablelog.testing.memory_log import MemoryLog
 
 SCHEMA = pa.schema([("id", pa.int64()), ("seq", pa.int64()), ("payload", pa.string())])

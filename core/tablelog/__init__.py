@@ -22,7 +22,8 @@ from tablelog.normalize import Normalizer
 from tablelog.reading import Change, ChangelogReader, ReaderPosition
 from tablelog.records import RowKind
 from tablelog.store import AddColumn, DropColumn, RenameColumn, SetOption, WidenColumn
-from tablelog.table import Table, create_table, open_table
+from tablelog.table import Table
+from tablelog.tables import create_table, open_table
 
 __all__ = [
     "AddColumn",

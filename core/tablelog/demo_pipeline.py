@@ -16,7 +16,8 @@ import pyarrow as pa
 
 from tablelog.normalize import Normalizer
 from tablelog.reading import Change
-from tablelog.table import Table, create_table
+from tablelog.table import Table
+from tablelog.tables import create_table
 from tablelog.verify import VerifyReport, verify
 
 SCHEMA = pa.schema([

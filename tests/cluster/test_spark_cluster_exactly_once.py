@@ -20,7 +20,8 @@ from typing import Any
 import attrs
 import pytest
 
-from tablelog.table import Table, open_table
+from tablelog.table import Table
+from tablelog.tables import open_table
 from tablelog.testing.processes import start_python
 from tablelog.testing.s3_server import S3Endpoint
 from tablelog.testing.spark_cluster import StandaloneCluster, spark_environment

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tablelog.table import create_table
+from tablelog.tables import create_table
 from tablelog.testing.processes import run_python, start_python
 from tablelog.testing.scenarios import SCHEMA, ExactlyOnceScenarios
 

@@ -20,7 +20,8 @@ from tablelog.logs.filesystem import FileLog
 from tablelog.logs.pool import LogPool
 from tablelog.plugin import hookimpl
 from tablelog.records import CommittedLog
-from tablelog.table import Table, create_table
+from tablelog.table import Table
+from tablelog.tables import create_table
 from tablelog.testing.scenarios import read_transactional
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

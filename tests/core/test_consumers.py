@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from tablelog.cli import cli
 from tablelog.errors import OptionError
-from tablelog.table import Table, create_table, internals, open_table
+from tablelog.table import Table, internals
+from tablelog.tables import create_table, open_table
 from tablelog.testing import NO_COMPACTION
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])

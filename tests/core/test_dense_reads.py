@@ -23,7 +23,8 @@ from tablelog.errors import ForeignRecordError, LogDataLostError
 from tablelog.logs import discovery
 from tablelog.reading.committed import dense as _dense
 from tablelog.records import ProducedRange
-from tablelog.table import Table, create_table
+from tablelog.table import Table
+from tablelog.tables import create_table
 from tablelog.testing.memory_log import MemoryLog
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

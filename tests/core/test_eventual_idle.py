@@ -17,7 +17,8 @@ import pytest
 
 from tablelog.logs import discovery
 from tablelog.logs.client import IDLE_LOOK_S
-from tablelog.table import Table, create_table
+from tablelog.table import Table
+from tablelog.tables import create_table
 from tablelog.testing.idle_reader import counting_log_calls, idle_poll_calls, latency_by_partition
 from tablelog.testing.memory_log import MemoryLog
 

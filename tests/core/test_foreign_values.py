@@ -11,7 +11,8 @@ import pytest
 
 from tablelog.errors import ForeignRecordError
 from tablelog.records import ProduceBatch
-from tablelog.table import Table, create_table, internals
+from tablelog.table import Table, internals
+from tablelog.tables import create_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.float64())])
 

@@ -21,7 +21,8 @@ def test_importing_tablelog_and_its_spark_source_leaves_pandas_and_polars_unimpo
 
 _READ_CHANGES = """
 import sys
-from tablelog.table import internals, open_table
+from tablelog.table import internals
+from tablelog.tables import open_table
 table = open_table(sys.argv[1], "db.t")
 latest = internals(table).files.latest_snapshot()
 with table.reader(consistency="transactional", scan_mode="earliest", until_snapshot=latest.id) as reader:
@@ -35,7 +36,7 @@ def test_reading_a_tables_changes_in_a_fresh_process_leaves_pandas_unimported(tm
     # no Paimon data file (pypaimon's table object, which imports pandas, is not built).
     import pyarrow as pa
 
-    from tablelog.table import create_table
+    from tablelog.tables import create_table
 
     table = create_table(str(tmp_path), "db.t", pa.schema([("id", pa.int64()), ("v", pa.string())]),
                          primary_key=["id"], options={"log.system": "filesystem", "log.format": "arrow"})

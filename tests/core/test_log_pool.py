@@ -24,7 +24,8 @@ from tablelog.logs.filesystem import FileLog
 from tablelog.logs.pool import LogPool
 from tablelog.plugin import hookimpl
 from tablelog.records import LogConfig, ProducedRange
-from tablelog.table import Table, create_table
+from tablelog.table import Table
+from tablelog.tables import create_table
 from tablelog.testing.scenarios import read_transactional
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -273,7 +274,7 @@ def test_idle_connections_of_the_shared_pool_are_closed_at_exit(tmp_path: Path) 
         from tablelog.logs.filesystem import FileLog
         from tablelog.logs.pool import shared_pool
         from tablelog.plugin import hookimpl
-        from tablelog.table import create_table
+        from tablelog.tables import create_table
 
         def close_log(connection):
             print("closed", connection.topic, flush=True)

@@ -15,7 +15,8 @@ import pytest
 
 from tablelog.errors import MissingTopicError
 from tablelog.logs.filesystem.topic import partition_file_name
-from tablelog.table import Table, create_table, open_table
+from tablelog.table import Table
+from tablelog.tables import create_table, open_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 

@@ -20,7 +20,8 @@ from tablelog.logs import discovery
 from tablelog.logs.filesystem import FileLog
 from tablelog.plugin import hookimpl
 from tablelog.records import LogConfig, OptionSpec
-from tablelog.table import Table, create_table, internals, open_table
+from tablelog.table import Table, internals
+from tablelog.tables import create_table, open_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 

@@ -17,7 +17,8 @@ from tablelog.logs import discovery
 from tablelog.logs.filesystem import FileLog
 from tablelog.plugin import hookimpl
 from tablelog.records import LogConfig, OptionSpec
-from tablelog.table import create_table, internals, open_table
+from tablelog.table import internals
+from tablelog.tables import create_table, open_table
 
 
 class DefaultsFileLog:

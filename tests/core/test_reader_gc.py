@@ -16,7 +16,8 @@ import pyarrow as pa
 import pytest
 
 from tablelog.formats.json_codec import JsonCodec
-from tablelog.table import Table, create_table
+from tablelog.table import Table
+from tablelog.tables import create_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 PAUSE = {"log.reader.pause-gc": "true"}

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 from tablelog.errors import OptionError
-from tablelog.table import Table, create_table
+from tablelog.table import Table
+from tablelog.tables import create_table
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ import pytest
 
 from tablelog.errors import OptionError, ReaderPositionError
 from tablelog.identity import TABLE_ID_PROPERTY
-from tablelog.table import Table, create_table, internals, open_table
+from tablelog.table import Table, internals
+from tablelog.tables import create_table, open_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 

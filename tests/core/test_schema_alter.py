@@ -18,7 +18,8 @@ import tablelog
 from tablelog import AddColumn, DropColumn, RenameColumn, SetOption, WidenColumn
 from tablelog.cli import cli
 from tablelog.errors import OptionError, SchemaChangeError
-from tablelog.table import Table, create_table, internals
+from tablelog.table import Table, internals
+from tablelog.tables import create_table
 
 SCHEMA = pa.schema([
     ("id", pa.int64()), ("qty", pa.int32()), ("score", pa.float32()),

@@ -15,7 +15,8 @@ import tablelog
 from tablelog import AddColumn, DropColumn, Normalizer, RenameColumn, WidenColumn
 from tablelog.errors import SchemaMismatchError
 from tablelog.records import ProduceBatch
-from tablelog.table import Table, create_table, internals
+from tablelog.table import Table, internals
+from tablelog.tables import create_table
 from tablelog.verify import verify
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("qty", pa.int32())])

@@ -14,7 +14,8 @@ import pytest
 
 from tablelog.errors import ForeignRecordError, OptionError
 from tablelog.store import Warehouse
-from tablelog.table import Table, create_table, internals
+from tablelog.table import Table, internals
+from tablelog.tables import create_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 

@@ -12,7 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog.table import Table, create_table, internals, open_table
+from tablelog.table import Table, internals
+from tablelog.tables import create_table, open_table
 from tablelog.testing import NO_COMPACTION
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])

@@ -10,7 +10,8 @@ import pyarrow as pa
 
 import tablelog
 from tablelog.store.table import PaimonTable
-from tablelog.table import internals, open_table
+from tablelog.table import internals
+from tablelog.tables import open_table
 
 
 def _table_with_history(tmp_path: Path) -> PaimonTable:

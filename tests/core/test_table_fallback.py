@@ -23,7 +23,8 @@ from tablelog.errors import LogDataLostError, TablelogError
 from tablelog.logs import discovery
 from tablelog.reading import Change
 from tablelog.records import SeekSpec
-from tablelog.table import Table, create_table, internals, open_table
+from tablelog.table import Table, internals
+from tablelog.tables import create_table, open_table
 from tablelog.testing import NO_COMPACTION
 from tablelog.testing.memory_log import MemoryLog
 from tablelog.verify import verify

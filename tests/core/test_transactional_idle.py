@@ -16,7 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablelog.table import Table, create_table, internals
+from tablelog.table import Table, internals
+from tablelog.tables import create_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 _OPERATIONS = ("exists", "read_file_utf8", "new_input_stream", "get_file_status", "list_status")

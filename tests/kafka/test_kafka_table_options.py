@@ -14,7 +14,8 @@ import pytest
 
 from tablelog.errors import MissingTopicError, OptionError
 from tablelog.logs.discovery import load_log_system
-from tablelog.table import Table, create_table, open_table
+from tablelog.table import Table
+from tablelog.tables import create_table, open_table
 from tablelog.testing.kafka_server import tansu_broker
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

@@ -10,7 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from tablelog.table import Table, create_table
+from tablelog.table import Table
+from tablelog.tables import create_table
 from tablelog.testing.idle_reader import idle_poll_calls, latency_by_partition
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

@@ -11,7 +11,7 @@ from tablelog.cli.tables import parse_schema
 from tablelog.errors import OptionError
 from tablelog.schema_rules import describe
 from tablelog.store import AddColumn, DropColumn, RenameColumn, SchemaChange, SetOption, WidenColumn
-from tablelog.table import open_table
+from tablelog.tables import open_table
 
 _ADD = re.compile(
     r"\s*(?P<column>\S+\s+.+?)(?P<not_null>\s+not\s+null)?(?:\s+(?P<first>first)|\s+after\s+(?P<after>\S+))?\s*",

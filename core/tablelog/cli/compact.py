@@ -12,7 +12,7 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
-from tablelog.table import open_table
+from tablelog.tables import open_table
 
 
 @click.command("compact")

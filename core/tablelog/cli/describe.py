@@ -21,7 +21,8 @@ from tablelog.cli.common import (
 )
 from tablelog.documents import FORMATS, dumps
 from tablelog.options import redact
-from tablelog.table import Table, internals, open_table
+from tablelog.table import Table, internals
+from tablelog.tables import open_table
 from tablelog.ui.figures import (
     commit_latency_ms,
     consumer_rows,

@@ -14,7 +14,7 @@ from tablelog.cli.common import (
 )
 from tablelog.documents import FORMATS, dumps
 from tablelog.expiry import ExpireResult
-from tablelog.table import open_table
+from tablelog.tables import open_table
 
 
 def expire_document(result: ExpireResult) -> dict[str, object]:

@@ -16,7 +16,7 @@ from tablelog.cli.common import (
     warehouse_option,
 )
 from tablelog.errors import OptionError
-from tablelog.table import create_table
+from tablelog.tables import create_table
 
 _TYPES = {
     "tinyint": pa.int8(), "int8": pa.int8(), "smallint": pa.int16(), "int16": pa.int16(),

@@ -30,7 +30,8 @@ from tablelog.cli.common import (
 from tablelog.documents import FORMATS, change_document, dumps
 from tablelog.errors import OptionError
 from tablelog.reading import Change, ChangelogReader
-from tablelog.table import Table, open_table
+from tablelog.table import Table
+from tablelog.tables import open_table
 
 #: Changes per poll: the most a batch holds before it is printed.
 _BATCH = 10_000

@@ -15,7 +15,7 @@ from tablelog.cli.common import (
 )
 from tablelog.documents import dumps
 from tablelog.errors import LogUnavailableError
-from tablelog.table import open_table
+from tablelog.tables import open_table
 from tablelog.verify import verify
 
 

@@ -32,7 +32,8 @@ class TablelogDataSource(DataSource):
 
         from tablelog.reading.reader import selected_columns
         from tablelog.spark.schema import output_schema
-        from tablelog.table import internals, open_table
+        from tablelog.table import internals
+        from tablelog.tables import open_table
 
         options = self._options()
         table = open_table(options.warehouse, options.table, options.runtime)

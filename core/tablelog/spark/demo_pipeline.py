@@ -22,7 +22,8 @@ from typing import Any
 from tablelog.commit import log_commits
 from tablelog.demo_pipeline import SCHEMA, DemoResult, next_changes
 from tablelog.normalize import Normalizer
-from tablelog.table import create_table, internals
+from tablelog.table import internals
+from tablelog.tables import create_table
 from tablelog.verify import verify
 
 INPUT_SCHEMA = "order_id long, customer string, amount double, status string, _kind string"

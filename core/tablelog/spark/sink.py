@@ -39,7 +39,8 @@ from tablelog.logs.pool import shared_pool
 from tablelog.spark.options import SourceOptions
 from tablelog.spark.schema import check_write_schema, data_columns, extra_columns, to_arrow
 from tablelog.store import AddColumn
-from tablelog.table import Table, create_table, internals, open_table
+from tablelog.table import Table, internals
+from tablelog.tables import create_table, open_table
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

@@ -43,7 +43,8 @@ from tablelog.reading.reader import selected_columns
 from tablelog.records import RowKind
 from tablelog.spark import offsets
 from tablelog.spark.options import SourceOptions
-from tablelog.table import Table, internals, open_table
+from tablelog.table import Table, internals
+from tablelog.tables import open_table
 
 _BATCH_ROWS = 10_000
 

@@ -3,7 +3,8 @@
 Every pypaimon call of tablelog is in this package, so that it is the one place a
 new file system, catalog or Paimon version touches: :mod:`~tablelog.store.warehouse`
 (creating and opening tables), :mod:`~tablelog.store.table` (schema, snapshots,
-rows, bucket routing), :mod:`~tablelog.store.writes` (data files written, committed,
+rows, bucket routing), :mod:`~tablelog.store.snapshots` (the snapshots' look-ups),
+:mod:`~tablelog.store.writes` (data files written, committed,
 aborted), :mod:`~tablelog.store.schema` (what Paimon defines: option keys, system
 columns, stored types), :mod:`~tablelog.store.schema_files` (schema files, each created
 by one writer), :mod:`~tablelog.store.alter` (schema changes) and
@@ -34,7 +35,8 @@ from tablelog.store.schema import (
     paimon_option_keys,
     system_column_names,
 )
-from tablelog.store.table import PaimonTable, SnapshotInfo
+from tablelog.store.snapshots import SnapshotInfo
+from tablelog.store.table import PaimonTable
 from tablelog.store.warehouse import (
     SUPPORTED_WAREHOUSES,
     Warehouse,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from tablelog.store.evolution import SchemaMapping, SchemaVersion
     from tablelog.store.expiry import SnapshotDeletion
     from tablelog.store.leases import Leases
-    from tablelog.store.table import SnapshotInfo
+    from tablelog.store.snapshots import SnapshotInfo
     from tablelog.store.writes import TableWrite
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
+from tablelog.store import snapshots
 from tablelog.store.alter import SchemaChange, commit_changes
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
@@ -30,32 +31,8 @@ from tablelog.store.pypaimon_internals import schema_ids, schema_path
 from tablelog.store.row_count import count_rows
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.schema_files import schema_files
+from tablelog.store.snapshots import SnapshotInfo
 from tablelog.store.writes import TableWrite, abort_files, commit_files
-
-
-@attrs.frozen
-class SnapshotInfo:
-    id: int
-    time_millis: int
-    commit_user: str
-    commit_identifier: int
-    commit_kind: str
-    total_record_count: int
-    properties: Mapping[str, str]
-    schema_id: int = 0
-
-
-def _info(snapshot: Any) -> SnapshotInfo:
-    return SnapshotInfo(
-        id=snapshot.id,
-        time_millis=snapshot.time_millis,
-        commit_user=snapshot.commit_user,
-        commit_identifier=snapshot.commit_identifier,
-        commit_kind=str(snapshot.commit_kind),
-        total_record_count=snapshot.total_record_count or 0,
-        properties=dict(snapshot.properties or {}),
-        schema_id=int(snapshot.schema_id or 0),
-    )
 
 
 def _version(table_schema: Any) -> SchemaVersion:
@@ -64,35 +41,6 @@ def _version(table_schema: Any) -> SchemaVersion:
     fields = [f for f in table_schema.fields if f.name != KIND_FIELD]
     schema = pa.schema([PyarrowFieldParser.from_paimon_field(f) for f in fields])
     return SchemaVersion(int(table_schema.id), tuple(int(f.id) for f in fields), schema)
-
-
-#: How many snapshots past the LATEST hint are looked up one by one before a listing.
-_HINT_FOLLOW_MAX = 100
-# snapshot directory -> the latest snapshot id last found there: where to start when the
-# LATEST hint is being rewritten (a writer truncates and writes it: a read may find it empty).
-_last_found: dict[str, int] = {}
-
-
-def _latest_id_from_hint(manager: Any) -> int | None:
-    """The latest snapshot id, if the snapshot of that id can be read: the LATEST hint (or
-    the id last found, while the hint is being rewritten), followed past the snapshots
-    committed since, one existence check each (Java's ``SnapshotManager.findLatest``).
-    None when there is no usable start: pypaimon then lists the snapshot directory, which
-    it also does whenever the hint lags behind a commit: a read of every name in a
-    directory of thousands of snapshots. (A warehouse is a filesystem catalog: its
-    snapshots are files, never a REST catalog's.)"""
-    file_io = manager.file_io
-    try:
-        start = int(file_io.read_file_utf8(manager.latest_file).strip())
-    except Exception:  # noqa: BLE001 -- no hint, a half-written one, any store's error
-        start = _last_found.get(manager.snapshot_dir, 0)
-    if start <= 0:
-        return None
-    for _ in range(_HINT_FOLLOW_MAX):
-        if not file_io.exists(manager.get_snapshot_path(start + 1)):
-            return start
-        start += 1
-    return None
 
 
 @attrs.define
@@ -245,23 +193,10 @@ class PaimonTable:
     # -- snapshots -----------------------------------------------------------
 
     def latest_snapshot(self) -> SnapshotInfo | None:
-        manager = self._snapshots
-        hinted = _latest_id_from_hint(manager)
-        if hinted is not None:
-            # Reading the snapshot checks it exists: only an id read here is remembered.
-            snapshot = self.snapshot(hinted)
-            if snapshot is not None:
-                _last_found[manager.snapshot_dir] = snapshot.id
-                return snapshot
-        snapshot = manager.get_latest_snapshot()
-        return None if snapshot is None else _info(snapshot)
+        return snapshots.latest_snapshot(self._snapshots, self.snapshot)
 
     def snapshot(self, snapshot_id: int) -> SnapshotInfo | None:
-        try:
-            snapshot = self._snapshots.get_snapshot_by_id(snapshot_id)
-        except FileNotFoundError:
-            return None
-        return None if snapshot is None else _info(snapshot)
+        return snapshots.snapshot(self._snapshots, snapshot_id)
 
     def earliest_snapshot_id(self, *, latest_known: bool = False) -> int | None:
         """The earliest snapshot's id (None: no snapshot). ``latest_known``: the caller has
@@ -271,31 +206,12 @@ class PaimonTable:
         return self._earliest_id_of_non_empty()
 
     def _earliest_id_of_non_empty(self) -> int | None:
-        """The earliest snapshot's id, for a caller that has seen a latest snapshot: the
-        first that exists from the EARLIEST hint on. Expiry in another process deletes
-        snapshots while this looks; pypaimon's own look-up raises when a snapshot it was
-        about to read is deleted (its existence check and its read are two steps), and a
-        committer that hit that failed after its snapshot was committed."""
-        manager = self._snapshots
-        file_io = manager.file_io
-        try:
-            start = int(file_io.read_file_utf8(f"{manager.snapshot_dir}/EARLIEST").strip())
-        except Exception:  # noqa: BLE001 -- no hint, a half-written one, any store's error
-            start = 1
-        latest: SnapshotInfo | None = None  # read only when the hinted snapshot is gone
-        snapshot_id = max(start, 1)
-        while not file_io.exists(manager.get_snapshot_path(snapshot_id)):
-            latest = latest or self.latest_snapshot()
-            if latest is None:
-                return None
-            if snapshot_id >= latest.id:
-                return latest.id
-            snapshot_id += 1
-        return snapshot_id
+        """The earliest snapshot's id, for a caller that has seen a latest snapshot
+        (:func:`tablelog.store.snapshots.earliest_id_of_non_empty`)."""
+        return snapshots.earliest_id_of_non_empty(self._snapshots, self.latest_snapshot)
 
     def snapshot_at_or_before(self, millis: int) -> SnapshotInfo | None:
-        snapshot = self._snapshots.earlier_or_equal_time_mills(millis)
-        return None if snapshot is None else _info(snapshot)
+        return snapshots.snapshot_at_or_before(self._snapshots, millis)
 
     def snapshots(
         self, newest_first: bool = False, *, after: int = 0, upto: int | None = None

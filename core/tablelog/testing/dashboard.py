@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tablelog.commit import log_commits
-from tablelog.table import create_table, internals
+from tablelog.table import internals
+from tablelog.tables import create_table
 from tablelog.testing.processes import free_port
 from tablelog.testing.scenarios import SCHEMA, LogSystemFixtures, rows
 

@@ -11,7 +11,8 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
-from tablelog.table import Table, create_table
+from tablelog.table import Table
+from tablelog.tables import create_table
 from tablelog.testing import NO_COMPACTION
 
 KEYS = 2_000

@@ -23,7 +23,8 @@ from tablelog.plugin import FetchResult, LogConfig, ValuesResult, hookimpl
 from tablelog.reading import Change
 from tablelog.records import SeekSpec
 from tablelog.store import AddColumn, RenameColumn
-from tablelog.table import Table, create_table, internals
+from tablelog.table import Table, internals
+from tablelog.tables import create_table
 from tablelog.testing.scenarios import LogSystemFixtures
 from tablelog.topic_owners import topic_option
 from tablelog.verify import verify

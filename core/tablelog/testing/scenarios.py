@@ -22,7 +22,8 @@ import pytest
 
 from tablelog.normalize import Normalizer
 from tablelog.reading import Change
-from tablelog.table import Table, create_table, internals, open_table
+from tablelog.table import Table, internals
+from tablelog.tables import create_table, open_table
 from tablelog.testing.processes import run_python
 from tablelog.verify import verify
 

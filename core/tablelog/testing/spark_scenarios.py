@@ -31,7 +31,8 @@ import pytest
 
 from tablelog.commit import LogCommitRecord, log_commits
 from tablelog.normalize import Normalizer
-from tablelog.table import Table, internals, open_table
+from tablelog.table import Table, internals
+from tablelog.tables import open_table
 from tablelog.testing.processes import start_python
 
 INPUT_SCHEMA = "id long, name string, score double, _kind string"

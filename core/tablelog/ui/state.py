@@ -15,7 +15,8 @@ from tablelog.errors import TablelogError
 from tablelog.logs.client import LogClient
 from tablelog.options import GivenOptions
 from tablelog.store import Warehouse
-from tablelog.table import Table, internals, open_table
+from tablelog.table import Table, internals
+from tablelog.tables import open_table
 from tablelog.ui.changes import ChangelogFollowers
 from tablelog.ui.figures import (
     count_rows,

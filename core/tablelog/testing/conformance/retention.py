@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tablelog.records import ProducedRange, SeekSpec
-from tablelog.table import Table, create_table, internals
+from tablelog.table import Table, internals
+from tablelog.tables import create_table
 from tablelog.testing.conformance.base import ConfigFactory, ConformanceBase
 from tablelog.testing.scenarios import SCHEMA, ids, read_transactional, rows
 
