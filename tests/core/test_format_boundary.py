@@ -32,8 +32,6 @@ REASON = "Long because:"
 #: Modules over the limit that another item of issue 27 splits, by path under the repository.
 SPLIT_PENDING = {
     "core/tablelog/testing/spark_scenarios.py": "split pending (issue 27)",
-    "plugins/kafka/tablelog_kafka/reader.py": "split pending (issue 27)",
-    "plugins/pulsar/tablelog_pulsar/reader.py": "split pending (issue 27)",
 }
 
 

@@ -18,7 +18,7 @@ from tablelog.plugin import LogUnavailableError, OptionError, TopicError
 
 from .client_events import ClientEvents
 from .config import KafkaSettings
-from .failures import describe, kafka_error_of, translate
+from .failures import describe, first_contact, kafka_error_of, translate
 
 
 class AdminSide:
@@ -35,7 +35,7 @@ class AdminSide:
                 raise OptionError(
                     "invalid kafka client option: " + describe(exc, self._settings.secrets)
                 ) from None
-            self._events.first_contact(admin)
+            first_contact(self._events, admin)
             self._admin = admin
         return self._admin
 

@@ -13,19 +13,33 @@ own error only says "Broker transport failure".
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from .config import ADMIN_TIMEOUT_MS, CONNECT_TIMEOUT, KafkaSettings
-from .failures import is_unavailable
+from .config import KafkaSettings
 
 CLIENT_LOGGER = logging.getLogger("tablelog_kafka.client")
 # A library logs, the application decides what is shown: without this handler Python
 # would print the client's warnings on stderr when the application configured nothing.
 logging.getLogger("tablelog_kafka").addHandler(logging.NullHandler())
+
+#: librdkafka codes meaning "the brokers cannot be reached or used (in time)".
+_UNAVAILABLE = frozenset({
+    KafkaError._TRANSPORT,
+    KafkaError._DESTROY_BROKER,  # the connection to a broker was torn down mid-request
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._TIMED_OUT,
+    KafkaError._RESOLVE,
+    KafkaError._AUTHENTICATION,
+    KafkaError._SSL,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.NETWORK_EXCEPTION,
+    KafkaError.BROKER_NOT_AVAILABLE,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.SASL_AUTHENTICATION_FAILED,
+})
 
 #: Errors that tell why the brokers cannot be used, most telling first.
 _CAUSES = (
@@ -36,6 +50,11 @@ _CAUSES = (
     KafkaError._TRANSPORT,
     KafkaError._TIMED_OUT,
 )
+
+
+def is_unavailable(error: KafkaError) -> bool:
+    """Whether ``error`` means the brokers cannot be reached (an outage, not a refusal)."""
+    return error.code() in _UNAVAILABLE
 
 
 class _ClientLog(logging.LoggerAdapter):  # type: ignore[type-arg]
@@ -58,7 +77,7 @@ class ClientEvents:
     """The ``logger`` and ``error_cb`` of one client, and the errors it reported."""
 
     def __init__(self, settings: KafkaSettings):
-        self._settings = settings
+        self.settings = settings
         self.recent: deque[KafkaError] = deque(maxlen=20)
         self.fatal: KafkaError | None = None
         # The last "cannot reach the brokers" error since the last good flush: records
@@ -68,7 +87,7 @@ class ClientEvents:
 
     def hooks(self) -> dict[str, Any]:
         """Config entries to add to the client's config."""
-        return {"logger": _ClientLog(self._settings), "error_cb": self._on_error}
+        return {"logger": _ClientLog(self.settings), "error_cb": self._on_error}
 
     def _on_error(self, err: KafkaError) -> None:
         if err.fatal():
@@ -76,7 +95,7 @@ class ClientEvents:
         elif is_unavailable(err):
             self.unreachable = err
         self.recent.append(err)
-        CLIENT_LOGGER.debug("error event: %s", self._settings.secrets.scrub(f"{err.name()}: {err.str()}"))
+        CLIENT_LOGGER.debug("error event: %s", self.settings.secrets.scrub(f"{err.name()}: {err.str()}"))
 
     def cause(self) -> KafkaError | None:
         """The most telling error the client reported, if any."""
@@ -85,26 +104,6 @@ class ClientEvents:
                 if err.code() == code:
                     return err
         return self.recent[-1] if self.recent else None
-
-    def first_contact(self, client: Any) -> None:
-        """Ask the brokers for metadata once, waiting at most the connect time-out:
-        a broker that is down (or refuses our credentials) fails here, within
-        seconds, instead of after every later request's own, longer time-out."""
-        if self.reached:
-            return
-        settings = self._settings
-        # Never longer than the time-out of the look-up the caller is about to make.
-        timeout_s = min(settings.connect_timeout_s, settings.admin_timeout_s)
-        option = CONNECT_TIMEOUT if settings.connect_timeout_s <= settings.admin_timeout_s else ADMIN_TIMEOUT_MS
-        started = time.monotonic()
-        try:
-            client.list_topics(timeout=timeout_s)
-        except KafkaException as exc:
-            from .failures import unreachable
-
-            serve_events(client)
-            raise unreachable(exc, self, settings, time.monotonic() - started, option) from None
-        self.reached = True
 
 
 def serve_events(client: Any) -> None:

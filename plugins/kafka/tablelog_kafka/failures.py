@@ -10,12 +10,14 @@ secret option value is scrubbed out; the client exception is never chained
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import time
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
 from tablelog.plugin import LogSystemError, LogUnavailableError, SecretScrubber
 
+from .client_events import ClientEvents, is_unavailable, serve_events
 from .config import (
     ADMIN_TIMEOUT_MS,
     BOOTSTRAP,
@@ -25,24 +27,6 @@ from .config import (
     KafkaSettings,
 )
 
-if TYPE_CHECKING:
-    from .client_events import ClientEvents
-
-#: librdkafka codes meaning "the brokers cannot be reached or used (in time)".
-_UNAVAILABLE = frozenset({
-    KafkaError._TRANSPORT,
-    KafkaError._DESTROY_BROKER,  # the connection to a broker was torn down mid-request
-    KafkaError._ALL_BROKERS_DOWN,
-    KafkaError._TIMED_OUT,
-    KafkaError._RESOLVE,
-    KafkaError._AUTHENTICATION,
-    KafkaError._SSL,
-    KafkaError.REQUEST_TIMED_OUT,
-    KafkaError.NETWORK_EXCEPTION,
-    KafkaError.BROKER_NOT_AVAILABLE,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.SASL_AUTHENTICATION_FAILED,
-})
 _AUTHENTICATION = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED})
 _AUTHORIZATION = frozenset({
     KafkaError.TOPIC_AUTHORIZATION_FAILED,
@@ -52,11 +36,6 @@ _AUTHORIZATION = frozenset({
 })
 _UNKNOWN_TOPIC = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION})
 _TOO_LARGE = frozenset({KafkaError.MSG_SIZE_TOO_LARGE})  # librdkafka uses the broker's code locally too
-
-
-def is_unavailable(error: KafkaError) -> bool:
-    """Whether ``error`` means the brokers cannot be reached (an outage, not a refusal)."""
-    return error.code() in _UNAVAILABLE
 
 
 def kafka_error_of(exc: BaseException) -> KafkaError | None:
@@ -161,7 +140,7 @@ def translate(
     """A LogSystemError for ``exc``: LogUnavailableError when the brokers could not
     be reached or used, else ``default``; with advice where there is some."""
     error = kafka_error_of(exc)
-    if error is not None and error.code() in _UNAVAILABLE:
+    if error is not None and is_unavailable(error):
         waited = settings.admin_timeout_s if waited_s is None else waited_s
         unavailable = unreachable(exc, events, settings, waited, ADMIN_TIMEOUT_MS)
         return LogUnavailableError(f"{what}: {unavailable.args[0]}", topic=topic, partition=partition)
@@ -177,3 +156,22 @@ def delivery_failure(error: KafkaError, settings: KafkaSettings) -> str:
     told = advice(error, settings, settings.topic)
     text = describe(error, settings.secrets)
     return f"{text}; {told}" if told else text
+
+
+def first_contact(events: ClientEvents, client: Any) -> None:
+    """Ask the brokers for metadata once, waiting at most the connect time-out:
+    a broker that is down (or refuses our credentials) fails here, within
+    seconds, instead of after every later request's own, longer time-out."""
+    if events.reached:
+        return
+    settings = events.settings
+    # Never longer than the time-out of the look-up the caller is about to make.
+    timeout_s = min(settings.connect_timeout_s, settings.admin_timeout_s)
+    option = CONNECT_TIMEOUT if settings.connect_timeout_s <= settings.admin_timeout_s else ADMIN_TIMEOUT_MS
+    started = time.monotonic()
+    try:
+        client.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        serve_events(client)
+        raise unreachable(exc, events, settings, time.monotonic() - started, option) from None
+    events.reached = True

@@ -27,7 +27,7 @@ from tablelog.plugin import LogSystemError, OptionError, PositionOutOfRangeError
 
 from .client_events import ClientEvents
 from .config import KafkaSettings
-from .failures import describe, kafka_error_of, translate
+from .failures import describe, first_contact, kafka_error_of, translate
 
 _BATCH = 10_000
 _MISSING = frozenset({KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_OR_PART})
@@ -50,7 +50,7 @@ class OffsetsSide:
                     "invalid kafka consumer option: " + describe(exc, self._settings.secrets)
                 ) from None
             try:
-                self._events.first_contact(consumer)
+                first_contact(self._events, consumer)
             except BaseException:
                 consumer.close()
                 raise

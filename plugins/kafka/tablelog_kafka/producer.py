@@ -25,7 +25,7 @@ from tablelog.plugin import (
 
 from .client_events import ClientEvents
 from .config import KafkaSettings
-from .failures import delivery_failure, describe, translate
+from .failures import delivery_failure, describe, first_contact, translate
 
 TOKEN_HEADER = "tablelog.token"
 SEQ_HEADER = "tablelog.seq"
@@ -88,9 +88,9 @@ class ProduceSide:
 
     def reach(self) -> Producer:
         """The producer, once it has had an answer from the brokers (see
-        :meth:`ClientEvents.first_contact`); a produce alone never waits for that."""
+        :func:`~tablelog_kafka.failures.first_contact`); a produce alone never waits for that."""
         producer = self._client()
-        self._events.first_contact(producer)
+        first_contact(self._events, producer)
         return producer
 
     def produce(self, batch: ProduceBatch) -> None:

@@ -12,7 +12,7 @@ about to read at once, so that switching partitions waits for nothing.
 ``fetch_values`` skips the headers: reading them is confluent-kafka's largest
 per-record cost (``Message.headers()`` builds a list of tuples per record; see
 docs/performance-history.md), and the reader asks for values only where it knows every
-record is a committed one.
+record is a committed one. Messages become records in :mod:`tablelog_kafka.records`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from tablelog.plugin import (
     FetchResult,
-    LogRecord,
     LogSystemError,
     OptionError,
     PositionOutOfRangeError,
@@ -38,7 +37,7 @@ from tablelog.plugin import (
 from .client_events import ClientEvents
 from .config import KafkaSettings
 from .failures import describe, translate
-from .producer import SEQ_HEADER, TOKEN_HEADER
+from .records import Tokens, to_records
 
 #: Records (and bytes of values) of a partition buffered while another one is read;
 #: then it is paused.
@@ -57,40 +56,6 @@ _EOF = KafkaError._PARTITION_EOF
 _OUT_OF_RANGE = frozenset({KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET})
 
 
-class _Tokens(dict[bytes, str]):
-    """utf-8 token bytes -> str, decoded once per distinct token."""
-
-    def __missing__(self, raw: bytes) -> str:
-        if len(self) > 10_000:
-            self.clear()
-        text = raw.decode("utf-8")
-        self[raw] = text
-        return text
-
-
-def _to_record(msg: Message, tokens: _Tokens) -> LogRecord:
-    """Slow path: headers in another order, missing, or undecodable (foreign records)."""
-    token: str | None = None
-    seq: int | None = None
-    headers: Any = msg.headers() or ()
-    for name, raw in headers:
-        if not isinstance(raw, bytes):
-            continue
-        if name == TOKEN_HEADER and token is None:
-            try:
-                token = tokens[raw]
-            except UnicodeDecodeError:
-                token = None
-        elif name == SEQ_HEADER and seq is None:
-            try:
-                seq = int(raw) if raw.isdigit() else None
-            except ValueError:
-                seq = None
-    if token is None or seq is None:
-        token, seq = None, None
-    return LogRecord(msg.offset() or 0, msg.key(), msg.value(), token, seq, msg.timestamp()[1])
-
-
 class FetchSide:
     def __init__(self, settings: KafkaSettings, start_position: Callable[[int], int],
                  end_position: Callable[[int], int]):
@@ -106,7 +71,7 @@ class FetchSide:
         self._paused: set[int] = set()
         #: partition -> error seen while reading another partition
         self._errors: dict[int, KafkaError] = {}
-        self._tokens = _Tokens()
+        self._tokens = Tokens()
         self._events = ClientEvents(settings)
 
     def _client(self) -> Consumer:
@@ -148,7 +113,7 @@ class FetchSide:
         messages = self._fetched(partition, position, max_records, timeout_s)
         if not messages:
             return FetchResult([], position)
-        records = self._records(messages)
+        records = to_records(messages, self._tokens)
         return FetchResult(records, records[-1].position + 1)
 
     def fetch_values(self, partition: int, position: int, max_records: int, timeout_s: float) -> ValuesResult:
@@ -342,29 +307,6 @@ class FetchSide:
                 self._client().resume([TopicPartition(self._settings.topic, partition)])
                 self._paused.discard(partition)
         return taken
-
-    def _records(self, messages: list[Message]) -> list[LogRecord]:
-        """The messages (of one partition, in order) as records."""
-        tokens = self._tokens
-        records: list[LogRecord] = []
-        append = records.append
-        new = tuple.__new__  # what LogRecord(...) does, without its Python-level __new__
-        for msg in messages:
-            h: Any = msg.headers()  # list of (str, bytes | None) for a record
-            # Fast path: the two headers tablelog writes, in the order it writes them.
-            if h is not None and len(h) == 2:
-                (tname, traw), (sname, sraw) = h
-                if tname == TOKEN_HEADER and sname == SEQ_HEADER and traw and sraw.isdigit():
-                    try:
-                        token = tokens[traw]
-                    except UnicodeDecodeError:
-                        pass
-                    else:
-                        append(new(LogRecord, (msg.offset(), msg.key(), msg.value(), token,
-                                               int(sraw), msg.timestamp()[1])))
-                        continue
-            append(_to_record(msg, tokens))
-        return records
 
     def _check_not_past_end(self, consumer: Consumer, partition: int, position: int) -> None:
         """An empty fetch: the position may lie past the end (a lost or recreated topic).
