@@ -111,3 +111,12 @@ def test_function_local_and_type_checking_imports_count_as_edges(tmp_path: Path)
     (root / "top.py").write_text("def f():\n    from pkg.low import g\n")
     (root / "low.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import top\n")
     assert import_cycle(root) == ["pkg.low", "pkg.top", "pkg.low"]
+
+
+PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
+
+
+def test_the_shipped_plugins_import_their_own_modules_without_a_cycle() -> None:
+    for package in sorted(p for p in PLUGINS.glob("*/*") if (p / "__init__.py").exists()):
+        cycle = import_cycle(package)
+        assert cycle is None, f"import cycle in {package.name}: " + " -> ".join(cycle or [])
