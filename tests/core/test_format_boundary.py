@@ -33,7 +33,6 @@ REASON = "Long because:"
 SPLIT_PENDING = {
     "core/tablelog/table.py": "split pending (issue 27)",
     "core/tablelog/store/table.py": "split pending (issue 27)",
-    "core/tablelog/testing/spark_scenarios.py": "split pending (issue 27)",
     "plugins/kafka/tablelog_kafka/reader.py": "split pending (issue 27)",
     "plugins/pulsar/tablelog_pulsar/reader.py": "split pending (issue 27)",
 }
