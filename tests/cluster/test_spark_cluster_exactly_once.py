@@ -25,7 +25,7 @@ from tablelog.tables import open_table
 from tablelog.testing.processes import start_python
 from tablelog.testing.s3_server import S3Endpoint
 from tablelog.testing.spark_cluster import StandaloneCluster, spark_environment
-from tablelog.testing.spark_scenarios import (
+from tablelog.testing.spark_inputs import (
     BATCHES,
     FILES_PER_BATCH,
     assert_committed_records,

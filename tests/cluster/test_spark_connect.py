@@ -27,7 +27,7 @@ from click.testing import CliRunner
 
 import tablelog
 from tablelog.cli import cli
-from tablelog.testing.spark_scenarios import replay
+from tablelog.testing.spark_inputs import replay
 
 pytestmark = pytest.mark.cluster
 

@@ -20,7 +20,8 @@ from pypaimon import CatalogFactory
 import tablelog
 from tablelog import AddColumn, RenameColumn
 from tablelog.table import internals
-from tablelog.testing.spark_scenarios import collect_stream, spark_test_session
+from tablelog.testing.spark_inputs import collect_stream
+from tablelog.testing.spark_scenarios import spark_test_session
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -13,7 +13,8 @@ import pytest
 
 import tablelog
 from tablelog.testing.scenarios import SCHEMA
-from tablelog.testing.spark_scenarios import collect_stream, spark_test_session
+from tablelog.testing.spark_inputs import collect_stream
+from tablelog.testing.spark_scenarios import spark_test_session
 from tablelog.verify import verify
 
 pytestmark = pytest.mark.spark

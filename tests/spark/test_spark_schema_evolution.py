@@ -13,7 +13,7 @@ import pytest
 import tablelog
 from tablelog import AddColumn, RenameColumn
 from tablelog.table import internals
-from tablelog.testing.spark_scenarios import collect_stream
+from tablelog.testing.spark_inputs import collect_stream
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.testing.spark_scenarios import replay
+from tablelog.testing.spark_inputs import replay
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 

@@ -44,7 +44,8 @@ def where_am_i(_: Iterator[int]) -> Iterator[dict[str, Any]]:
 def main(config: dict[str, Any]) -> None:
     from tablelog.spark import normalize
     from tablelog.spark.session import local_session
-    from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios, collect_stream
+    from tablelog.testing.spark_inputs import collect_stream
+    from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios
 
     spark = local_session(config["master"], app_name="tablelog-cluster-pipeline", conf={
         "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
