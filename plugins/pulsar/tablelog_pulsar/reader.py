@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import pulsar
 
 from tablelog.plugin import (
@@ -33,13 +32,15 @@ from tablelog.plugin import (
     LogRecord,
     LogSystemError,
     PositionOutOfRangeError,
-    SeekSpec,
     TopicError,
     ValuesResult,
 )
-from tablelog_pulsar import codec, ends, positions, waiting
+from tablelog_pulsar import codec, positions
 from tablelog_pulsar.config import PulsarConfig
+from tablelog_pulsar.ends import EndPositions
 from tablelog_pulsar.failures import PulsarException, translate
+from tablelog_pulsar.opened import OpenReader
+from tablelog_pulsar.waiting import RecordWaits
 
 _TIMEOUT = pulsar.Timeout
 
@@ -51,28 +52,13 @@ _SKIP_AHEAD = 64 << positions.BATCH_BITS
 _STUCK_AFTER_S = 0.2
 
 
-@attrs.define
-class _Open:
-    """An open reader and the position its next message is expected at (or after)."""
-
-    reader: Any
-    position: int
-    # time.monotonic() of its last message (or of its opening), and of the last check
-    # whether it is stuck (see Reader._stuck).
-    active: float = attrs.field(factory=time.monotonic)
-    checked: float = 0.0
-    #: A message a wait for records took from the reader, and its position: the next
-    #: fetch returns it first.
-    pending: tuple[Any, int] | None = None
-
-
-class Reader:
+class Reader(EndPositions, RecordWaits):
     """The reading side of one connection."""
 
     def __init__(self, config: PulsarConfig, client: Callable[[], Any]):
         self._config = config
         self._client = client
-        self._open: dict[int, _Open] = {}
+        self._open: dict[int, OpenReader] = {}
         self.stuck_turn = 0  # which silent reader a wait for records asks next whether it is stuck
         self._topic_exists = False  # known once an empty-looking partition made us look
         self.operation_timeout_ms = int(config.client_kwargs.get("operation_timeout_seconds", 30)) * 1000
@@ -90,7 +76,7 @@ class Reader:
         except PulsarException as err:
             raise translate(err, "opening a reader", topic=topic, partition=partition) from None
 
-    def _reader_at(self, partition: int, position: int) -> _Open:
+    def _reader_at(self, partition: int, position: int) -> OpenReader:
         current = self._open.get(partition)
         if current is not None and current.position <= position <= current.position + _SKIP_AHEAD:
             # Nearly where the open reader stands (the next snapshot's records start a
@@ -99,7 +85,7 @@ class Reader:
             return current
         if current is not None:
             self._close_reader(partition)
-        opened = _Open(self._create_reader(partition, position), position)
+        opened = OpenReader(self._create_reader(partition, position), position)
         self._open[partition] = opened
         return opened
 
@@ -211,12 +197,7 @@ class Reader:
             opened.active = time.monotonic()
         return messages, found
 
-    def wait_for_records(self, starts: dict[int, int], timeout_s: float) -> list[int]:
-        """The partitions of ``starts`` whose reader has a message at or after the position,
-        once one has or ``timeout_s`` passed (:mod:`tablelog_pulsar.waiting`)."""
-        return waiting.wait_for_records(self, starts, timeout_s)
-
-    def _stuck(self, opened: _Open) -> bool:
+    def _stuck(self, opened: OpenReader) -> bool:
         """Whether a reader that returns nothing is stuck: it has been silent for a while
         and the broker says more messages are there for it. Seen on pulsar-lite: a reader
         that had caught up (``has_message_available`` true) stopped delivering while a new
@@ -229,14 +210,6 @@ class Reader:
             return bool(opened.reader.has_message_available())
         except PulsarException:
             return False  # the next read reports what is wrong
-
-    # -- end positions and seek (:mod:`tablelog_pulsar.ends`) ---------------------------
-
-    def end_position(self, partition: int) -> int:
-        return ends.end_position(self, partition)
-
-    def seek(self, partition: int, spec: SeekSpec) -> int:
-        return ends.seek(self, partition, spec)
 
     # -- misc ----------------------------------------------------------------------------
 
