@@ -7,7 +7,7 @@ rows, bucket routing), :mod:`~tablelog.store.snapshots` (the snapshots' look-ups
 :mod:`~tablelog.store.writes` (data files written, committed,
 aborted), :mod:`~tablelog.store.schema` (what Paimon defines: option keys, system
 columns, stored types), :mod:`~tablelog.store.schema_files` (schema files, each created
-by one writer), :mod:`~tablelog.store.alter` (schema changes) and
+by one writer), :mod:`~tablelog.store.schema_changes` (schema changes) and
 :mod:`~tablelog.store.evolution` (rows of an older schema in a newer one).
 The layers above reach a table's files only through :class:`TableFiles`
 (:mod:`~tablelog.store.files`), never its implementation.
@@ -16,14 +16,6 @@ reason for each, in :mod:`~tablelog.store.pypaimon_internals`; the dependency pi
 follow from them.
 """
 
-from tablelog.store.alter import (
-    AddColumn,
-    DropColumn,
-    RenameColumn,
-    SchemaChange,
-    SetOption,
-    WidenColumn,
-)
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.files import TableFiles
 from tablelog.store.schema import (
@@ -34,6 +26,14 @@ from tablelog.store.schema import (
     paimon_option_default,
     paimon_option_keys,
     system_column_names,
+)
+from tablelog.store.schema_changes import (
+    AddColumn,
+    DropColumn,
+    RenameColumn,
+    SchemaChange,
+    SetOption,
+    WidenColumn,
 )
 from tablelog.store.snapshots import SnapshotInfo
 from tablelog.store.table import PaimonTable

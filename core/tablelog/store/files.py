@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tablelog.store.alter import SchemaChange
     from tablelog.store.compaction import TableCompactions
     from tablelog.store.consumers import Consumers
     from tablelog.store.evolution import SchemaMapping, SchemaVersion
     from tablelog.store.expiry import SnapshotDeletion
     from tablelog.store.leases import Leases
+    from tablelog.store.schema_changes import SchemaChange
     from tablelog.store.snapshots import SnapshotInfo
     from tablelog.store.writes import TableWrite
 

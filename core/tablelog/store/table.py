@@ -19,7 +19,6 @@ import attrs
 import pyarrow as pa
 
 from tablelog.store import snapshots
-from tablelog.store.alter import SchemaChange, commit_changes
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
 from tablelog.store.deltas import ROW_KIND, read_delta
@@ -30,6 +29,7 @@ from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
 from tablelog.store.row_count import count_rows
 from tablelog.store.schema import KIND_FIELD
+from tablelog.store.schema_changes import SchemaChange, commit_changes
 from tablelog.store.schema_files import schema_files
 from tablelog.store.snapshots import SnapshotInfo
 from tablelog.store.writes import TableWrite, abort_files, commit_files
