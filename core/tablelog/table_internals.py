@@ -94,8 +94,9 @@ class TableInternals:
 
     # -- the log ---------------------------------------------------------------
 
-    @property
+    @cached_property
     def topic(self) -> str:
+        """The table's topic: fixed with the table (readers compare it at every snapshot)."""
         return default_topic(self.identifier, self.options.log_system, self.system_options)
 
     @property
