@@ -6,6 +6,7 @@ keeps every snapshot from a consumer's ``nextSnapshot`` on, and so does tablelog
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -45,19 +46,13 @@ class Consumers:
 
     def all(self) -> list[ConsumerInfo]:
         """Every consumer, by id."""
-        directory = consumer_directory(self._manager)
-        if not self._file_io.exists(directory):
-            return []
         found = []
-        prefix = self._manager.CONSUMER_PREFIX
-        for status in self._file_io.list_status(directory):
-            name = status.base_name or ""
-            if not name.startswith(prefix):
-                continue
-            consumer = self._manager.consumer(name[len(prefix):])
+        for consumer_id, status in listed(self._file_io, consumer_directory(self._manager),
+                                          self._manager.CONSUMER_PREFIX):
+            consumer = self._manager.consumer(consumer_id)
             if consumer is None:
                 continue  # removed while listing
-            found.append(ConsumerInfo(name[len(prefix):], int(consumer.next_snapshot), modified_millis(status)))
+            found.append(ConsumerInfo(consumer_id, int(consumer.next_snapshot), modified_millis(status)))
         return sorted(found, key=lambda c: c.consumer_id)
 
     def remove_unseen_since(self, millis: int) -> list[str]:
@@ -69,6 +64,17 @@ class Consumers:
                 self._manager.delete_consumer(consumer.consumer_id)
                 removed.append(consumer.consumer_id)
         return removed
+
+
+def listed(file_io: Any, directory: str, prefix: str) -> Iterator[tuple[str, Any]]:
+    """The files of ``directory`` named ``<prefix><name>``: each ``name`` and its listed
+    status; nothing when the directory does not exist."""
+    if not file_io.exists(directory):
+        return
+    for status in file_io.list_status(directory):
+        base = status.base_name or ""
+        if base.startswith(prefix):
+            yield base[len(prefix):], status
 
 
 def modified_millis(status: Any) -> int | None:

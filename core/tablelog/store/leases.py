@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from tablelog.store.consumers import modified_millis
+from tablelog.store.consumers import listed, modified_millis
 
 LEASE_DIRECTORY = "log-lease"
 LEASE_PREFIX = "lease-"
@@ -86,14 +86,9 @@ class Leases:
     def all(self) -> list[WriterLease]:
         """Every lease, by token. A lease removed while listing is left out; one that
         cannot be read raises (retention must not guess what it holds)."""
-        if not self._file_io.exists(self._directory):
-            return []
         found = []
-        for status in self._file_io.list_status(self._directory):
-            name = status.base_name or ""
-            if not name.startswith(LEASE_PREFIX):
-                continue
-            path = f"{self._directory}/{name}"
+        for token, status in listed(self._file_io, self._directory, LEASE_PREFIX):
+            path = f"{self._directory}/{LEASE_PREFIX}{token}"
             try:
                 text = self._file_io.read_file_utf8(path)
             except OSError:
@@ -103,5 +98,5 @@ class Leases:
             try:
                 found.append(WriterLease.from_json(text, modified_millis(status)))
             except (ValueError, KeyError, TypeError, AttributeError) as err:
-                raise ValueError(f"writer lease {self._directory}/{name} cannot be read: {err}") from err
+                raise ValueError(f"writer lease {path} cannot be read: {err}") from err
         return sorted(found, key=lambda lease: lease.token)
