@@ -41,18 +41,20 @@ if TYPE_CHECKING:
 
 def commit(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
-    log_pool: LogPool | None = None,
+    log_pool: LogPool | None = None, relayed: Sequence[int] = (),
 ) -> CommitResult:
     """Commit ``receipts`` as one snapshot, once per (writer_id, commit_identifier)
-    (see :meth:`tablelog.table.Table.commit`)."""
+    (see :meth:`tablelog.table.Table.commit`). ``relayed``: the foreign snapshots whose
+    changes the receipts carry (a relay's commit, :mod:`tablelog.relay`): the snapshot is
+    committed even with no records, to record that they were relayed."""
     started_ms = time.time_ns() // 1_000_000
     if table.files.on_object_store:
-        result = _commit_racing(table, writer_id, commit_identifier, receipts, log_pool, started_ms)
+        result = _commit_racing(table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed)
     else:
         # The check and the commit hold the table's commit lock: two committers of
         # the same identifier (a replay racing the original) cannot both commit.
         with table.files.commit_lock():
-            result = _commit_once(table, writer_id, commit_identifier, receipts, log_pool, started_ms)
+            result = _commit_once(table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed)
     if result.committed and result.snapshot_id is not None:
         # After the lock: expiry never holds up other committers, and never fails this commit.
         expire_after_commit(table, result.snapshot_id)
@@ -76,7 +78,7 @@ class _LostRace(Exception):
 
 def _commit_racing(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
-    log_pool: LogPool | None, started_ms: int,
+    log_pool: LogPool | None, started_ms: int, relayed: Sequence[int],
 ) -> CommitResult:
     for attempt in range(MAX_COMMIT_ATTEMPTS):
         # The latest id is read before the identifier is checked, so every snapshot up to
@@ -84,7 +86,8 @@ def _commit_racing(
         latest = table.files.latest_snapshot()
         next_id = (latest.id if latest is not None else 0) + 1
         try:
-            return _commit_once(table, writer_id, commit_identifier, receipts, log_pool, started_ms, next_id)
+            return _commit_once(
+                table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed, next_id)
         except _LostRace:
             time.sleep(random.uniform(0, min(MAX_BACKOFF_S, 0.02 * 2**attempt)))
     raise CommitError(
@@ -96,7 +99,7 @@ def _commit_racing(
 
 def _commit_once(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
-    log_pool: LogPool | None, started_ms: int, snapshot_id: int | None = None,
+    log_pool: LogPool | None, started_ms: int, relayed: Sequence[int], snapshot_id: int | None = None,
 ) -> CommitResult:
     """Check the identifier, then commit; ``snapshot_id``: on an object store, the one
     id this attempt may create (:class:`_LostRace` when another committer has it)."""
@@ -114,7 +117,7 @@ def _commit_once(
         # A replay of a commit whose snapshot has expired: committing it again would repeat it.
         return CommitResult(None, committed=False, rows=rows, records=records)
     messages = [m for r in receipts for m in r.paimon_messages]
-    if not messages and not ranges:
+    if not messages and not ranges and not relayed:
         return CommitResult(None, committed=True, rows=0, records=0)
     log: LogClient | None = None
     if table.options.log_enabled:
@@ -131,6 +134,7 @@ def _commit_once(
             end_positions=_end_positions(table, log),
             commit_started_ms=started_ms,
             projection=_projection(table, receipts) if log is not None else None,
+            relayed_snapshots=tuple(relayed),
         )
         snapshot = _commit_snapshot(table, writer_id, commit_identifier, messages, record, snapshot_id)
     except BaseException:

@@ -35,6 +35,9 @@ P_CONTIGUOUS = "tablelog.log.contiguous-ranges"
 P_PROJECTION = "tablelog.log.projection"
 # When the committer began (epoch ms): with the snapshot's own time, the commit's latency.
 P_COMMIT_STARTED = "tablelog.commit.started-ms"
+# The foreign snapshots (comma-separated ids) whose changes a relay's ranges carry
+# (tablelog.relay): transactional readers took those from the table files already.
+P_RELAYED = "tablelog.log.relayed-snapshots"
 
 
 def new_token(prefix: str = "") -> str:
@@ -91,6 +94,8 @@ class LogCommitRecord:
     #: The projection stream's records of this snapshot (None: the table has none, or
     #: the snapshot was written without it).
     projection: LogProjection | None = None
+    #: The foreign snapshots whose changes this (relay's) snapshot carries in its ranges.
+    relayed_snapshots: tuple[int, ...] = ()
 
     def tokens(self) -> set[str]:
         return {r.token for r in self.ranges}
@@ -117,6 +122,7 @@ class LogCommitRecord:
             **({P_CONTIGUOUS: json.dumps(contiguous, separators=(",", ":"))} if contiguous else {}),
             **({P_COMMIT_STARTED: str(self.commit_started_ms)} if self.commit_started_ms is not None else {}),
             **({P_PROJECTION: self.projection.to_json()} if self.projection is not None else {}),
+            **({P_RELAYED: ",".join(map(str, self.relayed_snapshots))} if self.relayed_snapshots else {}),
         }
 
     def in_projection(self) -> LogCommitRecord:
@@ -140,6 +146,7 @@ class LogCommitRecord:
             end_positions={int(p): int(e) for p, e in json.loads(properties.get(P_END, "{}")).items()},
             commit_started_ms=int(properties[P_COMMIT_STARTED]) if P_COMMIT_STARTED in properties else None,
             projection=LogProjection.from_json(projection) if projection else None,
+            relayed_snapshots=tuple(int(i) for i in properties.get(P_RELAYED, "").split(",") if i),
         )
 
 

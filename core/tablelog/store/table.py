@@ -271,8 +271,8 @@ class PaimonTable:
         """Delete the prepared data files ``messages``, which no snapshot will reference."""
         abort_files(self.paimon, messages)
 
-    def read_delta(self, snapshot_id: int, buckets: Iterable[int]) -> pa.Table | None:
-        """The rows snapshot ``snapshot_id`` added to ``buckets``, with their row kinds
+    def read_delta(self, snapshot_id: int, buckets: Iterable[int] | None) -> pa.Table | None:
+        """The rows snapshot ``snapshot_id`` added to ``buckets`` (None: to every bucket), with their row kinds
         (:mod:`tablelog.store.deltas`); None when the snapshot has expired."""
         result = read_delta(self.paimon, snapshot_id, buckets)
         if result is None:

@@ -64,7 +64,13 @@ def commit_files(
 ) -> None:
     """Commit ``messages`` as one snapshot. With ``snapshot_commit`` (an object-store
     warehouse's conditional commit), that creates the snapshot file, in one attempt:
-    a lost race raises, and the caller re-reads the table before trying again."""
+    a lost race raises, and the caller re-reads the table before trying again.
+
+    No ``messages`` still commits a snapshot (pypaimon skips an empty commit unless
+    ``snapshot.ignore-empty-commit`` is false): the committer asks for one only to record
+    log records without data files, such as a relay's (:mod:`tablelog.relay`)."""
+    if not messages:
+        paimon = paimon.copy({"snapshot.ignore-empty-commit": "false"})
     builder = with_commit_user(paimon.new_stream_write_builder(), commit_user)
     commit = builder.new_commit()
     if snapshot_commit is not None:

@@ -1,0 +1,238 @@
+"""The relay: publish into the log the changes of snapshots other writers committed.
+
+A snapshot without a log-commit record that is not a compaction was committed by
+another writer (pypaimon directly, a Java engine, a procedure): tablelog's readers take
+its changes from the table files, but a consumer that knows nothing of tablelog (a
+plain Kafka consumer, Flink's ``debezium-json``) never sees them. The relay follows the
+table's snapshots and, for each such *foreign* snapshot in commit order, produces its
+changes (:mod:`tablelog.relay.changes`) into the table's log, in its log format and
+routed to log partitions as the writer routes them, then commits a snapshot of its own
+with no data files: its log-commit record holds the ranges it produced and
+``tablelog.log.relayed-snapshots`` (the foreign snapshot ids), so transactional readers
+skip those ranges (they read the changes from the files) and the next relay run knows
+where to go on.
+
+Exactly once: commits are idempotent per (writer ``tablelog-relay``, commit identifier =
+the last foreign snapshot id of the commit), and a relay killed between producing and
+committing finds its records in the log on the next start (:mod:`tablelog.relay.own_records`)
+and produces only what is missing. One relay per table at a time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+import pyarrow as pa
+
+from tablelog.commit import committer
+from tablelog.commit.history import last_end_positions, log_commits, snapshot_commits
+from tablelog.commit.leases import AttemptLease
+from tablelog.commit.log_commit import WriteReceipt
+from tablelog.errors import OptionError
+from tablelog.logs.pool import LogPool, release
+from tablelog.options import ChangelogMode
+from tablelog.records import ProduceBatch, RowKind
+from tablelog.relay.changes import RelayError, snapshot_changes
+from tablelog.relay.own_records import FoundRecords, find_own_records, relay_token
+from tablelog.writing.routing import partition_order
+
+if TYPE_CHECKING:
+    from tablelog.logs.client import LogClient
+    from tablelog.store import SnapshotInfo
+    from tablelog.table_view import TableView
+
+#: The writer id of the relay's commits.
+RELAY_WRITER = "tablelog-relay"
+
+
+@attrs.frozen
+class RelayStep:
+    """What one relay step published."""
+
+    #: The relay's snapshot (None: nothing was pending).
+    snapshot_id: int | None
+    #: The foreign snapshots whose changes it carries, in commit order.
+    relayed: tuple[int, ...]
+    #: Changes published (records found from an earlier, killed run included).
+    changes: int
+    #: Of those, the records an earlier run had produced and not committed.
+    recovered: int = 0
+
+    def summary(self) -> str:
+        if not self.relayed:
+            return "nothing to relay"
+        ids = ", ".join(map(str, self.relayed))
+        again = f" ({self.recovered} found in the log from an earlier run)" if self.recovered else ""
+        return f"relayed snapshot(s) {ids}: {self.changes} change(s){again} in snapshot {self.snapshot_id}"
+
+
+def is_foreign(snapshot: SnapshotInfo, has_log_commit: bool) -> bool:
+    """Whether another writer committed ``snapshot``: no log-commit record, not a compaction."""
+    return not has_log_commit and snapshot.commit_kind != "COMPACT"
+
+
+class Relay:
+    """Publishes a table's foreign snapshots into its log, a step at a time (:meth:`step`).
+
+    ``from_snapshot``: where to start when the table has no relay commit yet (default:
+    after the first snapshot with a log-commit record, where the log began; every kept
+    snapshot when there is none), or to skip snapshots that expired unpublished.
+    ``max_snapshots``: the most foreign snapshots one relay commit carries.
+    """
+
+    def __init__(self, table: TableView, *, from_snapshot: int | None = None, max_snapshots: int = 100) -> None:
+        if not table.options.log_enabled:
+            raise OptionError(
+                f"table {table.identifier!r} has no log (log.system=none): there is nothing to relay "
+                "other writers' commits into; attach one first (tablelog alter --set log.system=...)"
+            )
+        if max_snapshots < 1:
+            raise OptionError(f"max_snapshots must be >= 1, got {max_snapshots}")
+        self.table = table
+        self._from = from_snapshot
+        self._max = max_snapshots
+        self._pool = LogPool(max_idle=1)
+        self._next: int | None = None  # the first snapshot id not looked at yet
+        #: What a killed earlier run produced and did not commit, by token (looked for once per run).
+        self._found: dict[str, FoundRecords] | None = None
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> Relay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- where it is -------------------------------------------------------------
+
+    def _start(self) -> int:
+        files = self.table.files
+        resume = None
+        for _, record in log_commits(files, newest_first=True):
+            if record.relayed_snapshots:
+                resume = max(record.relayed_snapshots) + 1
+                break
+        if resume is None and self._from is None:
+            first = next(log_commits(files), None)
+            resume = first[0].id + 1 if first is not None else (files.earliest_snapshot_id() or 1)
+        return max(resume or 1, self._from or 1)
+
+    def pending(self) -> list[SnapshotInfo]:
+        """The foreign snapshots not relayed yet, in commit order. Raises
+        :class:`RelayError` when some that may have been foreign expired unpublished."""
+        files = self.table.files
+        if self._next is None:
+            self._next = self._start()
+        latest = files.latest_snapshot()
+        if latest is None or latest.id < self._next:
+            return []
+        earliest = files.earliest_snapshot_id()
+        if earliest is not None and earliest > self._next:
+            raise RelayError(
+                f"table {self.table.identifier!r}: snapshots {self._next}..{earliest - 1} expired before the "
+                "relay published them; the changes other writers committed there (if any) never reached the "
+                "log. Give the relay a consumer-id or keep snapshots longer (snapshot.time-retained); to go "
+                f"on without them, start the relay with --from-snapshot {earliest}"
+            )
+        found = [s for s, record in snapshot_commits(files, after=self._next - 1, upto=latest.id)
+                 if is_foreign(s, record is not None)]
+        if not found:
+            self._next = latest.id + 1
+        return found
+
+    # -- one step ----------------------------------------------------------------
+
+    def step(self) -> RelayStep:
+        """Relay the pending foreign snapshots (up to ``max_snapshots``) in one commit."""
+        self.table.refresh_schema()
+        pending = self.pending()
+        batch = pending[: self._max]
+        if not batch:
+            return RelayStep(None, (), 0)
+        log = self._pool.checkout(self.table)
+        reusable = False
+        try:
+            if self._found is None:
+                self._found = self._own_records(log, pending)
+            found = {token: self._found.pop(token) for token in map(self._token, (s.id for s in batch))
+                     if token in self._found}
+            produced = [self._produce(log, snapshot, found.get(self._token(snapshot.id))) for snapshot in batch]
+            flushed = log.flush(self.table.options.log_flush_timeout_ms / 1000)
+            receipts = []
+            for (token, rows, lease), snapshot in zip(produced, batch, strict=True):
+                own = [r for r in flushed if r.token == token]
+                ranges = found.get(token, FoundRecords()).merged(token, own)
+                if ranges:
+                    lease.refresh()
+                receipts.append(WriteReceipt(token=token, task=f"relay-{snapshot.id}", rows=rows, ranges=ranges,
+                                             paimon_messages=[]))
+            reusable = True
+        finally:
+            release(log, self._pool, reusable=reusable)
+        result = committer.commit(self.table, RELAY_WRITER, batch[-1].id, receipts, self._pool,
+                                  relayed=[s.id for s in batch])
+        self._next = batch[-1].id + 1
+        recovered = sum(f.count() for f in found.values())
+        return RelayStep(result.snapshot_id, tuple(s.id for s in batch),
+                         sum(r.count for receipt in receipts for r in receipt.ranges), recovered)
+
+    def _token(self, snapshot_id: int) -> str:
+        return relay_token(self.table.token_prefix, snapshot_id)
+
+    def _own_records(self, log: LogClient, pending: Sequence[SnapshotInfo]) -> dict[str, FoundRecords]:
+        """What a killed earlier run produced of the ``pending`` snapshots' changes: it
+        produced them after the snapshots existed, so after the end positions committed before."""
+        start = last_end_positions(self.table.files, upto=pending[0].id)
+        return find_own_records(log, self.table.log_partitions, start, [self._token(s.id) for s in pending])
+
+    def _produce(
+        self, log: LogClient, snapshot: SnapshotInfo, found: FoundRecords | None,
+    ) -> tuple[str, int, AttemptLease]:
+        """Produce ``snapshot``'s changes but those ``found`` in the log already."""
+        token = self._token(snapshot.id)
+        data, kinds = snapshot_changes(self.table.files, snapshot)
+        lease = AttemptLease(self.table, token)
+        now = int(time.time() * 1000)
+        for partition, keys, values in self._encode(data, kinds, now):
+            todo = [i for i in range(len(values)) if found is None or not found.has(partition, i)]
+            for chunk in _runs(todo):
+                lease.hold(log, None)
+                log.produce(ProduceBatch(
+                    token=token, partition=partition, keys=[keys[i] for i in chunk],
+                    values=[values[i] for i in chunk], timestamp_ms=now, first_seq=chunk[0],
+                ))
+        return token, data.num_rows, lease
+
+    def _encode(self, data: pa.Table, kinds: list[RowKind], now: int) -> list[tuple[int, Sequence[bytes | None], Sequence[bytes]]]:
+        """The records per log partition, as the writer encodes and routes them."""
+        table = self.table
+        if table.changelog_mode is ChangelogMode.UPSERT:  # upsert logs carry no -U
+            keep = [i for i, k in enumerate(kinds) if k is not RowKind.UPDATE_BEFORE]
+            data, kinds = data.take(pa.array(keep, pa.int64())), [kinds[i] for i in keep]
+        if data.num_rows == 0:
+            return []
+        data = data.select(table.codec.schema.names).cast(table.codec.schema)
+        table.codec.check_values(data)
+        order, groups = partition_order(table.files, data)
+        if order is not None:
+            data = data.take(order)
+            kinds = [kinds[i] for i in order.tolist()]
+        encoded = table.codec.encode_partitions(data, kinds, groups, now, table.options.log_max_record_bytes,
+                                                lambda row: row)
+        return [(partition, keys, values) for partition, keys, values in encoded]
+
+
+def _runs(indices: list[int]) -> list[list[int]]:
+    """``indices`` (ascending) cut into runs of consecutive numbers."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
