@@ -16,6 +16,7 @@ from tablelog.cli.demo import demo
 from tablelog.cli.describe import describe
 from tablelog.cli.expire import expire_command
 from tablelog.cli.plugins import options_command, plugins
+from tablelog.cli.relay import relay_command
 from tablelog.cli.repeats import check_repeated_options
 from tablelog.cli.tables import create
 from tablelog.cli.tail import tail
@@ -90,7 +91,7 @@ def cli(verbose: int) -> None:
 
 
 for command in (plugins, options_command, create, alter, describe, expire_command, tail, verify_command,
-                compact_command, demo, ui_command):
+                compact_command, relay_command, demo, ui_command):
     cli.add_command(command)
 
 

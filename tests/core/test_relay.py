@@ -1,0 +1,69 @@
+"""`tablelog relay` on the file log: other writers' commits reach a plain reader of the
+log exactly once (:mod:`tablelog.testing.relay_scenarios`), and what the relay refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tablelog.records import SeekSpec
+from tablelog.relay import Relay, RelayError
+from tablelog.table import Table, internals
+from tablelog.testing.relay_scenarios import RelayScenarios, foreign_commit, row
+
+
+def file_log_values(table: Table) -> list[bytes]:
+    """Every record value of the table's file log, partition by partition, in log order:
+    nothing of tablelog's commit records consulted."""
+    values = []
+    with internals(table).open_log() as log:
+        for partition in range(internals(table).log_partitions):
+            position = log.seek(partition, SeekSpec.earliest())
+            while True:
+                fetched = log.fetch(partition, position, 1000, timeout_s=0.1)
+                if not fetched.records:
+                    break
+                values += [r.value for r in fetched.records if r.value is not None]
+                position = fetched.next_position
+    return values
+
+
+class TestRelayOnTheFileLog(RelayScenarios):
+    @pytest.fixture
+    def log_options(self) -> dict[str, str]:
+        return {"log.system": "filesystem"}
+
+    def raw_values(self, table: Table) -> list[bytes]:
+        return file_log_values(table)
+
+
+def test_relaying_a_foreign_snapshot_that_expired_fails_and_says_how_to_go_on(tmp_path: Path) -> None:
+    table = TestRelayOnTheFileLog().make_table(tmp_path, {"log.system": "filesystem"})
+    with table.writer() as writer:
+        writer.write([row(1, "a")])
+        writer.commit()
+    foreign = foreign_commit(table, [("+I", row(2, "b"))])
+    with table.writer() as writer:
+        for i in range(3, 6):
+            writer.write([row(i, "c")])
+            writer.commit()
+    from click.testing import CliRunner
+
+    from tablelog.cli import cli
+
+    expired = CliRunner().invoke(cli, ["expire", "--warehouse", str(tmp_path), "db.t",
+                                       "-o", "snapshot.num-retained.min=1", "-o", "snapshot.num-retained.max=1"])
+    assert expired.exit_code == 0, expired.output
+    with Relay(internals(table), from_snapshot=foreign) as relay, pytest.raises(RelayError) as err:
+        relay.step()
+    assert f"snapshots {foreign}..4 expired before the relay published them" in str(err.value)
+    assert "--from-snapshot 5" in str(err.value)
+
+
+def test_a_table_without_a_log_has_nothing_to_relay_into(tmp_path: Path) -> None:
+    from tablelog.errors import OptionError
+
+    table = TestRelayOnTheFileLog().make_table(tmp_path, {})
+    with pytest.raises(OptionError, match="has no log"):
+        Relay(internals(table))
