@@ -171,34 +171,7 @@ class RelayScenarios:
     ) -> None:
         table = self.make_table(tmp_path, log_options)
         expected = self.write_alternately(table, relay_between=False)
-        produced = tmp_path / "produced"
-        # The child relays with the commit replaced by a wait: killed there, its records are
-        # in the log and no snapshot names them.
-        child = start_python(textwrap.dedent("""
-            import time
-            from pathlib import Path
-            from tablelog.relay import relay as relay_module
-            from tablelog.table import internals
-            from tablelog.tables import open_table
-            from tablelog.testing.processes import child_config
-
-            config = child_config()
-            def wait_forever(*args, **kwargs):
-                Path(config["produced"]).write_text("produced")
-                time.sleep(600)
-            relay_module.committer.commit = wait_forever
-            table = open_table(config["warehouse"], "db.t", config["options"])
-            relay_module.Relay(internals(table)).step()
-        """), {"warehouse": str(tmp_path), "produced": str(produced), "options": log_options})
-        try:
-            deadline = time.monotonic() + 120
-            while not produced.exists():
-                assert child.poll() is None, "the relay child ended before producing"
-                assert time.monotonic() < deadline, "the relay child did not produce in time"
-                time.sleep(0.05)
-        finally:
-            os.kill(child.pid, signal.SIGKILL)
-            child.wait()
+        self.kill_relay_child(tmp_path, log_options, _WAIT_AT_COMMIT)
         # Produced, not committed: a plain consumer has every change already, no snapshot names them.
         assert envelopes(self.raw_values(table)) == expected
         assert not [s for s in table.snapshots() if s.commit_user == "tablelog-relay"]
@@ -208,3 +181,67 @@ class RelayScenarios:
         values = self.raw_values(table)
         assert envelopes(values) == expected
         assert len(values) == sum(expected.values())
+
+    def test_a_relay_killed_while_producing_produces_only_the_rest_when_it_starts_again(
+        self, tmp_path: Path, log_options: dict[str, str],
+    ) -> None:
+        table = self.make_table(tmp_path, log_options)
+        expected = self.write_alternately(table, relay_between=False)
+        self.kill_relay_child(tmp_path, log_options, _WAIT_AFTER_TWO_PRODUCES)
+        before = len(self.raw_values(table))
+        with Relay(internals(open_table(str(tmp_path), "db.t", log_options))) as relay:
+            step = relay.step()
+        assert step.relayed == (2, 4, 5) and step.changes == 9
+        assert before - 10 == step.recovered and 0 < step.recovered < 9  # 10: the tablelog writers' records
+        values = self.raw_values(table)
+        assert envelopes(values) == expected
+        assert len(values) == sum(expected.values())
+
+    def kill_relay_child(self, tmp_path: Path, log_options: dict[str, str], wait_at: str) -> None:
+        """Run a relay step in a child process that waits where ``wait_at`` (a patch of the
+        child's code) says and writes a file then; SIGKILL it there."""
+        reached = tmp_path / "reached"
+        child = start_python(_RELAY_CHILD.replace("# WAIT_AT", textwrap.indent(wait_at, "")), {
+            "warehouse": str(tmp_path), "reached": str(reached), "options": log_options,
+        })
+        try:
+            deadline = time.monotonic() + 120
+            while not reached.exists():
+                assert child.poll() is None, "the relay child ended before the point where it is killed"
+                assert time.monotonic() < deadline, "the relay child did not reach the point where it is killed"
+                time.sleep(0.05)
+        finally:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+
+
+_RELAY_CHILD = textwrap.dedent("""
+    import time
+    from pathlib import Path
+    from tablelog.logs.client import LogClient
+    from tablelog.relay import relay as relay_module
+    from tablelog.table import internals
+    from tablelog.tables import open_table
+    from tablelog.testing.processes import child_config
+
+    config = child_config()
+    def wait_forever():
+        Path(config["reached"]).write_text("reached")
+        time.sleep(600)
+    # WAIT_AT
+    table = open_table(config["warehouse"], "db.t", config["options"])
+    relay_module.Relay(internals(table)).step()
+""")
+# The commit replaced by a wait: killed there, every record is in the log and no snapshot names them.
+_WAIT_AT_COMMIT = "relay_module.committer.commit = lambda *args, **kwargs: wait_forever()\n"
+# Two produce calls made durable, then a wait: killed there, the log has part of the records.
+_WAIT_AFTER_TWO_PRODUCES = textwrap.dedent("""
+    produce, produced = LogClient.produce, []
+    def produce_twice(self, batch):
+        produce(self, batch)
+        produced.append(batch)
+        if len(produced) == 2:
+            self.flush(30)
+            wait_forever()
+    LogClient.produce = produce_twice
+""")
