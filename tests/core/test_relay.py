@@ -7,26 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tablelog.records import SeekSpec
 from tablelog.relay import Relay, RelayError
 from tablelog.table import Table, internals
-from tablelog.testing.relay_scenarios import RelayScenarios, foreign_commit, row
-
-
-def file_log_values(table: Table) -> list[bytes]:
-    """Every record value of the table's file log, partition by partition, in log order:
-    nothing of tablelog's commit records consulted."""
-    values = []
-    with internals(table).open_log() as log:
-        for partition in range(internals(table).log_partitions):
-            position = log.seek(partition, SeekSpec.earliest())
-            while True:
-                fetched = log.fetch(partition, position, 1000, timeout_s=0.1)
-                if not fetched.records:
-                    break
-                values += [r.value for r in fetched.records if r.value is not None]
-                position = fetched.next_position
-    return values
+from tablelog.testing.relay_scenarios import RelayScenarios, foreign_commit, log_values, row
 
 
 class TestRelayOnTheFileLog(RelayScenarios):
@@ -35,7 +18,7 @@ class TestRelayOnTheFileLog(RelayScenarios):
         return {"log.system": "filesystem"}
 
     def raw_values(self, table: Table) -> list[bytes]:
-        return file_log_values(table)
+        return log_values(table)
 
 
 def test_relaying_a_foreign_snapshot_that_expired_fails_and_says_how_to_go_on(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ from tablelog.writing.routing import partition_order
 
 if TYPE_CHECKING:
     from tablelog.logs.client import LogClient
-    from tablelog.store import SnapshotInfo
+    from tablelog.store import SnapshotInfo, TableFiles
     from tablelog.table_view import TableView
 
 #: The writer id of the relay's commits.
@@ -72,6 +72,22 @@ class RelayStep:
 def is_foreign(snapshot: SnapshotInfo, has_log_commit: bool) -> bool:
     """Whether another writer committed ``snapshot``: no log-commit record, not a compaction."""
     return not has_log_commit and snapshot.commit_kind != "COMPACT"
+
+
+def first_unrelayed(files: TableFiles, from_snapshot: int | None = None) -> int:
+    """The first snapshot id the relay has not looked at: after the foreign snapshots the
+    newest relay commit carries; with none, ``from_snapshot``, else after the first snapshot
+    with a log-commit record (where the log began), else the earliest snapshot kept.
+    ``from_snapshot`` later than where the relay stands skips the snapshots before it."""
+    resume = None
+    for _, record in log_commits(files, newest_first=True):
+        if record.relayed_snapshots:
+            resume = max(record.relayed_snapshots) + 1
+            break
+    if resume is None and from_snapshot is None:
+        first = next(log_commits(files), None)
+        resume = first[0].id + 1 if first is not None else (files.earliest_snapshot_id() or 1)
+    return max(resume or 1, from_snapshot or 1)
 
 
 class Relay:
@@ -111,16 +127,7 @@ class Relay:
     # -- where it is -------------------------------------------------------------
 
     def _start(self) -> int:
-        files = self.table.files
-        resume = None
-        for _, record in log_commits(files, newest_first=True):
-            if record.relayed_snapshots:
-                resume = max(record.relayed_snapshots) + 1
-                break
-        if resume is None and self._from is None:
-            first = next(log_commits(files), None)
-            resume = first[0].id + 1 if first is not None else (files.earliest_snapshot_id() or 1)
-        return max(resume or 1, self._from or 1)
+        return first_unrelayed(self.table.files, self._from)
 
     def pending(self) -> list[SnapshotInfo]:
         """The foreign snapshots not relayed yet, in commit order. Raises

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pytest
 
 from tablelog.cli import cli
+from tablelog.records import SeekSpec
 from tablelog.relay import Relay
 from tablelog.store import KIND_FIELD
 from tablelog.table import Table, internals
@@ -51,6 +52,22 @@ def envelopes(values: list[bytes]) -> Counter[Envelope]:
         doc = json.loads(value)
         result[envelope(doc["op"], doc["before"], doc["after"])] += 1
     return result
+
+
+def log_values(table: Table) -> list[bytes]:
+    """Every record value of the table's topic, partition by partition, in log order, read
+    through its log system's client: nothing of tablelog's commit records consulted."""
+    values = []
+    with internals(table).open_log() as log:
+        for partition in range(internals(table).log_partitions):
+            position = log.seek(partition, SeekSpec.earliest())
+            while True:
+                fetched = log.fetch(partition, position, 1000, timeout_s=0.1)
+                if not fetched.records:
+                    break
+                values += [r.value for r in fetched.records if r.value is not None]
+                position = fetched.next_position
+    return values
 
 
 def foreign_commit(table: Table, changes: list[tuple[str, dict[str, Any]]]) -> int:
