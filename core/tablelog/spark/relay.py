@@ -7,11 +7,13 @@ is a sequence (its records are produced in commit order and then committed once)
 task attempts that Spark retries or runs speculatively would produce them twice.
 
 What Spark adds is the host: its trigger, the query's lifecycle (``stop()``,
-``awaitTermination()``) and its monitoring. The source ``tablelog-relay`` lists the
-foreign snapshots that each micro-batch covers (``snapshot_id``, ``commit_user``,
-``commit_kind``), so a query's progress counts them as its input rows. Where the relay
-stands is read from the table, never from Spark's checkpoint: a query started again,
-with the same or a new checkpoint, goes on where the last relay commit stopped.
+``awaitTermination()``, a failed step fails the query) and its monitoring. The source
+``tablelog-relay`` has the table's latest snapshot id as its offset, so a micro-batch
+runs when the table has a new snapshot and its progress shows the snapshot ids; its rows
+are the foreign snapshots the micro-batch covers (``snapshot_id``, ``commit_user``,
+``commit_kind``; the relay itself does not read them). Where the relay stands is read
+from the table, never from Spark's checkpoint: a query started again, with the same or
+a new checkpoint, goes on where the last relay commit stopped.
 """
 
 from __future__ import annotations
