@@ -50,3 +50,34 @@ def test_a_table_without_a_log_has_nothing_to_relay_into(tmp_path: Path) -> None
     table = TestRelayOnTheFileLog().make_table(tmp_path, {})
     with pytest.raises(OptionError, match="has no log"):
         Relay(internals(table))
+
+
+def test_a_second_relay_of_the_same_table_is_refused(tmp_path: Path) -> None:
+    table = TestRelayOnTheFileLog().make_table(tmp_path, {"log.system": "filesystem"})
+    with Relay(internals(table)), pytest.raises(RelayError, match="another relay is running for this table"):
+        Relay(internals(table))
+    Relay(internals(table)).close()  # the first one stopped: the lock is free
+
+
+def test_the_relay_consumer_keeps_the_snapshots_it_has_yet_to_publish_from_expiry(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tablelog.cli import cli
+
+    table = TestRelayOnTheFileLog().make_table(tmp_path, {"log.system": "filesystem"})
+    with table.writer() as writer:
+        writer.write([row(1, "a")])
+        writer.commit()
+    with Relay(internals(table), consumer_id="relay") as relay:
+        assert relay.step().relayed == ()
+    foreign = foreign_commit(table, [("+U", row(1, "b"))])
+    with table.writer() as writer:
+        for i in range(3, 6):
+            writer.write([row(i, "c")])
+            writer.commit()
+    expired = CliRunner().invoke(cli, ["expire", "--warehouse", str(tmp_path), "db.t",
+                                       "-o", "snapshot.num-retained.min=1", "-o", "snapshot.num-retained.max=1"])
+    assert expired.exit_code == 0, expired.output
+    assert "held by" in expired.output or "no snapshot expired" in expired.output
+    with Relay(internals(table), consumer_id="relay") as relay:
+        assert relay.step().relayed == (foreign,)

@@ -67,10 +67,13 @@ def _stop_on_signal() -> Iterator[_StopRequests]:
                    "first snapshot with a log-commit record), or to skip snapshots that expired unpublished.")
 @click.option("--max-snapshots", type=click.IntRange(1), default=100, show_default=True,
               help="The most foreign snapshots one relay commit carries.")
+@click.option("--consumer-id", default=None, metavar="ID",
+              help="A Paimon consumer kept at the snapshots the relay still needs: snapshot expiry keeps them "
+                   "while the relay is behind or stopped (until consumer.expiration-time).")
 @options_option
 @friendly_errors
 def relay_command(warehouse: str, table: str, once: bool, interval: float, from_snapshot: int | None,
-                  max_snapshots: int, raw_options: tuple[str, ...]) -> None:
+                  max_snapshots: int, consumer_id: str | None, raw_options: tuple[str, ...]) -> None:
     """Publish into the table's log the changes of snapshots other writers committed
     (pypaimon directly, a Flink or Spark Paimon job, a procedure), so that consumers that
     know nothing of tablelog (a plain Kafka consumer, Flink's debezium-json) see them.
@@ -82,8 +85,8 @@ def relay_command(warehouse: str, table: str, once: bool, interval: float, from_
     """
     t = open_table(warehouse, table, parse_options(raw_options))
     snapshots = changes = 0
-    with _stop_on_signal() as stops, Relay(internals(t), from_snapshot=from_snapshot,
-                                           max_snapshots=max_snapshots) as relay:
+    with _stop_on_signal() as stops, Relay(internals(t), from_snapshot=from_snapshot, max_snapshots=max_snapshots,
+                                           consumer_id=consumer_id) as relay:
         if not once:
             console.print(f"relaying {t.identifier} (Ctrl-C or SIGTERM stops)", markup=False)
         while not stops.requested.is_set():

@@ -109,7 +109,7 @@ def _expired(files: TableFiles, snapshot_id: int, before: int | None = None) -> 
     return RelayError(
         f"table {files.identifier!r}: {what} has expired, so the changes of the foreign snapshot "
         f"{before or snapshot_id} can no longer be read and were never published to the log. Give the relay "
-        "a consumer-id (expiry then keeps what it has yet to publish) or keep snapshots longer "
+        "a consumer id (--consumer-id: expiry then keeps what it has yet to publish) or keep snapshots longer "
         "(snapshot.time-retained); to go on without them, start the relay after it "
         f"(--from-snapshot {(before or snapshot_id) + 1})"
     )

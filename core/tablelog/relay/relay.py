@@ -20,6 +20,7 @@ and produces only what is missing. One relay per table at a time.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 
 #: The writer id of the relay's commits.
 RELAY_WRITER = "tablelog-relay"
+#: How often the relay's consumer is written again while it stays at one snapshot.
+_CONSUMER_REFRESH_S = 60.0
 
 
 @attrs.frozen
@@ -97,9 +100,17 @@ class Relay:
     after the first snapshot with a log-commit record, where the log began; every kept
     snapshot when there is none), or to skip snapshots that expired unpublished.
     ``max_snapshots``: the most foreign snapshots one relay commit carries.
+    ``consumer_id``: a Paimon consumer the relay keeps at the snapshots it still needs, so
+    that snapshot expiry keeps them while the relay is behind or stopped (as a reader's
+    ``consumer-id``; ``consumer.expiration-time`` removes it once unseen that long).
+
+    One relay per table: on a local warehouse a second one is refused (the table's relay lock).
     """
 
-    def __init__(self, table: TableView, *, from_snapshot: int | None = None, max_snapshots: int = 100) -> None:
+    def __init__(
+        self, table: TableView, *, from_snapshot: int | None = None, max_snapshots: int = 100,
+        consumer_id: str | None = None,
+    ) -> None:
         if not table.options.log_enabled:
             raise OptionError(
                 f"table {table.identifier!r} has no log (log.system=none): there is nothing to relay "
@@ -108,6 +119,15 @@ class Relay:
         if max_snapshots < 1:
             raise OptionError(f"max_snapshots must be >= 1, got {max_snapshots}")
         self.table = table
+        self._stack = contextlib.ExitStack()
+        if not self._stack.enter_context(table.files.relay_lock()):
+            self._stack.close()
+            raise RelayError(
+                f"table {table.identifier!r}: another relay is running for this table (it holds the table's "
+                "relay lock); run one relay per table"
+            )
+        self._consumer_id = consumer_id
+        self._consumer_recorded: tuple[int, float] | None = None  # (next snapshot, when)
         self._from = from_snapshot
         self._max = max_snapshots
         self._pool = LogPool(max_idle=1)
@@ -116,7 +136,10 @@ class Relay:
         self._found: dict[str, FoundRecords] | None = None
 
     def close(self) -> None:
-        self._pool.close()
+        try:
+            self._pool.close()
+        finally:
+            self._stack.close()
 
     def __enter__(self) -> Relay:
         return self
@@ -143,8 +166,8 @@ class Relay:
             raise RelayError(
                 f"table {self.table.identifier!r}: snapshots {self._next}..{earliest - 1} expired before the "
                 "relay published them; the changes other writers committed there (if any) never reached the "
-                "log. Give the relay a consumer-id or keep snapshots longer (snapshot.time-retained); to go "
-                f"on without them, start the relay with --from-snapshot {earliest}"
+                "log. Give the relay a consumer id (--consumer-id) or keep snapshots longer "
+                f"(snapshot.time-retained); to go on without them, start the relay with --from-snapshot {earliest}"
             )
         found = [s for s, record in snapshot_commits(files, after=self._next - 1, upto=latest.id)
                  if is_foreign(s, record is not None)]
@@ -160,6 +183,7 @@ class Relay:
         pending = self.pending()
         batch = pending[: self._max]
         if not batch:
+            self._hold_snapshots()
             return RelayStep(None, (), 0)
         log = self._pool.checkout(self.table)
         reusable = False
@@ -184,9 +208,24 @@ class Relay:
         result = committer.commit(self.table, RELAY_WRITER, batch[-1].id, receipts, self._pool,
                                   relayed=[s.id for s in batch])
         self._next = batch[-1].id + 1
+        self._hold_snapshots()
         recovered = sum(f.count() for f in found.values())
         return RelayStep(result.snapshot_id, tuple(s.id for s in batch),
                          sum(r.count for receipt in receipts for r in receipt.ranges), recovered)
+
+    def _hold_snapshots(self) -> None:
+        """Keep the consumer at the snapshot before the next one to look at (its rows are the
+        next foreign snapshot's before-images); written again now and then while unchanged,
+        so that an idle relay is not taken for gone."""
+        if self._consumer_id is None or self._next is None:
+            return
+        needed, now = max(self._next - 1, 1), time.monotonic()
+        if self._consumer_recorded is not None:
+            recorded, at = self._consumer_recorded
+            if recorded == needed and now - at < _CONSUMER_REFRESH_S:
+                return
+        self.table.files.consumers().record(self._consumer_id, needed)
+        self._consumer_recorded = (needed, now)
 
     def _token(self, snapshot_id: int) -> str:
         return relay_token(self.table.token_prefix, snapshot_id)

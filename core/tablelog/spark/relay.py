@@ -89,7 +89,7 @@ class _ForeignSnapshots(SimpleDataSourceStreamReader):
 def relay(
     spark: SparkSession, *, warehouse: str, table: str, options: Mapping[str, str] | None = None,
     trigger_interval: str = "1 second", checkpoint_location: str | None = None, query_name: str | None = None,
-    from_snapshot: int | None = None, max_snapshots: int = 100,
+    from_snapshot: int | None = None, max_snapshots: int = 100, consumer_id: str | None = None,
 ) -> StreamingQuery:
     """Start ``tablelog relay`` for ``table`` as a streaming query (see the module doc).
 
@@ -97,7 +97,7 @@ def relay(
     ``trigger_interval``: how often a micro-batch looks for new snapshots;
     ``checkpoint_location``: Spark's (default: ``spark.sql.streaming.checkpointLocation``
     or a temporary directory: the relay's own state is in the table);
-    ``from_snapshot``, ``max_snapshots``: as :class:`tablelog.relay.Relay`.
+    ``from_snapshot``, ``max_snapshots``, ``consumer_id``: as :class:`tablelog.relay.Relay`.
     """
     from tablelog.relay import Relay
     from tablelog.table import internals
@@ -109,7 +109,7 @@ def relay(
 
     def relay_batch(batch: DataFrame, batch_id: int) -> None:
         with Relay(internals(open_table(warehouse, table, given)), from_snapshot=from_snapshot,
-                   max_snapshots=max_snapshots) as relay:
+                   max_snapshots=max_snapshots, consumer_id=consumer_id) as relay:
             while relay.step().relayed:
                 pass
 

@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import attrs
@@ -25,6 +26,7 @@ from tablelog.store.deltas import ROW_KIND, read_delta
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.leases import Leases
+from tablelog.store.locks import try_lock
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
 from tablelog.store.row_count import count_rows
@@ -159,24 +161,17 @@ class PaimonTable:
         finally:
             os.close(fd)
 
-    @contextlib.contextmanager
-    def expire_lock(self) -> Iterator[bool]:
+    def expire_lock(self) -> AbstractContextManager[bool]:
         """Whether this process may expire snapshots now: True unless another process
         holds the table's expiry lock (local warehouse; on an object store always True:
         two expiries of one range delete the same files, which Paimon allows too)."""
-        if self.on_object_store:
-            yield True
-            return
-        fd = os.open(os.path.join(self.path, ".tablelog-expire.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield False
-                return
-            yield True
-        finally:
-            os.close(fd)
+        return contextlib.nullcontext(True) if self.on_object_store else try_lock(self.path, ".tablelog-expire.lock")
+
+    def relay_lock(self) -> AbstractContextManager[bool]:
+        """Whether this process may relay the table's foreign snapshots (:mod:`tablelog.relay`):
+        True unless another process holds the table's relay lock (local warehouse; on an
+        object store always True: there one relay per table is the operator's to ensure)."""
+        return contextlib.nullcontext(True) if self.on_object_store else try_lock(self.path, ".tablelog-relay.lock")
 
     def snapshot_deletion(self) -> SnapshotDeletion:
         """Removes expired snapshots and the files only they reference (:mod:`tablelog.store.expiry`)."""
