@@ -81,3 +81,32 @@ def test_the_relay_consumer_keeps_the_snapshots_it_has_yet_to_publish_from_expir
     assert "held by" in expired.output or "no snapshot expired" in expired.output
     with Relay(internals(table), consumer_id="relay") as relay:
         assert relay.step().relayed == (foreign,)
+
+
+def test_the_relay_command_follows_the_table_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    table = TestRelayOnTheFileLog().make_table(tmp_path, {"log.system": "filesystem"})
+    with table.writer() as writer:
+        writer.write([row(1, "a")])
+        writer.commit()
+    command = [sys.executable, "-c", "from tablelog.cli import main; main()",
+               "relay", "--warehouse", str(tmp_path), "db.t", "--interval", "0.1"]
+    relay = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert relay.stdout is not None
+        assert relay.stdout.readline().startswith("relaying db.t")
+        foreign = foreign_commit(table, [("+U", row(1, "b")), ("+I", row(2, "c"))])
+        assert relay.stdout.readline().startswith(f"relayed snapshot(s) {foreign}: 2 change(s) in snapshot ")
+        relay.send_signal(signal.SIGTERM)
+        out, err = relay.communicate(timeout=60)
+    finally:
+        if relay.poll() is None:
+            relay.kill()
+            relay.wait()
+    assert relay.returncode == 0, err
+    assert out.strip() == "db.t: 1 foreign snapshot(s) relayed, 2 change(s)"
+    assert not err
+    Relay(internals(table)).close()  # it stopped: the relay lock is free again
