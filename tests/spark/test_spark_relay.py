@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tablelog.spark.relay import relay
+from tablelog.spark import relay
 from tablelog.table import Table
 from tablelog.testing.relay_scenarios import (
     RelayScenarios,

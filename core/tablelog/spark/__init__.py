@@ -12,6 +12,7 @@
     changes = (spark.readStream.format("tablelog")
                .option("warehouse", "/data/wh").option("table", "db.orders").load())
     rows = tablelog.spark.normalize(eventual_changes, ["id"])     # eventual reads
+    query = tablelog.spark.relay(spark, warehouse="/data/wh", table="db.orders")  # docs/relay.md
 
 See docs/spark.md for options, streaming semantics and exactly-once across failures.
 """
@@ -28,5 +29,6 @@ except ImportError as err:
 
 from tablelog.spark.datasource import FORMAT, TablelogDataSource, register
 from tablelog.spark.normalize import normalize
+from tablelog.spark.relay_query import relay
 
-__all__ = ["FORMAT", "TablelogDataSource", "normalize", "register"]
+__all__ = ["FORMAT", "TablelogDataSource", "normalize", "register", "relay"]

@@ -1,4 +1,4 @@
-"""``tablelog relay`` as a Spark streaming query: :func:`relay`.
+"""``tablelog relay`` as a Spark streaming query: :func:`relay` (``tablelog.spark.relay``).
 
 The relay is the driver's work: each micro-batch is one catch-up of :class:`tablelog.relay.Relay`
 (produce the foreign snapshots' changes, commit the relay's snapshot) run by
