@@ -110,3 +110,60 @@ def test_the_relay_command_follows_the_table_and_stops_cleanly_on_sigterm(tmp_pa
     assert out.strip() == "db.t: 1 foreign snapshot(s) relayed, 2 change(s)"
     assert not err
     Relay(internals(table)).close()  # it stopped: the relay lock is free again
+
+
+def paimon_commit(warehouse: Path, rows: list[dict[str, object]], *, overwrite: bool = False) -> None:
+    """A commit by pypaimon directly, as another engine makes one."""
+    import pyarrow as pa
+    import pypaimon
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    paimon = pypaimon.CatalogFactory.create({"warehouse": str(warehouse)}).get_table("db.t")
+    builder = paimon.new_batch_write_builder()
+    if overwrite:
+        builder = builder.overwrite()
+    write, commit = builder.new_write(), builder.new_commit()
+    try:
+        write.write_arrow(pa.Table.from_pylist(rows, schema=PyarrowFieldParser.from_paimon_schema(
+            paimon.table_schema.fields)))
+        commit.commit(write.prepare_commit())
+    finally:
+        write.close()
+        commit.close()
+
+
+def test_a_foreign_overwrite_of_a_primary_key_table_is_relayed_as_the_difference_it_made(tmp_path: Path) -> None:
+    from tablelog.testing.relay_scenarios import envelope, envelopes
+
+    table = TestRelayOnTheFileLog().make_table(tmp_path, {"log.system": "filesystem"})
+    with table.writer() as writer:
+        writer.write([row(1, "a"), row(2, "b"), row(3, "c")])
+        writer.commit()
+    paimon_commit(tmp_path, [{**row(2, "b2"), "_tablelog_kind": "+I"}, {**row(3, "c"), "_tablelog_kind": "+I"},
+                             {**row(4, "d"), "_tablelog_kind": "+I"}], overwrite=True)
+    assert [s.commit_kind for s in table.snapshots()][-1] == "OVERWRITE"
+    with Relay(internals(table)) as relay:
+        assert relay.step().changes == 3
+    # Key 1 removed, 2 changed, 3 written again unchanged (no change), 4 new.
+    written = {envelope("c", after=row(i, name)): 1 for i, name in ((1, "a"), (2, "b"), (3, "c"))}
+    assert envelopes(log_values(table)) == {
+        **written, envelope("d", before=row(1, "a")): 1, envelope("c", after=row(2, "b2")): 1,
+        envelope("c", after=row(4, "d")): 1,
+    }
+
+
+def test_a_foreign_insert_into_an_append_table_is_relayed_row_by_row(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    import tablelog
+    from tablelog.testing.relay_scenarios import envelope, envelopes
+
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    table = tablelog.create_table(str(tmp_path), "db.t", schema, bucket=2, options={"log.system": "filesystem"})
+    with table.writer() as writer:
+        writer.write([row(1, "a")])
+        writer.commit()
+    paimon_commit(tmp_path, [row(1, "a"), row(2, "b")])
+    with Relay(internals(table)) as relay:
+        assert relay.step().changes == 2
+    assert envelopes(log_values(table)) == {envelope("c", after=row(1, "a")): 2, envelope("c", after=row(2, "b")): 1}

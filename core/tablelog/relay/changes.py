@@ -46,19 +46,23 @@ def snapshot_changes(files: TableFiles, snapshot: SnapshotInfo) -> tuple[pa.Tabl
             "Publish nothing for it by starting the relay after it (--from-snapshot "
             f"{snapshot.id + 1}), and tell the log's consumers"
         )
-    delta = files.read_delta(snapshot.id, None)
-    if delta is None:
-        raise _expired(files, snapshot.id)
-    if not primary_key:
-        kinds = [RowKind(k) for k in delta.column(_ROW_KIND).to_pylist()]
-        return delta.drop_columns([_ROW_KIND]), kinds
-    written = _keys(delta, primary_key)
-    buckets = None if overwrite else _buckets(files, delta.drop_columns([_ROW_KIND]))
-    before = _rows_by_key(files, snapshot.id - 1, buckets, None if overwrite else set(written))
-    after = _rows_by_key(files, snapshot.id, buckets, None if overwrite else set(written))
-    keys: Iterable[tuple[Any, ...]] = written if not overwrite else dict.fromkeys([*before, *after])
+    if overwrite:  # its delta holds the files it removed too: every key is compared
+        before = _rows_by_key(files, snapshot.id - 1, snapshot.id)
+        after = _rows_by_key(files, snapshot.id, snapshot.id)
+        keys: Iterable[tuple[Any, ...]] = dict.fromkeys([*before, *after])
+    else:
+        delta = files.read_delta(snapshot.id, None)
+        if delta is None:
+            raise _expired(files, snapshot.id)
+        if not primary_key:
+            kinds = [RowKind(k) for k in delta.column(_ROW_KIND).to_pylist()]
+            return delta.drop_columns([_ROW_KIND]), kinds
+        keys = _keys(delta, primary_key)
+        buckets = _buckets(files, delta.drop_columns([_ROW_KIND]))
+        before = _rows_by_key(files, snapshot.id - 1, snapshot.id, buckets, set(keys))
+        after = _rows_by_key(files, snapshot.id, snapshot.id, buckets, set(keys))
     rows: list[dict[str, Any]] = []
-    kinds = []
+    kinds: list[RowKind] = []
     for key in dict.fromkeys(keys):
         old, new = before.get(key), after.get(key)
         if old == new:
@@ -87,14 +91,15 @@ def _buckets(files: TableFiles, delta: pa.Table) -> list[int] | None:
 
 
 def _rows_by_key(
-    files: TableFiles, snapshot_id: int, buckets: list[int] | None, keys: set[tuple[Any, ...]] | None,
+    files: TableFiles, snapshot_id: int, foreign: int, buckets: list[int] | None = None,
+    keys: set[tuple[Any, ...]] | None = None,
 ) -> dict[tuple[Any, ...], dict[str, Any]]:
-    """The rows of the table at ``snapshot_id`` (none before the first), by key; with
-    ``keys``, those keys' only."""
+    """The rows of the table at ``snapshot_id`` (none before the first), by key, for the
+    changes of snapshot ``foreign``; with ``buckets`` and ``keys``, those only."""
     if snapshot_id < 1:
         return {}
     if files.snapshot(snapshot_id) is None:
-        raise _expired(files, snapshot_id, before=snapshot_id + 1)
+        raise _expired(files, foreign) if snapshot_id == foreign else _expired(files, snapshot_id, before=foreign)
     rows = files.read_rows(snapshot_id, buckets)
     result = {}
     for key, row in zip(_keys(rows, files.primary_key), rows.to_pylist(), strict=True):
