@@ -55,8 +55,7 @@ def snapshot_changes(files: TableFiles, snapshot: SnapshotInfo) -> tuple[pa.Tabl
         if delta is None:
             raise _expired(files, snapshot.id)
         if not primary_key:
-            kinds = [RowKind(k) for k in delta.column(_ROW_KIND).to_pylist()]
-            return delta.drop_columns([_ROW_KIND]), kinds
+            return delta.drop_columns([_ROW_KIND]), [RowKind(k) for k in delta.column(_ROW_KIND).to_pylist()]
         keys = _keys(delta, primary_key)
         buckets = _buckets(files, delta.drop_columns([_ROW_KIND]))
         before = _rows_by_key(files, snapshot.id - 1, snapshot.id, buckets, set(keys))
