@@ -101,7 +101,7 @@ class RelayScenarios:
     def raw_values(self, table: Table) -> list[bytes]:
         raise NotImplementedError("read every record value of the table's topic, as a plain consumer")
 
-    def make_table(self, warehouse: Path, log_options: dict[str, str]) -> Table:
+    def make_table(self, warehouse: Path | str, log_options: dict[str, str]) -> Table:
         return create_table(str(warehouse), "db.t", SCHEMA, primary_key=["id"], bucket=2, options=log_options)
 
     def write_alternately(self, table: Table, relay_between: bool) -> Counter[Envelope]:
