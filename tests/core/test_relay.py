@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tablelog.relay import Relay, RelayError
-from tablelog.table import Table, internals
+from tablelog.table import internals
 from tablelog.testing.relay_scenarios import RelayScenarios, foreign_commit, log_values, row
 
 
@@ -16,9 +16,6 @@ class TestRelayOnTheFileLog(RelayScenarios):
     @pytest.fixture
     def log_options(self) -> dict[str, str]:
         return {"log.system": "filesystem"}
-
-    def raw_values(self, table: Table) -> list[bytes]:
-        return log_values(table)
 
 
 def test_relaying_a_foreign_snapshot_that_expired_fails_and_says_how_to_go_on(tmp_path: Path) -> None:

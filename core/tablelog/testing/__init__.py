@@ -11,6 +11,9 @@
 * :class:`ProjectionScenarios`: the projection stream of an ``arrow`` log
   (``log.arrow.projection``) on the log system, counted in rows and in the bytes each
   topic sent (fixture ``log_options``).
+* :class:`RelayScenarios`: ``tablelog relay`` on the log system: other writers' commits
+  reach a reader of the topic exactly once, also after a relay killed while producing
+  (fixture ``log_options``).
 * :class:`DashboardScenarios`: what ``tablelog ui`` shows of a table on the log system
   (fixture ``log_options``).
 * Helpers for the fixtures: :func:`opened_clients` (an opener that closes its
@@ -48,6 +51,7 @@ from tablelog.testing.processes import (
     wheel_binary,
 )
 from tablelog.testing.projection_scenarios import ProjectionScenarios
+from tablelog.testing.relay_scenarios import RelayScenarios
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 from tablelog.testing.spark_scenarios import (
     SparkCombinedTaskFailures,
@@ -68,6 +72,7 @@ __all__ = [
     "LogSystemConformance",
     "NO_COMPACTION",
     "ProjectionScenarios",
+    "RelayScenarios",
     "SparkCombinedTaskFailures",
     "SparkExactlyOnceScenarios",
     "SparkTaskFailureScenarios",

@@ -2,9 +2,11 @@
 proven by counting what a consumer that knows nothing of tablelog reads.
 
 Subclass :class:`RelayScenarios` and provide the fixture ``log_options`` (as for
-:class:`~tablelog.testing.scenarios.ExactlyOnceScenarios`) and :meth:`RelayScenarios.raw_values`:
-every record value of the table's topic, in log order per partition, read the way a plain
-consumer reads them (a Kafka consumer assigned to every partition from the start).
+:class:`~tablelog.testing.scenarios.ExactlyOnceScenarios`). The records are read back by
+:meth:`RelayScenarios.raw_values`: by default every record value of the table's topic
+through the log system's client (:func:`log_values`), nothing of tablelog's commit records
+consulted; override it to read them as a plain consumer of the system does (a Kafka
+consumer assigned to every partition from the start).
 
 A foreign commit here is what another pypaimon writer makes: pypaimon's own write and
 commit of the table, with the row-kind column, and no tablelog property in the snapshot.
@@ -17,6 +19,7 @@ import os
 import signal
 import textwrap
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -99,10 +102,16 @@ class RelayScenarios:
         raise NotImplementedError("provide a log_options fixture")
 
     def raw_values(self, table: Table) -> list[bytes]:
-        raise NotImplementedError("read every record value of the table's topic, as a plain consumer")
+        """Every record value of the table's topic, in log order per partition."""
+        return log_values(table)
 
-    def make_table(self, warehouse: Path | str, log_options: dict[str, str]) -> Table:
-        return create_table(str(warehouse), "db.t", SCHEMA, primary_key=["id"], bucket=2, options=log_options)
+    def make_table(self, warehouse: Path | str, log_options: dict[str, str], identifier: str = "db.t") -> Table:
+        return create_table(str(warehouse), identifier, SCHEMA, primary_key=["id"], bucket=2, options=log_options)
+
+    def new_table(self, warehouse: Path, log_options: dict[str, str]) -> Table:
+        """A table of a name of its own: its topic (named after it by default) is new on a
+        server the tests share."""
+        return self.make_table(warehouse, log_options, f"db.relay_{uuid.uuid4().hex[:10]}")
 
     def write_alternately(self, table: Table, relay_between: bool) -> Counter[Envelope]:
         """tablelog and another writer in turn (inserts, updates, deletes); with
@@ -147,7 +156,7 @@ class RelayScenarios:
     def test_each_change_of_both_writers_reaches_a_plain_consumer_exactly_once(
         self, tmp_path: Path, log_options: dict[str, str],
     ) -> None:
-        table = self.make_table(tmp_path, log_options)
+        table = self.new_table(tmp_path, log_options)
         expected = self.write_alternately(table, relay_between=True)
         with Relay(internals(table)) as relay:
             assert relay.step().relayed == ()  # caught up: nothing twice
@@ -169,10 +178,10 @@ class RelayScenarios:
     ) -> None:
         from click.testing import CliRunner
 
-        table = self.make_table(tmp_path, log_options)
+        table = self.new_table(tmp_path, log_options)
         expected = self.write_alternately(table, relay_between=False)
         options = [f"-o{k}={v}" for k, v in log_options.items() if k != "log.system"]
-        args = ["relay", "--warehouse", str(tmp_path), "db.t", "--once", *options]
+        args = ["relay", "--warehouse", str(tmp_path), table.identifier, "--once", *options]
         first = CliRunner().invoke(cli, args)
         assert first.exit_code == 0, first.output
         assert "3 foreign snapshot(s) relayed, 9 change(s)" in first.output
@@ -186,13 +195,13 @@ class RelayScenarios:
     def test_a_relay_killed_after_producing_and_before_committing_publishes_each_change_once(
         self, tmp_path: Path, log_options: dict[str, str],
     ) -> None:
-        table = self.make_table(tmp_path, log_options)
+        table = self.new_table(tmp_path, log_options)
         expected = self.write_alternately(table, relay_between=False)
-        self.kill_relay_child(tmp_path, log_options, _WAIT_AT_COMMIT)
+        self.kill_relay_child(tmp_path, table, log_options, _WAIT_AT_COMMIT)
         # Produced, not committed: a plain consumer has every change already, no snapshot names them.
         assert envelopes(self.raw_values(table)) == expected
         assert not [s for s in table.snapshots() if s.commit_user == "tablelog-relay"]
-        with Relay(internals(open_table(str(tmp_path), "db.t", log_options))) as relay:
+        with Relay(internals(open_table(str(tmp_path), table.identifier, log_options))) as relay:
             step = relay.step()
         assert step.relayed == (2, 4, 5) and step.recovered == 9 and step.changes == 9
         values = self.raw_values(table)
@@ -202,11 +211,11 @@ class RelayScenarios:
     def test_a_relay_killed_while_producing_produces_only_the_rest_when_it_starts_again(
         self, tmp_path: Path, log_options: dict[str, str],
     ) -> None:
-        table = self.make_table(tmp_path, log_options)
+        table = self.new_table(tmp_path, log_options)
         expected = self.write_alternately(table, relay_between=False)
-        self.kill_relay_child(tmp_path, log_options, _WAIT_AFTER_TWO_PRODUCES)
+        self.kill_relay_child(tmp_path, table, log_options, _WAIT_AFTER_TWO_PRODUCES)
         before = len(self.raw_values(table))
-        with Relay(internals(open_table(str(tmp_path), "db.t", log_options))) as relay:
+        with Relay(internals(open_table(str(tmp_path), table.identifier, log_options))) as relay:
             step = relay.step()
         assert step.relayed == (2, 4, 5) and step.changes == 9
         assert before - 10 == step.recovered and 0 < step.recovered < 9  # 10: the tablelog writers' records
@@ -214,12 +223,12 @@ class RelayScenarios:
         assert envelopes(values) == expected
         assert len(values) == sum(expected.values())
 
-    def kill_relay_child(self, tmp_path: Path, log_options: dict[str, str], wait_at: str) -> None:
+    def kill_relay_child(self, tmp_path: Path, table: Table, log_options: dict[str, str], wait_at: str) -> None:
         """Run a relay step in a child process that waits where ``wait_at`` (a patch of the
         child's code) says and writes a file then; SIGKILL it there."""
         reached = tmp_path / "reached"
         child = start_python(_RELAY_CHILD.replace("# WAIT_AT", textwrap.indent(wait_at, "")), {
-            "warehouse": str(tmp_path), "reached": str(reached), "options": log_options,
+            "warehouse": str(tmp_path), "table": table.identifier, "reached": str(reached), "options": log_options,
         })
         try:
             deadline = time.monotonic() + 120
@@ -246,7 +255,7 @@ _RELAY_CHILD = textwrap.dedent("""
         Path(config["reached"]).write_text("reached")
         time.sleep(600)
     # WAIT_AT
-    table = open_table(config["warehouse"], "db.t", config["options"])
+    table = open_table(config["warehouse"], config["table"], config["options"])
     relay_module.Relay(internals(table)).step()
 """)
 # The commit replaced by a wait: killed there, every record is in the log and no snapshot names them.

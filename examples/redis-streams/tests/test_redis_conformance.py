@@ -1,6 +1,6 @@
 """The redis log system against tablelog's conformance suite, exactly-once scenarios, the
-projection stream of an arrow log and the dashboard's figures (`tablelog ui`), on a real
-redis-server."""
+projection stream of an arrow log, the relay of other writers' commits (`tablelog relay`)
+and the dashboard's figures (`tablelog ui`), on a real redis-server."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tablelog.testing import (
     ExactlyOnceScenarios,
     LogSystemConformance,
     ProjectionScenarios,
+    RelayScenarios,
     free_port,
 )
 
@@ -38,6 +39,12 @@ class TestRedisExactlyOnce(ExactlyOnceScenarios):
 
 
 class TestRedisProjection(ProjectionScenarios):
+    @pytest.fixture
+    def log_options(self, redis_url: str) -> dict[str, str]:
+        return {"log.system": "redis", "redis.url": redis_url}
+
+
+class TestRedisRelay(RelayScenarios):
     @pytest.fixture
     def log_options(self, redis_url: str) -> dict[str, str]:
         return {"log.system": "redis", "redis.url": redis_url}
