@@ -1,9 +1,9 @@
 """`tablelog relay`: publish other writers' commits into the table's log, and keep doing so.
 
-A step (produce, then commit) is never cut in half by a stop: SIGTERM or Ctrl-C
-(SIGINT) stop after the step under way; a second one while the relay waits for new
-snapshots stops at once. A kill (SIGKILL) between producing and committing loses
-nothing and repeats nothing: the next run finds what was produced (:mod:`tablelog.relay`).
+SIGTERM or Ctrl-C (SIGINT) stop the relay after the step under way (produce, then
+commit), at once while it waits for new snapshots; a second one during a step stops at
+once too. A step cut short (that, or SIGKILL) loses nothing and repeats nothing: the
+next run finds what it had produced (:mod:`tablelog.relay`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import click
 
 from tablelog.cli.common import (
     console,
+    err_console,
     friendly_errors,
     options_option,
     parse_options,
@@ -32,12 +33,15 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class _StopRequests:
-    """SIGTERM and SIGINT as a request to stop once the step under way is committed."""
+    """SIGTERM and SIGINT as a request to stop once the step under way is committed; a
+    second one as an interrupt."""
 
     def __init__(self) -> None:
         self.requested = threading.Event()
 
     def __call__(self, signum: int, frame: Any) -> None:
+        if self.requested.is_set():
+            raise KeyboardInterrupt
         self.requested.set()
 
 
@@ -81,7 +85,8 @@ def relay_command(warehouse: str, table: str, once: bool, interval: float, from_
     Each foreign snapshot's changes go to the log once, in commit order, followed by a
     snapshot of the relay's own recording them; a restarted relay goes on where it
     stopped. One line per relay commit; SIGTERM or Ctrl-C stop after the step under way.
-    Run one relay per table.
+    An error (the log unreachable: exit 3) stops the relay: run it under a supervisor that
+    starts it again. Run one relay per table.
     """
     t = open_table(warehouse, table, parse_options(raw_options))
     snapshots = changes = 0
@@ -89,14 +94,18 @@ def relay_command(warehouse: str, table: str, once: bool, interval: float, from_
                                            consumer_id=consumer_id) as relay:
         if not once:
             console.print(f"relaying {t.identifier} (Ctrl-C or SIGTERM stops)", markup=False)
-        while not stops.requested.is_set():
-            step = relay.step()
-            if step.relayed:
-                console.print(step.summary(), markup=False)
-                snapshots += len(step.relayed)
-                changes += step.changes
-                continue
-            if once:
-                break
-            stops.requested.wait(interval)
+        try:
+            while not stops.requested.is_set():
+                step = relay.step()
+                if step.relayed:
+                    console.print(step.summary(), markup=False)
+                    snapshots += len(step.relayed)
+                    changes += step.changes
+                    continue
+                if once:
+                    break
+                stops.requested.wait(interval)
+        except KeyboardInterrupt:
+            err_console.print("interrupted during a step: the next run finds what it produced, and commits it once",
+                              markup=False)
     console.print(f"{t.identifier}: {snapshots} foreign snapshot(s) relayed, {changes} change(s)", markup=False)

@@ -59,8 +59,10 @@ class RelayStep:
     snapshot_id: int | None
     #: The foreign snapshots whose changes it carries, in commit order.
     relayed: tuple[int, ...]
-    #: Changes published (records found from an earlier, killed run included).
+    #: Changes published (those an earlier, killed run produced included).
     changes: int
+    #: The log records holding them (a record of the ``arrow`` log format holds many).
+    records: int = 0
     #: Of those, the records an earlier run had produced and not committed.
     recovered: int = 0
 
@@ -68,7 +70,7 @@ class RelayStep:
         if not self.relayed:
             return "nothing to relay"
         ids = ", ".join(map(str, self.relayed))
-        again = f" ({self.recovered} found in the log from an earlier run)" if self.recovered else ""
+        again = f" ({self.recovered} record(s) found in the log from an earlier run)" if self.recovered else ""
         return f"relayed snapshot(s) {ids}: {self.changes} change(s){again} in snapshot {self.snapshot_id}"
 
 
@@ -188,6 +190,8 @@ class Relay:
         log = self._pool.checkout(self.table)
         reusable = False
         try:
+            # A step that fails after producing leaves records this process knows nothing of
+            # (the pops below): the next step looks in the log again.
             if self._found is None:
                 self._found = self._own_records(log, pending)
             found = {token: self._found.pop(token) for token in map(self._token, (s.id for s in batch))
@@ -203,15 +207,24 @@ class Relay:
                 receipts.append(WriteReceipt(token=token, task=f"relay-{snapshot.id}", rows=rows, ranges=ranges,
                                              paimon_messages=[]))
             reusable = True
+        except BaseException:
+            self._found = None
+            raise
         finally:
             release(log, self._pool, reusable=reusable)
-        result = committer.commit(self.table, RELAY_WRITER, batch[-1].id, receipts, self._pool,
-                                  relayed=[s.id for s in batch])
+        try:
+            result = committer.commit(self.table, RELAY_WRITER, batch[-1].id, receipts, self._pool,
+                                      relayed=[s.id for s in batch])
+        except BaseException:
+            self._found = None
+            raise
         self._next = batch[-1].id + 1
         self._hold_snapshots()
-        recovered = sum(f.count() for f in found.values())
-        return RelayStep(result.snapshot_id, tuple(s.id for s in batch),
-                         sum(r.count for receipt in receipts for r in receipt.ranges), recovered)
+        return RelayStep(
+            result.snapshot_id, tuple(s.id for s in batch), changes=sum(r.rows for r in receipts),
+            records=sum(r.count for receipt in receipts for r in receipt.ranges),
+            recovered=sum(f.count() for f in found.values()),
+        )
 
     def _hold_snapshots(self) -> None:
         """Keep the consumer at the snapshot before the next one to look at (its rows are the
@@ -244,7 +257,8 @@ class Relay:
         data, kinds = snapshot_changes(self.table.files, snapshot)
         lease = AttemptLease(self.table, token)
         now = int(time.time() * 1000)
-        for partition, keys, values in self._encode(data, kinds, now):
+        records, rows = self._encode(data, kinds, now)
+        for partition, keys, values in records:
             todo = [i for i in range(len(values)) if found is None or not found.has(partition, i)]
             for chunk in _runs(todo):
                 lease.hold(log, None)
@@ -252,16 +266,19 @@ class Relay:
                     token=token, partition=partition, keys=[keys[i] for i in chunk],
                     values=[values[i] for i in chunk], timestamp_ms=now, first_seq=chunk[0],
                 ))
-        return token, data.num_rows, lease
+        return token, rows, lease
 
-    def _encode(self, data: pa.Table, kinds: list[RowKind], now: int) -> list[tuple[int, Sequence[bytes | None], Sequence[bytes]]]:
-        """The records per log partition, as the writer encodes and routes them."""
+    def _encode(
+        self, data: pa.Table, kinds: list[RowKind], now: int,
+    ) -> tuple[list[tuple[int, Sequence[bytes | None], Sequence[bytes]]], int]:
+        """The records per log partition, as the writer encodes and routes them, and how
+        many changes they hold."""
         table = self.table
         if table.changelog_mode is ChangelogMode.UPSERT:  # upsert logs carry no -U
             keep = [i for i, k in enumerate(kinds) if k is not RowKind.UPDATE_BEFORE]
             data, kinds = data.take(pa.array(keep, pa.int64())), [kinds[i] for i in keep]
         if data.num_rows == 0:
-            return []
+            return [], 0
         data = data.select(table.codec.schema.names).cast(table.codec.schema)
         table.codec.check_values(data)
         order, groups = partition_order(table.files, data)
@@ -270,7 +287,7 @@ class Relay:
             kinds = [kinds[i] for i in order.tolist()]
         encoded = table.codec.encode_partitions(data, kinds, groups, now, table.options.log_max_record_bytes,
                                                 lambda row: row)
-        return [(partition, keys, values) for partition, keys, values in encoded]
+        return [(partition, keys, values) for partition, keys, values in encoded], data.num_rows
 
 
 def _runs(indices: list[int]) -> list[list[int]]:
