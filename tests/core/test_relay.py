@@ -164,3 +164,12 @@ def test_a_foreign_insert_into_an_append_table_is_relayed_row_by_row(tmp_path: P
     with Relay(internals(table)) as relay:
         assert relay.step().changes == 2
     assert envelopes(log_values(table)) == {envelope("c", after=row(1, "a")): 2, envelope("c", after=row(2, "b")): 1}
+
+
+def test_an_eventual_reader_can_tell_a_relay_record_and_its_foreign_snapshot_from_the_token() -> None:
+    from tablelog.commit.log_commit import new_token, relay_token, relayed_snapshot
+
+    prefix = "0a1b2c3d-"
+    assert relayed_snapshot(relay_token(prefix, 4242), prefix) == 4242
+    assert relayed_snapshot(new_token(prefix), prefix) is None  # a writer's: hex digits, never "relay"
+    assert relayed_snapshot(relay_token("ffffffff-", 7), prefix) is None  # another table's relay

@@ -47,6 +47,30 @@ def new_token(prefix: str = "") -> str:
     return prefix + secrets.token_hex(8)
 
 
+#: What the token of a relay's records of a foreign snapshot has after the table's prefix, then the id in hex.
+RELAY_TOKEN_TAG = "relay"
+
+
+def relay_token(prefix: str, snapshot_id: int) -> str:
+    """The token of the relay's records of foreign snapshot ``snapshot_id`` (``prefix``: the
+    table's token prefix): the same in every relay run, so that a run finds what a killed
+    one produced (:mod:`tablelog.relay`)."""
+    return f"{prefix}{RELAY_TOKEN_TAG}{snapshot_id:x}"
+
+
+def relayed_snapshot(token: str, prefix: str) -> int | None:
+    """The foreign snapshot whose changes a record of ``token`` carries, when a relay of this
+    table (``prefix``) wrote it; None for a writer's token. For eventual readers, which see
+    records before any snapshot names them."""
+    tagged = prefix + RELAY_TOKEN_TAG
+    if not token.startswith(tagged):
+        return None
+    try:
+        return int(token[len(tagged):], 16)
+    except ValueError:
+        return None
+
+
 def _ranges_json(ranges: Sequence[ProducedRange]) -> list[list[Any]]:
     return [[r.token, r.partition, r.first, r.last, r.count] for r in ranges]
 

@@ -1,7 +1,7 @@
 """What an earlier relay run produced and did not commit (it was killed in between).
 
 A relay produces a foreign snapshot's changes with a token derived from the snapshot's
-id (:func:`relay_token`), and its records are deterministic: the same changes, encoded
+id (:func:`tablelog.commit.log_commit.relay_token`), and its records are deterministic: the same changes, encoded
 in the same order, record ``seq`` ``i`` of a partition always the same change. So a
 relay that starts again looks in the log after the end positions committed before that
 snapshot (an earlier run produced its records later than those), finds the records of
@@ -21,12 +21,6 @@ from tablelog.records import ProducedRange, SeekSpec
 
 #: Records per fetch while looking.
 _FETCH = 10_000
-
-
-def relay_token(prefix: str, snapshot_id: int) -> str:
-    """The token of the relay's records of foreign snapshot ``snapshot_id`` (``prefix``:
-    the table's token prefix, so eventual readers of a shared topic know the table's)."""
-    return f"{prefix}relay{snapshot_id:x}"
 
 
 @attrs.define

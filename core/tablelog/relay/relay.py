@@ -31,13 +31,13 @@ import pyarrow as pa
 from tablelog.commit import committer
 from tablelog.commit.history import last_end_positions, log_commits, snapshot_commits
 from tablelog.commit.leases import AttemptLease
-from tablelog.commit.log_commit import WriteReceipt
+from tablelog.commit.log_commit import WriteReceipt, relay_token
 from tablelog.errors import OptionError
 from tablelog.logs.pool import LogPool, release
 from tablelog.options import ChangelogMode
 from tablelog.records import ProduceBatch, RowKind
 from tablelog.relay.changes import RelayError, snapshot_changes
-from tablelog.relay.own_records import FoundRecords, find_own_records, relay_token
+from tablelog.relay.own_records import FoundRecords, find_own_records
 from tablelog.writing.routing import partition_order
 
 if TYPE_CHECKING:
