@@ -68,7 +68,7 @@ def _stop_on_signal() -> Iterator[_StopRequests]:
               help="Seconds between looks for new snapshots while there is nothing to relay.")
 @click.option("--from-snapshot", type=click.IntRange(1), default=None, metavar="ID",
               help="The first snapshot to relay when the table has no relay commit yet (default: after the "
-                   "first snapshot with a log-commit record), or to skip snapshots that expired unpublished.")
+                   "first kept snapshot with a log-commit record), or to skip snapshots that expired unpublished.")
 @click.option("--max-snapshots", type=click.IntRange(1), default=100, show_default=True,
               help="The most foreign snapshots one relay commit carries.")
 @click.option("--consumer-id", default=None, metavar="ID",

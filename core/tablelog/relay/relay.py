@@ -82,7 +82,7 @@ def is_foreign(snapshot: SnapshotInfo, has_log_commit: bool) -> bool:
 def first_unrelayed(files: TableFiles, from_snapshot: int | None = None) -> int:
     """The first snapshot id the relay has not looked at: after the foreign snapshots the
     newest relay commit carries; with none, ``from_snapshot``, else after the first snapshot
-    with a log-commit record (where the log began), else the earliest snapshot kept.
+    kept with a log-commit record (where the log began), else the earliest snapshot kept.
     ``from_snapshot`` later than where the relay stands skips the snapshots before it."""
     resume = None
     for _, record in log_commits(files, newest_first=True):
@@ -99,7 +99,7 @@ class Relay:
     """Publishes a table's foreign snapshots into its log, a step at a time (:meth:`step`).
 
     ``from_snapshot``: where to start when the table has no relay commit yet (default:
-    after the first snapshot with a log-commit record, where the log began; every kept
+    after the first kept snapshot with a log-commit record, where the log began; every kept
     snapshot when there is none), or to skip snapshots that expired unpublished.
     ``max_snapshots``: the most foreign snapshots one relay commit carries.
     ``consumer_id``: a Paimon consumer the relay keeps at the snapshots it still needs, so
