@@ -173,3 +173,21 @@ def test_an_eventual_reader_can_tell_a_relay_record_and_its_foreign_snapshot_fro
     assert relayed_snapshot(relay_token(prefix, 4242), prefix) == 4242
     assert relayed_snapshot(new_token(prefix), prefix) is None  # a writer's: hex digits, never "relay"
     assert relayed_snapshot(relay_token("ffffffff-", 7), prefix) is None  # another table's relay
+
+
+def test_a_relay_going_on_from_where_it_stopped_passes_over_what_another_relay_published_meanwhile(
+    tmp_path: Path,
+) -> None:
+    table = TestRelayOnTheFileLog().make_table(tmp_path, {"log.system": "filesystem"})
+    with table.writer() as writer:
+        writer.write([row(1, "a")])
+        writer.commit()
+    with Relay(internals(table)) as relay:
+        relay.step()
+        stopped_at = relay.next_snapshot
+    foreign = foreign_commit(table, [("+U", row(1, "b"))])
+    with Relay(internals(table)) as other:
+        assert other.step().relayed == (foreign,)
+    with Relay(internals(table), resume_from=stopped_at) as relay:
+        assert relay.step().relayed == ()
+    assert len(log_values(table)) == 2

@@ -102,6 +102,8 @@ class Relay:
     after the first kept snapshot with a log-commit record, where the log began; every kept
     snapshot when there is none), or to skip snapshots that expired unpublished.
     ``max_snapshots``: the most foreign snapshots one relay commit carries.
+    ``resume_from``: where a relay of this process stopped (:attr:`next_snapshot`), to
+    start there without reading the snapshots back to the last relay commit.
     ``consumer_id``: a Paimon consumer the relay keeps at the snapshots it still needs, so
     that snapshot expiry keeps them while the relay is behind or stopped (as a reader's
     ``consumer-id``; ``consumer.expiration-time`` removes it once unseen that long).
@@ -111,7 +113,7 @@ class Relay:
 
     def __init__(
         self, table: TableView, *, from_snapshot: int | None = None, max_snapshots: int = 100,
-        consumer_id: str | None = None,
+        consumer_id: str | None = None, resume_from: int | None = None,
     ) -> None:
         if not table.options.log_enabled:
             raise OptionError(
@@ -133,7 +135,7 @@ class Relay:
         self._from = from_snapshot
         self._max = max_snapshots
         self._pool = LogPool(max_idle=1)
-        self._next: int | None = None  # the first snapshot id not looked at yet
+        self._next: int | None = resume_from  # the first snapshot id not looked at yet
         #: What a killed earlier run produced and did not commit, by token (looked for once per run).
         self._found: dict[str, FoundRecords] | None = None
 
@@ -154,6 +156,11 @@ class Relay:
     def _start(self) -> int:
         return first_unrelayed(self.table.files, self._from)
 
+    @property
+    def next_snapshot(self) -> int | None:
+        """The first snapshot this relay has not looked at (None: it has not looked yet)."""
+        return self._next
+
     def pending(self) -> list[SnapshotInfo]:
         """The foreign snapshots not relayed yet, in commit order. Raises
         :class:`RelayError` when some that may have been foreign expired unpublished."""
@@ -171,8 +178,16 @@ class Relay:
                 "log. Give the relay a consumer id (--consumer-id) or keep snapshots longer "
                 f"(snapshot.time-retained); to go on without them, start the relay with --from-snapshot {earliest}"
             )
-        found = [s for s, record in snapshot_commits(files, after=self._next - 1, upto=latest.id)
-                 if is_foreign(s, record is not None)]
+        found: list[SnapshotInfo] = []
+        relayed: set[int] = set()
+        for snapshot, record in snapshot_commits(files, after=self._next - 1, upto=latest.id):
+            if is_foreign(snapshot, record is not None):
+                found.append(snapshot)
+            elif record is not None:
+                relayed.update(record.relayed_snapshots)
+        # Relayed already (by a relay that ran since this one looked: the Spark query's
+        # next micro-batch goes on from where the last one stopped).
+        found = [s for s in found if s.id not in relayed]
         if not found:
             self._next = latest.id + 1
         return found

@@ -107,11 +107,17 @@ def relay(
     open_table(warehouse, table, given)  # bad options and a missing table fail here, not in the query
     spark.dataSource.register(RelaySource)
 
+    # Where the last micro-batch stopped. Each one takes the relay lock for its own time only
+    # (a query stopped leaves no lock behind), and goes on from there without reading the
+    # snapshots back to the last relay commit.
+    stopped_at: dict[str, int | None] = {"next": None}
+
     def relay_batch(batch: DataFrame, batch_id: int) -> None:
         with Relay(internals(open_table(warehouse, table, given)), from_snapshot=from_snapshot,
-                   max_snapshots=max_snapshots, consumer_id=consumer_id) as relay:
+                   max_snapshots=max_snapshots, consumer_id=consumer_id, resume_from=stopped_at["next"]) as relay:
             while relay.step().relayed:
                 pass
+            stopped_at["next"] = relay.next_snapshot
 
     source = spark.readStream.format(FORMAT).option("warehouse", warehouse).option("table", table).options(**given)
     if from_snapshot is not None:
