@@ -21,18 +21,18 @@ from tablelog.store.schema import KIND_FIELD
 ROW_KIND = "_row_kind"
 
 
-def read_delta(paimon: Any, snapshot_id: int, buckets: Iterable[int]) -> pa.Table | None:
-    """The delta rows of ``snapshot_id`` in ``buckets`` (a ``_row_kind`` column, then the
+def read_delta(paimon: Any, snapshot_id: int, buckets: Iterable[int] | None) -> pa.Table | None:
+    """The delta rows of ``snapshot_id`` in ``buckets`` (None: all; a ``_row_kind`` column, then the
     table's columns); None when the snapshot or a file of its delta is gone (expired)."""
     from pypaimon.read.streaming_table_scan import AsyncStreamingTableScan
 
     snapshot = paimon.snapshot_manager().get_snapshot_by_id(snapshot_id)
     if snapshot is None:
         return None
-    wanted = set(buckets)
+    wanted = None if buckets is None else set(buckets)
     try:
         scan = AsyncStreamingTableScan(paimon, prefetch_enabled=False)
-        splits = [s for s in delta_plan(scan, snapshot).splits() if s.bucket in wanted]
+        splits = [s for s in delta_plan(scan, snapshot).splits() if wanted is None or s.bucket in wanted]
         read = paimon.new_stream_read_builder().with_include_row_kind(True).new_read()
         result = read.to_arrow(splits) if splits else None
     except FileNotFoundError:

@@ -24,6 +24,7 @@ from tablelog.store.consumers import Consumers
 from tablelog.store.deltas import ROW_KIND, read_delta
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
+from tablelog.store.key_hash import key_hash_rows
 from tablelog.store.leases import Leases
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
@@ -84,7 +85,9 @@ class PaimonTable:
 
     @property
     def bucket(self) -> int:
-        return int(self.properties.get("bucket", "1"))
+        """The number of buckets; ``-1``: dynamic buckets (Paimon's default, so a table
+        created without the option, by pypaimon or an engine, has them)."""
+        return int(self.properties.get("bucket", "-1"))
 
     @property
     def schema(self) -> pa.Schema:
@@ -271,8 +274,8 @@ class PaimonTable:
         """Delete the prepared data files ``messages``, which no snapshot will reference."""
         abort_files(self.paimon, messages)
 
-    def read_delta(self, snapshot_id: int, buckets: Iterable[int]) -> pa.Table | None:
-        """The rows snapshot ``snapshot_id`` added to ``buckets``, with their row kinds
+    def read_delta(self, snapshot_id: int, buckets: Iterable[int] | None) -> pa.Table | None:
+        """The rows snapshot ``snapshot_id`` added to ``buckets`` (None: all), with their row kinds
         (:mod:`tablelog.store.deltas`); None when the snapshot has expired."""
         result = read_delta(self.paimon, snapshot_id, buckets)
         if result is None:
@@ -289,23 +292,19 @@ class PaimonTable:
 
     @property
     def bucket_keys(self) -> tuple[str, ...]:
-        """The columns whose hash chooses a row's bucket."""
+        """The columns whose hash chooses a row's bucket (fixed buckets)."""
         return tuple(self.table_schema.bucket_keys)
 
-    def bucket_rows(self, data: pa.Table) -> list[tuple[int, list[int]]]:
-        """Row indices per bucket (buckets ascending, rows in input order), as Paimon's own
-        row-key extractor assigns them: right for every bucket-key type."""
-        extractor = self.paimon.create_row_key_extractor()
-        groups: dict[int, list[int]] = {}
-        offset = 0
-        for batch in data.to_batches():
-            for _partition, bucket, indices in extractor.extract_partition_bucket_groups(batch):
-                rows = range(batch.num_rows) if indices is None else indices.to_pylist()
-                groups.setdefault(int(bucket), []).extend(offset + i for i in rows)
-            offset += batch.num_rows
-        for rows in groups.values():
-            rows.sort()
-        return sorted(groups.items())
+    @property
+    def log_key(self) -> tuple[str, ...]:
+        """The columns whose hash chooses a row's log partition: the bucket key; with
+        dynamic buckets and no primary key (Paimon allows no bucket key then), every column."""
+        return self.bucket_keys or (tuple(self.schema.names) if self.bucket < 1 else ())
+
+    def key_hash_rows(self, data: pa.Table, modulus: int) -> list[tuple[int, list[int]]]:
+        """Row indices per value of Paimon's bucket hash of :attr:`log_key` modulo ``modulus``
+        (:func:`tablelog.store.key_hash.key_hash_rows`)."""
+        return key_hash_rows(self.table_schema, self.log_key, data, modulus)
 
     # -- rows ----------------------------------------------------------------
 
