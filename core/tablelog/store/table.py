@@ -22,6 +22,7 @@ from tablelog.store import snapshots
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
 from tablelog.store.deltas import ROW_KIND, read_delta
+from tablelog.store.dynamic_index import reconcile_hash_indexes
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.key_hash import key_hash_rows
@@ -243,6 +244,7 @@ class PaimonTable:
     ) -> None:
         """Commit the prepared data files ``messages`` as one snapshot of ``commit_user``'s
         ``commit_identifier``, with ``properties`` in the snapshot."""
+        reconcile_hash_indexes(self.paimon, messages, self.paimon.snapshot_manager().get_latest_snapshot())
         commit_files(self.paimon, messages, commit_user, commit_identifier, properties)
 
     def try_commit(
@@ -256,6 +258,7 @@ class PaimonTable:
         from tablelog.store.s3 import ConditionalSnapshotCommit
 
         conditional = ConditionalSnapshotCommit(self._snapshots, self.s3_client, snapshot_id)
+        reconcile_hash_indexes(self.paimon, messages, self.paimon.snapshot_manager().get_snapshot_by_id(snapshot_id - 1))
         try:
             commit_files(self.paimon, messages, commit_user, commit_identifier, properties, conditional)
         except Exception:
