@@ -22,7 +22,7 @@ write, started again, finds the key's bucket.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tablelog.errors import CommitError
@@ -33,16 +33,21 @@ class KeyInTwoBuckets(CommitError):
     of this commit) has it in."""
 
 
-def reconcile_hash_indexes(paimon: Any, messages: Sequence[Any], base: Any) -> None:
+def reconcile_hash_indexes(paimon: Any, messages: Sequence[Any], base_snapshot: Callable[[], Any]) -> None:
     """Make the HASH index files ``messages`` add (pypaimon ``CommitMessage``\\s of a
-    dynamic-bucket table) right on top of snapshot ``base`` (None: an empty table), in
-    place; raises :class:`KeyInTwoBuckets`."""
+    dynamic-bucket table) right on top of the snapshot ``base_snapshot()`` returns (None:
+    an empty table; asked only when there is an index to reconcile), in place; raises
+    :class:`KeyInTwoBuckets`. Like Paimon's own writer, which reads the key index of the
+    partition to place new keys, it reads the index of each partition the commit adds keys to."""
+    if not any(m.index_adds for m in messages):
+        return  # fixed buckets, or no new key: nothing to read
     from pypaimon.index.dynamic_bucket import HASH_INDEX
     from pypaimon.index.index_file_handler import IndexFileHandler
 
     adds = [(m, e) for m in messages for e in m.index_adds if e.index_file.index_type == HASH_INDEX]
     if not adds:
         return
+    base = base_snapshot()
     partitions = {tuple(e.partition.values) for _, e in adds}
     committed: dict[tuple[tuple[Any, ...], int], set[int]] = {}
     for entry in IndexFileHandler(paimon).scan(base) if base is not None else []:

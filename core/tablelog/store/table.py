@@ -244,7 +244,7 @@ class PaimonTable:
     ) -> None:
         """Commit the prepared data files ``messages`` as one snapshot of ``commit_user``'s
         ``commit_identifier``, with ``properties`` in the snapshot."""
-        reconcile_hash_indexes(self.paimon, messages, self.paimon.snapshot_manager().get_latest_snapshot())
+        reconcile_hash_indexes(self.paimon, messages, self.paimon.snapshot_manager().get_latest_snapshot)
         commit_files(self.paimon, messages, commit_user, commit_identifier, properties)
 
     def try_commit(
@@ -258,7 +258,9 @@ class PaimonTable:
         from tablelog.store.s3 import ConditionalSnapshotCommit
 
         conditional = ConditionalSnapshotCommit(self._snapshots, self.s3_client, snapshot_id)
-        reconcile_hash_indexes(self.paimon, messages, self.paimon.snapshot_manager().get_snapshot_by_id(snapshot_id - 1))
+        reconcile_hash_indexes(
+            self.paimon, messages, lambda: self.paimon.snapshot_manager().get_snapshot_by_id(snapshot_id - 1)
+        )
         try:
             commit_files(self.paimon, messages, commit_user, commit_identifier, properties, conditional)
         except Exception:
