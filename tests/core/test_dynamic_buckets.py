@@ -240,3 +240,22 @@ def test_a_table_pypaimon_made_without_a_bucket_count_is_written_compacted_and_r
     with table.reader(consistency="transactional", partitions=[1, 3]) as reader:
         rest = replay(reader.poll(max_records=10_000))
     assert not set(some) & set(rest) and {**some, **rest} == expected
+
+
+def test_expiry_removes_the_key_index_files_only_expired_snapshots_use(tmp_path: Path) -> None:
+    table = dynamic_table(tmp_path, **{"snapshot.num-retained.min": "1", "snapshot.time-retained": "1 h"})
+    write_rounds(table, 5)  # every round adds keys: each commit writes its buckets' index again
+    index_dir = Path(internals(table).files.path) / "index"
+    before = set(index_dir.iterdir())
+    result = tablelog.open_table(str(tmp_path), table.identifier, {"snapshot.time-retained": "0 ms"}).expire_snapshots()
+    assert len(list(table.snapshots())) == 1
+    after = set(index_dir.iterdir())
+    assert after < before and {Path(p) for p in result.expired.index_files} == before - after
+    assert len(after) == len({s.bucket for s in internals(table).files.compactions().bucket_files(
+        internals(table).files.latest_snapshot().id)})  # type: ignore[union-attr]  # one index file per bucket
+    expected = table_rows(table)
+    with table.writer("again") as writer:  # every key again: the kept index finds each key's bucket
+        writer.write([{"id": key, "v": "again"} for key in expected])
+        writer.commit()
+    assert Counter(r["id"] for r in table.rows().to_pylist()) == Counter(list(expected))
+    assert rows_read_by_plain_pypaimon(tmp_path, table.identifier) == dict.fromkeys(expected, "again")
