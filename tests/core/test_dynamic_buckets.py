@@ -259,3 +259,29 @@ def test_expiry_removes_the_key_index_files_only_expired_snapshots_use(tmp_path:
         writer.commit()
     assert Counter(r["id"] for r in table.rows().to_pylist()) == Counter(list(expected))
     assert rows_read_by_plain_pypaimon(tmp_path, table.identifier) == dict.fromkeys(expected, "again")
+
+
+def test_a_table_pypaimon_made_with_a_log_and_no_bucket_count_is_verified_and_read_exactly_once(
+    tmp_path: Path,
+) -> None:
+    import pypaimon
+
+    catalog = pypaimon.CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.create_database("db", True)
+    catalog.create_table("db.l", pypaimon.Schema.from_pyarrow_schema(
+        SCHEMA, primary_keys=["id"], options={"log.system": "filesystem", **SMALL_BUCKETS}), False)
+    table = tablelog.open_table(str(tmp_path), "db.l")
+    assert internals(table).files.bucket == -1 and table.log_partitions == 4
+    written: Counter[tuple[str, int, str]] = Counter()
+    with table.writer() as writer:
+        for r in range(3):
+            changes: list[Any] = [("+I", {"id": r * 100 + i, "v": f"r{r}"}) for i in range(20)]
+            changes += [("+U", {"id": i, "v": f"u{r}"}) for i in range(3)] if r else []
+            writer.write(changes)
+            writer.commit()
+            written.update((kind, row["id"], row["v"]) for kind, row in changes)
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        assert counted(reader.read_all(idle_timeout_s=0.3)) == written
+    report = verify(table)
+    assert report.consistent, report.summary()
+    assert rows_read_by_plain_pypaimon(tmp_path, "db.l") == table_rows(table)
