@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tablelog.testing.spark_scenarios import SparkCombinedTaskFailures, SparkExactlyOnceScenarios
+from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios
 
 
 class TestSparkExactlyOnceFilesystemArrow(SparkExactlyOnceScenarios):
@@ -21,21 +21,6 @@ class TestSparkExactlyOnceFilesystemArrow(SparkExactlyOnceScenarios):
     def log_options(self) -> dict[str, str]:
         # With a projection stream: each scenario also reads it through the source.
         return {"log.system": "filesystem", "log.format": "arrow", "log.arrow.projection": "name"}
-
-    @pytest.fixture
-    def spark(self, spark: Any) -> Any:  # the session fixture of conftest.py
-        return spark
-
-
-class TestSparkTaskFailuresOnDynamicBuckets(SparkCombinedTaskFailures):
-    """Both task-attempt failures in one query on a dynamic-bucket table (``bucket = -1``,
-    Paimon's buckets small enough that it makes several): every micro-batch commits two
-    tasks' new keys, whose bucket index files the commit merges."""
-
-    @pytest.fixture
-    def log_options(self) -> dict[str, str]:
-        return {"log.system": "filesystem", "bucket": "-1", "log.system.partitions": "3",
-                "dynamic-bucket.target-row-num": "40"}
 
     @pytest.fixture
     def spark(self, spark: Any) -> Any:  # the session fixture of conftest.py
