@@ -173,8 +173,8 @@ def check_same_definition(
             actual = store.primary_key
         elif key == "bucket":
             actual = store.bucket
-        elif key == "log.system.partitions":  # unset means one partition per bucket
-            actual, wanted = actual or store.bucket, wanted or store.bucket
+        elif key == "log.system.partitions":  # unset means the default of the table's buckets
+            actual = stored.log_partition_count
         if wanted != actual:
             differences.append((key, actual, wanted))
     for key, value in system_values.items():

@@ -9,7 +9,7 @@ facade (the dashboard, ``describe``, ``verify``, Spark) reach it with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ from tablelog.options import ChangelogMode, TableOptions, split_system_options
 from tablelog.records import LogConfig
 from tablelog.store import TableFiles, Warehouse
 from tablelog.topic_owners import default_topic, stream_config
+from tablelog.writing import routing
 
 if TYPE_CHECKING:
     from tablelog.logs.client import LogClient
@@ -101,7 +102,7 @@ class TableInternals:
 
     @property
     def log_partitions(self) -> int:
-        return self.options.log_system_partitions or self.files.bucket
+        return self.options.log_partition_count
 
     def log_config(self) -> LogConfig:
         system = self.options.log_system
@@ -140,3 +141,13 @@ class TableInternals:
     def rows(self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None) -> pa.Table:
         """The table's rows at a snapshot (default: the latest); ``buckets``: only those buckets'."""
         return self.files.read_rows(snapshot_id, buckets)
+
+    def log_partition_rows(
+        self, snapshot_id: int | None, partitions: Collection[int] | None, schema_id: int | None = None
+    ) -> pa.Table:
+        """The table's rows at a snapshot whose log partition is in ``partitions`` (None: all)."""
+        return routing.log_partition_rows(self.files, self.log_partitions, snapshot_id, partitions, schema_id)
+
+    def log_partition_delta(self, snapshot_id: int, partitions: Collection[int]) -> pa.Table | None:
+        """What snapshot ``snapshot_id`` added in log ``partitions``, with row kinds; None: expired."""
+        return routing.log_partition_delta(self.files, self.log_partitions, snapshot_id, partitions)

@@ -8,7 +8,7 @@ they are given is the facade's :class:`~tablelog.table_internals.TableInternals`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -72,3 +72,9 @@ class TableView(Protocol):
     def open_projection_log(self) -> LogClient: ...
 
     def rows(self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None) -> pa.Table: ...
+
+    def log_partition_rows(
+        self, snapshot_id: int | None, partitions: Collection[int] | None, schema_id: int | None = None
+    ) -> pa.Table: ...
+
+    def log_partition_delta(self, snapshot_id: int, partitions: Collection[int]) -> pa.Table | None: ...

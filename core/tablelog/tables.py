@@ -14,7 +14,13 @@ from tablelog.formats import record_codec
 from tablelog.formats.projection import TOPIC_SUFFIX, check_projection
 from tablelog.identity import TABLE_ID_PROPERTY, new_table_id
 from tablelog.logs import discovery
-from tablelog.options import GivenOptions, TableOptions, is_secret, split_system_options
+from tablelog.options import (
+    DYNAMIC_BUCKET,
+    GivenOptions,
+    TableOptions,
+    is_secret,
+    split_system_options,
+)
 from tablelog.records import LogConfig
 from tablelog.store import Warehouse
 from tablelog.table import Table, _check
@@ -62,6 +68,15 @@ def create_table(
     definition.check_column_types(schema)
     definition.check_paimon_options(paimon_options, schema, parsed.primary_key)
     check_projection(parsed, schema, parsed.primary_key)
+    if parsed.bucket == DYNAMIC_BUCKET and "bucket-key" in paimon_options:
+        raise OptionError(
+            f"table option bucket-key={paimon_options['bucket-key']!r} is not supported with bucket=-1: "
+            "Paimon's dynamic buckets take the primary key as the bucket key; give a number of buckets "
+            "to choose a bucket key"
+        )
+    if parsed.bucket == DYNAMIC_BUCKET and parsed.log_system_partitions is None:
+        # Stored: a key's log partition is its hash modulo this count, for good.
+        parsed = attrs.evolve(parsed, log_system_partitions=parsed.log_partition_count)
     if parsed.log_system_partitions is not None and parsed.log_system_partitions < parsed.bucket:
         raise OptionError(
             f"log.system.partitions={parsed.log_system_partitions} is fewer than bucket={parsed.bucket}; "
@@ -111,7 +126,7 @@ def _register_topic(
         system=system,
         table=identifier,
         topic=topic,
-        partitions=options.log_system_partitions or options.bucket,
+        partitions=options.log_partition_count,
         auto_register=True,
         options=split_system_options(system, system_options),
         warehouse=wh.path,

@@ -103,7 +103,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("g", pa.int64()), ("v", pa.string())])
     ({"branch": "dev"}, "Paimon branches are not supported"),
     ({"type": "format-table"}, "of type `table`"),
     ({"auto-create": "true"}, "allowed: 'false'.*tablelog creates its tables itself"),
-    ({"bucket": "-1"}, "dynamic .* bucket modes are not supported"),
+    ({"bucket": "-2"}, r"postponed buckets \(-2\) are not supported"),
 ])
 def test_a_paimon_option_tablelog_cannot_honour_is_refused_with_the_reason(
     tmp_path: Path, options: dict[str, str], message: str

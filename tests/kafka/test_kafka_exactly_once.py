@@ -71,6 +71,23 @@ class TestExactlyOnceOnKafkaWithArrowRecords(ExactlyOnceScenarios):
         return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "log.format": "arrow"}
 
 
+class TestExactlyOnceOnKafkaWithDynamicBuckets(ExactlyOnceScenarios):
+    """The same scenarios on dynamic buckets (``bucket = -1``): a key's partition of the
+    topic is its hash modulo the topic's partitions, its bucket whatever Paimon chose.
+    The process killed after producing is left to the file log's dynamic run (tests/core)."""
+
+    test_attempt_killed_in_another_process_after_producing_is_never_returned = None  # type: ignore[assignment]
+
+    @pytest.fixture
+    def bucket(self) -> int:
+        return -1
+
+    @pytest.fixture
+    def log_options(self, kafka_bootstrap: str) -> dict[str, str]:
+        return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "log.system.partitions": "3",
+                "dynamic-bucket.target-row-num": "70"}
+
+
 class TestProjectionOnKafka(ProjectionScenarios):
     @pytest.fixture
     def log_options(self, kafka_bootstrap: str) -> dict[str, str]:

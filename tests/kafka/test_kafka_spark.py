@@ -1,7 +1,7 @@
 """Exactly-once through the Spark sink with Kafka (the Tansu test broker)
 (tablelog.testing.spark_scenarios): with ``arrow`` records, a task attempt that fails after
 producing and one that dies in the middle of its write, each in its own pipeline; with
-Debezium JSON, both in one pipeline (each alone runs on the file log,
+Debezium JSON on dynamic buckets, both in one pipeline (each alone runs on the file log,
 tests/spark/test_spark_exactly_once.py). A driver killed with SIGKILL after a table commit
 and a worker killed mid-batch, with Kafka and ``arrow``, run on the standalone cluster
 (tests/cluster/test_spark_cluster_exactly_once.py)."""
@@ -9,10 +9,14 @@ and a worker killed mid-batch, with Kafka and ``arrow``, run on the standalone c
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tablelog.store import Warehouse
+from tablelog.table import internals
+from tablelog.tables import open_table
 from tablelog.testing.spark_scenarios import (
     SparkCombinedTaskFailures,
     SparkTaskFailureScenarios,
@@ -39,9 +43,24 @@ class TestSparkExactlyOnceKafkaWithArrowRecords(SparkTaskFailureScenarios):
 
 
 class TestSparkExactlyOnceKafkaWithDebeziumJson(SparkCombinedTaskFailures):
+    """On a dynamic-bucket table (``bucket = -1``, Paimon's buckets small enough that it
+    makes several): every micro-batch commits two tasks' new keys, whose bucket index files
+    the commit merges, and the topic's partitions are the keys' hashes."""
+
     @pytest.fixture
     def log_options(self, kafka_bootstrap: str) -> dict[str, str]:
-        return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "log.format": "debezium-json"}
+        return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "log.format": "debezium-json",
+                "bucket": "-1", "log.system.partitions": "3", "dynamic-bucket.target-row-num": "40"}
+
+    def test_attempts_failing_after_producing_and_mid_write_in_one_pipeline_are_each_counted_once(
+        self, spark: Any, log_options: dict[str, str], tmp_path: Path
+    ) -> None:
+        super().test_attempts_failing_after_producing_and_mid_write_in_one_pipeline_are_each_counted_once(
+            spark, log_options, tmp_path)
+        (name,) = Warehouse(str(tmp_path / "wh")).tables()  # the sink created it with the options above
+        files = internals(open_table(str(tmp_path / "wh"), name, log_options)).files
+        assert files.bucket == -1
+        assert len({f.bucket for f in files.compactions().bucket_files(files.latest_snapshot().id)}) > 1  # type: ignore[union-attr]
 
     @pytest.fixture
     def spark(self, spark_session: Any) -> Any:

@@ -146,6 +146,23 @@ def test_a_batch_read_plans_a_full_scan_per_bucket_of_the_latest_snapshot(tmp_pa
     assert _ids(batch for p in plan for batch in reader.read(p)) == list(range(10))
 
 
+def test_a_dynamic_bucket_tables_full_scan_is_one_task_per_log_partition_each_row_once(tmp_path: Path) -> None:
+    table = tablelog.create_table(str(tmp_path / "wh"), "db.d", SCHEMA, primary_key=["id"], bucket=-1,
+                                  options={"log.system": "filesystem", "log.system.partitions": "3",
+                                           "dynamic-bucket.target-row-num": "8"})
+    with table.writer() as writer:
+        writer.write([{"id": i, "name": "x"} for i in range(40)])
+        writer.commit()
+    reader = TablelogBatchReader(_options(table))
+    plan = reader.partitions()
+    assert plan == [FullScanPartition(1, 0), FullScanPartition(1, 1), FullScanPartition(1, 2)]
+    per_task = [_ids(reader.read(p)) for p in plan]
+    assert all(per_task) and _ids(batch for p in plan for batch in reader.read(p)) == list(range(40))
+    source = TablelogStreamReader(_options(table))  # scan.mode latest-full: the same full scan first
+    start = source.initialOffset()
+    assert source.partitions(start, source.latestOffset(start)) == plan
+
+
 @pytest.mark.parametrize("fmt", ["debezium-json", "arrow"])
 @pytest.mark.parametrize("consistency", ["transactional", "eventual"])
 def test_a_stream_read_with_the_columns_option_returns_only_those_and_the_key(

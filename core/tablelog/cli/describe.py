@@ -92,7 +92,7 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
         click.echo(dumps(describe_document(t, limit, counted)))
         return
     console.print(f"[bold]{t.identifier}[/]  warehouse {t.warehouse.path}")
-    console.print(f"primary key: {', '.join(t.primary_key) or '(none)'}   buckets: {internals(t).files.bucket}")
+    console.print(f"primary key: {', '.join(t.primary_key) or '(none)'}   buckets: {_buckets_text(t)}")
     console.print(rows_line(count_rows(t) if counted else known_rows(t)))
     schema = RichTable("column", "type", title=f"schema {t.schema_id}")
     for field in t.schema:
@@ -144,3 +144,11 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
 
 def _or_dash(value: int | None) -> str:
     return "-" if value is None else str(value)
+
+
+def _buckets_text(t: Table) -> str:
+    """The bucket count, or what dynamic buckets mean for the log."""
+    bucket = internals(t).files.bucket
+    if bucket > 0:
+        return str(bucket)
+    return f"dynamic (-1; log partition = key hash mod {t.log_partitions})"

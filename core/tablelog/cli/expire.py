@@ -24,6 +24,7 @@ def expire_document(result: ExpireResult) -> dict[str, object]:
         "expired_snapshots": list(result.expired.snapshots),
         "data_files": list(result.expired.data_files),
         "manifest_files": list(result.expired.manifest_files),
+        "index_files": list(result.expired.index_files),
         "consumers_removed": list(result.consumers_removed),
         "earliest_kept": result.earliest_kept,
         "latest": result.latest,
@@ -64,11 +65,14 @@ def expire_command(warehouse: str, table: str, raw_options: tuple[str, ...], dry
         console.print(
             f"{verb} snapshots {expired.snapshots[0]}..{expired.snapshots[-1]} ({len(expired.snapshots)}), "
             f"{len(expired.data_files)} data file(s), {len(expired.manifest_files)} manifest file(s)"
+            + (f", {len(expired.index_files)} key index file(s)" if expired.index_files else "")
         )
         for path in expired.data_files:
             console.print(f"  data file {path}", markup=False)
         for name in expired.manifest_files:
             console.print(f"  manifest {name}", markup=False)
+        for path in expired.index_files:
+            console.print(f"  key index file {path}", markup=False)
     else:
         console.print("no snapshot expired" + (f" (held by {result.held_by})" if result.held_by else ""))
     if result.latest is not None:

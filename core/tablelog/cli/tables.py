@@ -54,7 +54,8 @@ def parse_schema(text: str) -> pa.Schema:
 @table_argument
 @click.option("--schema", "schema_text", required=True, help="Columns, e.g. 'id bigint, name string'.")
 @click.option("--primary-key", "-k", default="", help="Primary key columns, comma-separated.")
-@click.option("--bucket", "-b", type=int, default=None, help="Number of buckets (log partitions).")
+@click.option("--bucket", "-b", type=int, default=None,
+              help="Number of buckets (log partitions); -1: Paimon's dynamic buckets.")
 @options_option
 @friendly_errors
 def create(warehouse: str, table: str, schema_text: str, primary_key: str, bucket: int | None,

@@ -100,21 +100,20 @@ def compact(
     with nothing committed."""
     store = table.files
     wanted = None if buckets is None else set(buckets)
-    if wanted is not None:
-        unknown = sorted(b for b in wanted if not 0 <= b < store.bucket)
-        if unknown:
-            raise OptionError(
-                f"bucket {', '.join(map(str, unknown))}: table {table.identifier!r} has buckets "
-                f"0..{store.bucket - 1}"
-            )
+    if wanted is not None and store.bucket > 0:
+        _check_buckets(table, wanted, range(store.bucket), f"0..{store.bucket - 1}")
     latest = store.latest_snapshot()
     if latest is None:
         return CompactionResult(table.identifier, None, skipped="the table has no snapshot")
     if not table.primary_key:
         return CompactionResult(table.identifier, None, skipped="a table without a primary key is not compacted")
     operations = store.compactions()
+    listed = operations.bucket_files(latest.id)
+    if wanted is not None and store.bucket < 1:  # dynamic buckets: the ones Paimon has made so far
+        present = sorted({files.bucket for files in listed})
+        _check_buckets(table, wanted, present, f"{', '.join(map(str, present)) or 'none yet'} (dynamic buckets)")
     plans = [
-        plan for files in operations.bucket_files(latest.id)
+        plan for files in listed
         if (wanted is None or files.bucket in wanted) and (plan := _plan(table, files, automatic)) is not None
     ]
     if not plans:
@@ -154,6 +153,12 @@ def compact(
         table.identifier, snapshot_id, tuple(compacted),
         sum(len(files.files) for files, _ in rewrites), sum(len(new) for _, new in rewrites),
     )
+
+
+def _check_buckets(table: TableView, wanted: set[int], buckets: Iterable[int], shown: str) -> None:
+    unknown = sorted(wanted - set(buckets))
+    if unknown:
+        raise OptionError(f"bucket {', '.join(map(str, unknown))}: table {table.identifier!r} has buckets {shown}")
 
 
 def compact_after_commit(table: TableView, buckets: Iterable[int]) -> CompactionResult | None:

@@ -16,7 +16,9 @@ with a "did you mean" hint. The modules, by job:
 Everything is importable from here.
 """
 
+from tablelog.options.converters import DYNAMIC_BUCKET
 from tablelog.options.definitions import (
+    DYNAMIC_BUCKET_LOG_PARTITIONS,
     NO_MAXIMUM,
     ArrowCompression,
     ChangelogMode,
@@ -40,6 +42,8 @@ from tablelog.redaction import REDACTED, declare_secret_keys, is_secret, redact
 
 __all__ = [
     "DEFINES_TABLE",
+    "DYNAMIC_BUCKET",
+    "DYNAMIC_BUCKET_LOG_PARTITIONS",
     "NO_MAXIMUM",
     "REDACTED",
     "WAREHOUSE_PREFIX",

@@ -78,14 +78,25 @@ def to_columns(value: Any) -> tuple[str, ...]:
     return tuple(c.strip() for c in str(value).split(",") if c.strip())
 
 
+#: ``bucket = -1``: Paimon's dynamic bucket mode (its default for a primary-key table).
+DYNAMIC_BUCKET = -1
+
+
 def to_bucket(value: Any) -> int:
     text = str(value).strip()
-    if text in ("-1", "-2"):
+    if text == "-2":
         raise InvalidValue(
-            "dynamic (-1) and postponed (-2) bucket modes are not supported: bucket b is log "
-            "partition b, so the table needs a fixed number of buckets, an integer >= 1"
+            "postponed buckets (-2) are not supported: Paimon keeps their rows out of every read until "
+            "a postpone compaction (a Flink job) moves them into real buckets, so a snapshot would publish "
+            "log records of rows its readers cannot see. Allowed: an integer >= 1 (fixed buckets) or -1 "
+            "(dynamic buckets)"
         )
-    number: int = to_int(1)(value)
+    if text == str(DYNAMIC_BUCKET):
+        return DYNAMIC_BUCKET
+    try:
+        number: int = to_int(1)(value)
+    except InvalidValue:
+        raise InvalidValue("expected an integer >= 1 (fixed buckets) or -1 (dynamic buckets)") from None
     return number
 
 

@@ -28,6 +28,10 @@ from tablelog.options.converters import (
 )
 from tablelog.options.keys import sort_values
 
+#: The log partitions of a dynamic-bucket table that does not set ``log.system.partitions``:
+#: the log partition of a key is its hash modulo this, so it is fixed with the table.
+DYNAMIC_BUCKET_LOG_PARTITIONS = 4
+
 #: Paimon's default of ``snapshot.num-retained.max`` (Java's Integer.MAX_VALUE: no maximum).
 NO_MAXIMUM = 2**31 - 1
 
@@ -125,7 +129,9 @@ class TableOptions:
     )
     log_system_partitions: int | None = option(
         "log.system.partitions", None,
-        "Partitions of a created topic; default the bucket count. Bucket b goes to partition b.",
+        "Partitions of a created topic; default the bucket count (fixed buckets: bucket b goes to "
+        "partition b), or 4 with dynamic buckets (`bucket = -1`: a key goes to partition "
+        "hash(key) mod this).",
         to_int(1), fixed=True,
     )
     log_system_auto_register: bool = option(
@@ -225,7 +231,10 @@ class TableOptions:
         fixed=True,
     )
     bucket: int = option(
-        "bucket", 1, "Fixed number of buckets (table creation); bucket b maps to log partition b.",
+        "bucket", 1,
+        "Number of buckets (table creation); bucket b maps to log partition b. `-1`: Paimon's "
+        "dynamic buckets (the default of a Paimon primary-key table), the log partition chosen by "
+        "the key's hash; `-2` (postponed) is refused.",
         to_bucket, fixed=True,
     )
 
@@ -236,6 +245,14 @@ class TableOptions:
                 f"snapshot.num-retained.min={self.snapshot_num_retained_min}; the maximum number of "
                 "snapshots kept must be at least the minimum"
             )
+
+    @property
+    def log_partition_count(self) -> int:
+        """The table's log partitions: ``log.system.partitions``, else one per bucket, else
+        (dynamic buckets) :data:`DYNAMIC_BUCKET_LOG_PARTITIONS`."""
+        if self.log_system_partitions is not None:
+            return self.log_system_partitions
+        return self.bucket if self.bucket > 0 else DYNAMIC_BUCKET_LOG_PARTITIONS
 
     @property
     def log_enabled(self) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -112,14 +112,13 @@ class ReadContext:
             found = self._mappings[source_id] = self.table.files.mapping(source_id, self.schema_id)
         return found
 
-    def rows(self, snapshot_id: int, buckets: list[int] | None) -> pa.Table:
-        """The table's rows at ``snapshot_id`` in the reader's schema (moved first to the
-        snapshot's, when that is newer)."""
-        store = self.table.files
-        snapshot = store.snapshot(snapshot_id)
+    def rows(self, snapshot_id: int, partitions: Collection[int] | None) -> pa.Table:
+        """The table's rows at ``snapshot_id`` in log ``partitions`` (None: all), in the
+        reader's schema (moved first to the snapshot's, when that is newer)."""
+        snapshot = self.table.files.snapshot(snapshot_id)
         if snapshot is not None:
             self.upgrade(snapshot.schema_id)
-        return store.read_rows(snapshot_id, buckets, self.schema_id)
+        return self.table.log_partition_rows(snapshot_id, partitions, self.schema_id)
 
     @property
     def log(self) -> LogClient:

@@ -20,9 +20,7 @@ class FullScan:
 
     def poll(self, position: ReaderPosition, max_records: int) -> list[Change]:
         if self._rows is None:
-            partitions = self._context.partitions
-            buckets = None if partitions is None else sorted(partitions)
-            self._rows = self._context.rows(position.snapshot, buckets).to_pylist()
+            self._rows = self._context.rows(position.snapshot, self._context.partitions).to_pylist()
         start = position.full_offset
         chunk = self._rows[start : start + max_records]
         position.full_offset = start + len(chunk)

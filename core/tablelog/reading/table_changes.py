@@ -1,7 +1,8 @@
 """When the log no longer holds what a snapshot committed (retention, deleted records, a
 truncated log), a transactional reader takes that snapshot's changes from the table
-files instead: the rows of the data files the snapshot added to the partition's bucket
-(bucket b is log partition b), with their row kinds. Then it goes on in the log.
+files instead: the rows of the data files the snapshot added whose log partition is the
+partition's (:meth:`~tablelog.table_view.TableView.log_partition_delta`), with their row
+kinds. Then it goes on in the log.
 
 For an append table these are exactly the committed records, and their number is checked
 against the committed count. A primary-key table's delta holds, per key, the last change
@@ -48,7 +49,7 @@ def changes_from_table(
             "this reader reads such changes from the table files (logged once per reader)",
             table.identifier, snapshot_id, partition, lost_reason(lost),
         )
-    delta = table.files.read_delta(snapshot_id, [partition])
+    delta = table.log_partition_delta(snapshot_id, [partition])
     if delta is None:
         raise context.lost(
             partition, first, last,
@@ -74,7 +75,7 @@ def changes_from_table(
         raise context.lost(
             partition, first, last,
             f"are gone from the log ({lost_reason(lost)}), and the table files of snapshot {snapshot_id} hold "
-            f"{len(changes)} rows of bucket {partition} where {committed} were committed",
+            f"{len(changes)} rows of log partition {partition} where {committed} were committed",
         )
     return not_yet_returned(context, changes, snapshot_id, partition, ranges, returned)
 

@@ -10,14 +10,14 @@ columns. Offsets are reader positions, as JSON (:mod:`tablelog.spark.offsets`):
 - **eventual**: offsets are log positions per partition; a micro-batch returns every
   record between them (at least once: add :func:`tablelog.spark.normalize`).
 - ``scan.mode = latest-full`` (default): the first micro-batch holds the rows of the
-  latest snapshot as ``+I`` (one Spark partition per bucket); later micro-batches the
+  latest snapshot as ``+I`` (one Spark partition per log partition); later micro-batches the
   changes after it (transactional: from the next snapshot; eventual: from that
   snapshot's log end positions). No gap, no overlap.
 
 Batch reads return the rows of the latest snapshot (``_kind = '+I'``).
 
 Each Spark partition is one of the small frozen classes below (pickled to the
-executors): a bucket's rows (:class:`FullScanPartition`), a log partition's committed changes
+executors): a log partition's rows (:class:`FullScanPartition`), its committed changes
 (:class:`CommittedChanges`) or records (:class:`LogRecords`), or nothing
 (:class:`NoRows`, the batch read of a table without a snapshot).
 """
@@ -45,6 +45,7 @@ from tablelog.spark import offsets
 from tablelog.spark.options import SourceOptions
 from tablelog.table import Table, internals
 from tablelog.tables import open_table
+from tablelog.writing.routing import log_modulus
 
 _BATCH_ROWS = 10_000
 
@@ -62,10 +63,10 @@ def _batches(data: pa.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
 
 
 def read_full(
-    table: Table, snapshot: int, bucket: int, schema_id: int, columns: Sequence[str] | None = None,
+    table: Table, snapshot: int, partition: int, schema_id: int, columns: Sequence[str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of ``snapshot`` in ``bucket``, as ``+I``."""
-    rows = internals(table).files.read_rows(snapshot, [bucket], schema_id)
+    """The rows of ``snapshot`` in log ``partition``, as ``+I``."""
+    rows = internals(table).log_partition_rows(snapshot, [partition], schema_id)
     if columns is not None:
         rows = rows.select([name for name in rows.column_names if name in columns])
     kinds = pa.array([RowKind.INSERT.value] * rows.num_rows, pa.string())
@@ -119,13 +120,20 @@ def read_log(
 
 @dataclass(frozen=True)
 class FullScanPartition(InputPartition):
-    """The rows of ``snapshot`` in ``bucket``, as ``+I``."""
+    """The rows of ``snapshot`` in log ``partition``, as ``+I``."""
 
     snapshot: int
-    bucket: int
+    partition: int
 
     def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        return read_full(table, self.snapshot, self.bucket, schema_id, columns)
+        return read_full(table, self.snapshot, self.partition, schema_id, columns)
+
+
+def full_scan(table: Table, snapshot: int) -> list[InputPartition]:
+    """A full scan of ``snapshot``: one task per log partition holding rows (fixed
+    buckets: per bucket, which is its partition)."""
+    files = internals(table).files
+    return [FullScanPartition(snapshot, p) for p in range(log_modulus(files, table.log_partitions))]
 
 
 @dataclass(frozen=True)
@@ -250,7 +258,7 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
         result: list[InputPartition] = []
         table = self.table
         if begin.full_pending and not stop.full_pending:
-            result += [FullScanPartition(begin.snapshot, b) for b in range(internals(table).files.bucket)]
+            result += full_scan(table, begin.snapshot)
         if begin.consistency is Consistency.TRANSACTIONAL:
             # Snapshots that are gone already are left for the reader to report: every
             # partition gets a task.
@@ -290,7 +298,7 @@ class TablelogBatchReader(_TableHolder, DataSourceReader):
         latest = internals(self.table).files.latest_snapshot()
         if latest is None:
             return [NoRows()]
-        return [FullScanPartition(latest.id, b) for b in range(internals(self.table).files.bucket)]
+        return full_scan(self.table, latest.id)
 
     def read(self, partition: SourcePartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         return read_partition(self.options, partition, self.schema_id)

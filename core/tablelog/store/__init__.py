@@ -3,9 +3,11 @@
 Every pypaimon call of tablelog is in this package, so that it is the one place a
 new file system, catalog or Paimon version touches: :mod:`~tablelog.store.warehouse`
 (creating and opening tables), :mod:`~tablelog.store.table` (schema, snapshots,
-rows, bucket routing), :mod:`~tablelog.store.snapshots` (the snapshots' look-ups),
+rows, bucket routing), :mod:`~tablelog.store.key_hash` (rows by Paimon's bucket hash of
+their key), :mod:`~tablelog.store.snapshots` (the snapshots' look-ups),
 :mod:`~tablelog.store.writes` (data files written, committed,
-aborted), :mod:`~tablelog.store.schema` (what Paimon defines: option keys, system
+aborted), :mod:`~tablelog.store.dynamic_index` (the keys' bucket index of dynamic
+buckets, reconciled at commit), :mod:`~tablelog.store.schema` (what Paimon defines: option keys, system
 columns, stored types), :mod:`~tablelog.store.schema_files` (schema files, each created
 by one writer), :mod:`~tablelog.store.schema_changes` (schema changes) and
 :mod:`~tablelog.store.evolution` (rows of an older schema in a newer one).

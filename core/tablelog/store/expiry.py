@@ -11,13 +11,13 @@ retained snapshot readable and the next run finishes the work:
 2. changelog files the expired snapshots added;
 3. manifest files and manifest lists of the expired snapshots that snapshot ``end`` does
    not reference (a later snapshot only references manifests snapshot ``end`` has, or new
-   ones);
+   ones); the same for index manifests and the dynamic buckets' key index (``HASH``)
+   files they name: each commit that adds keys writes a bucket's whole index again;
 4. the snapshot files, oldest first, and then the ``EARLIEST`` hint.
 
 Files that were never committed (an aborted write's, orphans of a crashed writer) are
-not expiry's: Paimon removes those with ``remove_orphan_files``. Index manifests and
-statistics files (deletion vectors, table statistics: tablelog writes neither) are
-kept.
+not expiry's: Paimon removes those with ``remove_orphan_files``. Other index files and
+statistics files (deletion vectors, table statistics: tablelog writes neither) are kept.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class ExpiredFiles:
     snapshots: tuple[int, ...] = ()
     data_files: tuple[str, ...] = ()
     manifest_files: tuple[str, ...] = ()
+    index_files: tuple[str, ...] = ()
 
 
 class SnapshotDeletion:
@@ -81,12 +82,16 @@ class SnapshotDeletion:
         if including_end[-1].id != end:
             return ExpiredFiles(data_files=tuple(data_files))  # snapshot end is gone: another expiry ran
         manifests = self._manifests_to_delete(excluding_end, including_end[-1])
+        index_manifests, index_files = self._index_files_to_delete(excluding_end, including_end[-1])
+        manifests += index_manifests
+        self._delete(index_files, dry_run)
         self._delete((f"{self._manifest_dir}/{name}" for name in manifests), dry_run)
         if not dry_run:
             for snapshot in excluding_end:
                 self._file_io.delete_quietly(self._snapshots.get_snapshot_path(snapshot.id))
             self.write_earliest_hint(end)
-        return ExpiredFiles(tuple(s.id for s in excluding_end), tuple(data_files), tuple(manifests))
+        return ExpiredFiles(tuple(s.id for s in excluding_end), tuple(data_files), tuple(manifests),
+                            tuple(index_files))
 
     def write_earliest_hint(self, snapshot_id: int) -> None:
         """Paimon's ``EARLIEST`` hint: readers look for the earliest snapshot from there on.
@@ -154,6 +159,39 @@ class SnapshotDeletion:
                     skipping.add(name)
                     names.append(name)
         return names
+
+    def _index_files_to_delete(self, expiring: list[Any], end: Any) -> tuple[list[str], list[str]]:
+        """The index manifests of ``expiring`` that snapshot ``end`` does not use, and the
+        HASH index files they name that ``end``'s does not (an index manifest lists every
+        index file of its snapshot: a later one names ``end``'s files or new ones)."""
+        from pypaimon.index.dynamic_bucket import HASH_INDEX
+        from pypaimon.manifest.index_manifest_file import IndexManifestFile
+
+        manifests = IndexManifestFile(self._paimon)
+        try:
+            kept = {e.index_file.file_name for e in manifests.read(end.index_manifest)} if end.index_manifest else set()
+        except Exception as err:  # unsure what the retained snapshot needs: delete no index file
+            log.warning("expiry: cannot read the index manifest of snapshot %d (%s); index files are kept",
+                        end.id, err)
+            return [], []
+        names: list[str] = []
+        paths: list[str] = []
+        for snapshot in expiring:
+            name = snapshot.index_manifest
+            if not name or name == end.index_manifest or name in names:
+                continue
+            try:
+                entries = manifests.read(name)
+            except Exception as err:
+                log.warning("expiry: cannot read index manifest %s (%s); its index files are kept", name, err)
+                continue
+            for entry in entries:
+                if entry.index_file.index_type == HASH_INDEX and entry.index_file.file_name not in kept:
+                    kept.add(entry.index_file.file_name)
+                    paths.append(self._paimon.path_factory().bucket_index_path(
+                        tuple(entry.partition.values), entry.bucket, entry.index_file, self._file_io))
+            names.append(name)
+        return names, paths
 
     def _manifest_names(self, snapshot: Any, *, missing_ok: bool = False) -> set[str]:
         """A snapshot's manifest lists and the manifest files they name."""

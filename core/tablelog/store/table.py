@@ -23,8 +23,10 @@ from tablelog.store import snapshots
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
 from tablelog.store.deltas import ROW_KIND, read_delta
+from tablelog.store.dynamic_index import reconcile_hash_indexes
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
+from tablelog.store.key_hash import key_hash_rows
 from tablelog.store.leases import Leases
 from tablelog.store.locks import try_lock
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
@@ -86,7 +88,9 @@ class PaimonTable:
 
     @property
     def bucket(self) -> int:
-        return int(self.properties.get("bucket", "1"))
+        """The number of buckets; ``-1``: dynamic buckets (Paimon's default, so a table
+        created without the option, by pypaimon or an engine, has them)."""
+        return int(self.properties.get("bucket", "-1"))
 
     @property
     def schema(self) -> pa.Schema:
@@ -235,6 +239,7 @@ class PaimonTable:
     ) -> None:
         """Commit the prepared data files ``messages`` as one snapshot of ``commit_user``'s
         ``commit_identifier``, with ``properties`` in the snapshot."""
+        reconcile_hash_indexes(self.paimon, messages, self.paimon.snapshot_manager().get_latest_snapshot)
         commit_files(self.paimon, messages, commit_user, commit_identifier, properties)
 
     def try_commit(
@@ -248,6 +253,9 @@ class PaimonTable:
         from tablelog.store.s3 import ConditionalSnapshotCommit
 
         conditional = ConditionalSnapshotCommit(self._snapshots, self.s3_client, snapshot_id)
+        reconcile_hash_indexes(
+            self.paimon, messages, lambda: self.paimon.snapshot_manager().get_snapshot_by_id(snapshot_id - 1)
+        )
         try:
             commit_files(self.paimon, messages, commit_user, commit_identifier, properties, conditional)
         except Exception:
@@ -284,23 +292,19 @@ class PaimonTable:
 
     @property
     def bucket_keys(self) -> tuple[str, ...]:
-        """The columns whose hash chooses a row's bucket."""
+        """The columns whose hash chooses a row's bucket (fixed buckets)."""
         return tuple(self.table_schema.bucket_keys)
 
-    def bucket_rows(self, data: pa.Table) -> list[tuple[int, list[int]]]:
-        """Row indices per bucket (buckets ascending, rows in input order), as Paimon's own
-        row-key extractor assigns them: right for every bucket-key type."""
-        extractor = self.paimon.create_row_key_extractor()
-        groups: dict[int, list[int]] = {}
-        offset = 0
-        for batch in data.to_batches():
-            for _partition, bucket, indices in extractor.extract_partition_bucket_groups(batch):
-                rows = range(batch.num_rows) if indices is None else indices.to_pylist()
-                groups.setdefault(int(bucket), []).extend(offset + i for i in rows)
-            offset += batch.num_rows
-        for rows in groups.values():
-            rows.sort()
-        return sorted(groups.items())
+    @property
+    def log_key(self) -> tuple[str, ...]:
+        """The columns whose hash chooses a row's log partition: the bucket key; with
+        dynamic buckets and no primary key (Paimon allows no bucket key then), every column."""
+        return self.bucket_keys or (tuple(self.schema.names) if self.bucket < 1 else ())
+
+    def key_hash_rows(self, data: pa.Table, modulus: int) -> list[tuple[int, list[int]]]:
+        """Row indices per value of Paimon's bucket hash of :attr:`log_key` modulo ``modulus``
+        (:func:`tablelog.store.key_hash.key_hash_rows`)."""
+        return key_hash_rows(self.table_schema, self.log_key, data, modulus)
 
     # -- rows ----------------------------------------------------------------
 

@@ -263,7 +263,7 @@ class Warehouse:
         if primary_key:
             fields.append(pa.field(KIND_FIELD, pa.string()))
             options["rowkind.field"] = KIND_FIELD
-        else:
+        elif bucket > 0:  # Paimon allows no bucket key with dynamic buckets
             options.setdefault("bucket-key", ",".join(schema.names))
         if native_write_available():
             options.setdefault("write.native.enabled", "true")

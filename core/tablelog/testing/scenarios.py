@@ -73,12 +73,17 @@ class LogSystemFixtures:
 
 
 class ExactlyOnceScenarios(LogSystemFixtures):
-    """Provide fixture ``log_options``; the tests below need nothing else."""
+    """Provide fixture ``log_options``; the tests below need nothing else (``bucket``, the
+    table's buckets, may be overridden: ``-1`` runs them on dynamic buckets)."""
 
     @pytest.fixture
-    def table(self, warehouse: str, log_options: dict[str, str]) -> Table:
+    def bucket(self) -> int:
+        return 2
+
+    @pytest.fixture
+    def table(self, warehouse: str, log_options: dict[str, str], bucket: int) -> Table:
         name = f"db.t_{uuid.uuid4().hex[:10]}"
-        return create_table(warehouse, name, SCHEMA, primary_key=["id"], bucket=2, options=log_options)
+        return create_table(warehouse, name, SCHEMA, primary_key=["id"], bucket=bucket, options=log_options)
 
     def _attempts(self, table: Table, writer: str, commit_id: int, count: int, data: list[Any]) -> list[Any]:
         receipts = []

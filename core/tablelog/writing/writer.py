@@ -141,7 +141,7 @@ class WriteTask:
         # Encode the rows grouped by partition: each partition's batch is then a slice
         # of the encoded lists (a per-row look-up to split them cost ~0.3 µs a record,
         # as much as the JSON encoding itself).
-        order, groups = partition_order(table.files, arrow)
+        order, groups = partition_order(table.files, arrow, table.log_partitions)
         if order is not None:
             arrow = arrow.take(order)
             if kinds.count(kinds[0]) != len(kinds):
