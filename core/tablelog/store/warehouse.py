@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from tablelog.errors import OptionError, TableExistsError, TableNotFoundError, WarehouseError
 from tablelog.redaction import is_secret
+from tablelog.store.layout import THIN_MODE
 from tablelog.store.metadata import MainBranchSchemas
 from tablelog.store.pypaimon_internals import schema_ids
 from tablelog.store.schema import KIND_FIELD
@@ -263,6 +264,10 @@ class Warehouse:
         if primary_key:
             fields.append(pa.field(KIND_FIELD, pa.string()))
             options["rowkind.field"] = KIND_FIELD
+            # Every tablelog writer writes the layout the table declares (store.layout):
+            # thin, as pypaimon-rust's writer does, unless the user chose the key columns
+            # (or pypaimon needs them: it reads `row` files by position).
+            options.setdefault(THIN_MODE, "false" if options.get("file.format") == "row" else "true")
         else:
             options.setdefault("bucket-key", ",".join(schema.names))
         if native_write_available():
