@@ -1,7 +1,8 @@
 """What Paimon itself defines about a table: its option keys and their defaults, its
-system columns, and how it stores an Arrow schema; plus the row-kind column tablelog
-adds to primary-key tables (Paimon's ``rowkind.field`` reads it, so ``-U``/``-D`` rows
-are applied as retractions; readers never show it).
+system columns, and how it stores an Arrow schema; plus the row-kind column earlier
+tablelog versions added to primary-key tables (Paimon's ``rowkind.field`` reads it, so
+``-U``/``-D`` rows are applied as retractions; readers never show it). Tables created
+now have none: their rows' kinds are Paimon's own ``_VALUE_KIND`` (:mod:`.writes`).
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ class TableWrite:
             paimon = paimon.copy({"write.native.enabled": "false"})
         self._write = paimon.new_stream_write_builder().new_write()
         self._native = writes_natively(self._write)
-        if key_value and not self._native and (self._thin or self._value_kinds):
+        if key_value and not self._native:
             make_python_write_tablelogs(self._write, thin=self._thin, value_kinds=self._value_kinds)
 
     def write_arrow(self, data: Any, kinds: Sequence[str] | None = None) -> None:
@@ -84,11 +84,10 @@ class TableWrite:
         if not self._value_kinds:
             self._write.write_arrow(data)
             return
-        codes = None if kinds is None else [_KIND_CODES[k] for k in kinds]
-        if self._native and not any(codes or ()):
-            self._write.write_arrow(data)  # inserts: the native writer's own kind
-            return
-        column = pa.array(codes if codes is not None else [0] * data.num_rows, pa.int8())
+        # Every batch carries the column: pypaimon-rust's writer takes the kinds of all
+        # its batches from it only when its first batch has it.
+        codes = [0] * data.num_rows if kinds is None else [_KIND_CODES[k] for k in kinds]
+        column = pa.array(codes, pa.int8())
         with_kinds = data.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), column)
         if self._native:
             write_native_with_kinds(self._write, with_kinds)
