@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from tablelog.store.layout import VALUE_KIND, writes_thin
@@ -62,7 +63,7 @@ class TableWrite:
 
     def write_arrow(self, data: Any, kinds: Sequence[str] | None = None) -> None:
         """Write ``data``; ``kinds``: each row's kind (``+I``, ``-U``, ``+U``, ``-D``) for
-        a table created with ``value_kinds`` (None: every row an insert)."""
+        a primary-key table without tablelog's row-kind column (None: every row an insert)."""
         if self._write is None:
             self._open()
         try:
@@ -86,8 +87,7 @@ class TableWrite:
             return
         # Every batch carries the column: pypaimon-rust's writer takes the kinds of all
         # its batches from it only when its first batch has it.
-        codes = [0] * data.num_rows if kinds is None else [_KIND_CODES[k] for k in kinds]
-        column = pa.array(codes, pa.int8())
+        column = _kind_codes(data.num_rows, kinds)
         with_kinds = data.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), column)
         if self._native:
             write_native_with_kinds(self._write, with_kinds)
@@ -104,6 +104,14 @@ class TableWrite:
         write, self._write = self._write, None
         if write is not None:
             write.close()
+
+
+def _kind_codes(rows: int, kinds: Sequence[str] | None) -> pa.Array:
+    """Paimon's row-kind bytes of ``kinds`` (None: inserts); rows of one kind (every
+    insert-only write) without a Python object per row."""
+    if not kinds or kinds.count(kinds[0]) == len(kinds):
+        return pa.array(np.full(rows, _KIND_CODES[kinds[0]] if kinds else 0, np.int8))
+    return pa.array([_KIND_CODES[k] for k in kinds], pa.int8())
 
 
 def commit_files(
