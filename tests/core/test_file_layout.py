@@ -6,6 +6,8 @@ after a schema change; and a table created before tablelog declared the layout."
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -53,12 +55,23 @@ EXPECTED = [
     [("parquet", "true"), ("parquet", "false"), ("orc", "true"), ("avro", "true")],
     ids=["parquet-native-writer", "parquet-python-writer", "orc", "avro"],
 )
-def test_every_data_file_has_the_columns_the_table_options_declare(tmp_path, file_format: str, native: str) -> None:  # type: ignore[no-untyped-def]
+def test_every_data_file_has_the_columns_the_table_options_declare(tmp_path: Path, file_format: str, native: str) -> None:
     table = tablelog.create_table(str(tmp_path), "db.t", SCHEMA, primary_key=["id"], bucket=2, options={
         "log.system": "filesystem", "file.format": file_format, "write.native.enabled": native})
     _fill(table)
     assert layout_problems(table) == []
     assert _rows(table) == EXPECTED
+    assert _pypaimon_rust_rows(tmp_path) == EXPECTED
+
+
+def _pypaimon_rust_rows(warehouse: Path) -> list[dict[str, Any]]:
+    from pypaimon import CatalogFactory
+    from pypaimon.write.native_commit import create_native_write_table
+
+    table = create_native_write_table(CatalogFactory.create({"warehouse": str(warehouse)}).get_table("db.t"))
+    builder = table.new_read_builder()
+    batches = builder.new_read().read(builder.new_scan().plan().splits())
+    return pa.Table.from_batches(batches).sort_by("id").to_pylist()
 
 
 def test_a_table_declaring_the_key_columns_gets_them_from_every_writer(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -69,6 +82,7 @@ def test_a_table_declaring_the_key_columns_gets_them_from_every_writer(tmp_path)
     files = internals(table).files
     assert all(file_columns(f.path)[0] == "_KEY_id" for f in files.data_files().at(files.latest_snapshot().id))
     assert _rows(table) == EXPECTED
+    assert _pypaimon_rust_rows(tmp_path) == EXPECTED
 
 
 def test_a_table_created_without_the_declaration_gets_the_key_columns_until_it_declares_thin_mode(tmp_path) -> None:  # type: ignore[no-untyped-def]

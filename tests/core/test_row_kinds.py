@@ -28,6 +28,15 @@ def _plain_pypaimon_rows(warehouse: Path) -> list[dict[str, Any]]:
     return builder.new_read().to_arrow(builder.new_scan().plan().splits()).sort_by("id").to_pylist()
 
 
+def _pypaimon_rust_rows(warehouse: Path) -> list[dict[str, Any]]:
+    from pypaimon.write.native_commit import create_native_write_table
+
+    table = create_native_write_table(CatalogFactory.create({"warehouse": str(warehouse)}).get_table("db.t"))
+    builder = table.new_read_builder()
+    batches = builder.new_read().read(builder.new_scan().plan().splits())
+    return pa.Table.from_batches(batches).sort_by("id").to_pylist()
+
+
 def _write_changes(table: tablelog.Table) -> list[dict[str, Any]]:
     """Inserts, then an update and a delete of keys only the first commit's files hold."""
     with table.writer() as writer:
@@ -54,10 +63,11 @@ def test_a_primary_key_table_has_no_row_kind_column_and_paimon_readers_apply_its
     kinds = sorted(k for f in files.data_files().at(files.latest_snapshot().id)  # type: ignore[union-attr]
                    for k in pq.read_table(f.path, columns=["_VALUE_KIND"]).column(0).to_pylist())
     assert kinds == [0, 0, 0, 0, 2, 3]  # four inserts; the +U and the -D (the -U folded into the +U)
-    assert _plain_pypaimon_rows(tmp_path) == expected
+    assert _plain_pypaimon_rows(tmp_path) == expected == _pypaimon_rust_rows(tmp_path)
 
     table.compact()  # every run: the delete is applied and dropped
     assert _plain_pypaimon_rows(tmp_path) == expected == table.rows().sort_by("id").to_pylist()
+    assert _pypaimon_rust_rows(tmp_path) == expected
     assert layout_problems(table) == []
     assert verify(table).consistent
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
