@@ -126,3 +126,18 @@ def test_a_table_with_the_row_kind_column_of_earlier_versions_keeps_working(tmp_
     assert [r["id"] for r in table.rows().to_pylist()] == [1, 3]
     paimon = CatalogFactory.create({"warehouse": str(tmp_path)}).get_table("db.t")
     assert [f.name for f in paimon.table_schema.fields][-1] == "_tablelog_kind"  # stays last
+
+
+def test_a_delete_in_the_only_file_of_a_bucket_written_by_the_python_writer_is_not_read_as_a_row(
+    tmp_path: Path,
+) -> None:
+    # pypaimon's Python writer recorded no retraction in the file's metadata, and pypaimon
+    # reads a bucket's only file without merging: the -D came back as a row.
+    table = tablelog.create_table(str(tmp_path), "db.t", SCHEMA, primary_key=["id"], bucket=1,
+                                  options={"log.system": "filesystem", "write.native.enabled": "false"})
+    with table.writer() as writer:
+        writer.write([{"id": 9, "name": "n"}])
+        writer.write([("-D", {"id": 1, "name": ""})])
+        writer.commit()
+    assert table.rows().to_pylist() == [{"id": 9, "name": "n"}]
+    assert _plain_pypaimon_rows(tmp_path) == [{"id": 9, "name": "n"}]

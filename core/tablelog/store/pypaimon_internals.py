@@ -198,7 +198,7 @@ def write_native_with_kinds(write: Any, data: Any) -> None:
         write._native_writer.write_arrow(batch, None)
 
 
-def make_python_write_tablelogs(write: Any, *, thin: bool, value_kinds: bool) -> None:
+def use_tablelog_key_value_writer(write: Any, *, thin: bool, value_kinds: bool) -> None:
     """Make pypaimon's Python ``write`` (a stream table write of a primary-key table) write
     the key-value files tablelog's table declares: without the ``_KEY_`` columns when
     ``thin``; with ``value_kinds``, each row's kind taken from a ``_VALUE_KIND`` column
@@ -234,6 +234,7 @@ def _tablelog_key_value_writer() -> type:
     """pypaimon's key-value file writer, taking row kinds from the ``_VALUE_KIND`` column
     of what is written, and leaving the ``_KEY_`` columns out of a thin table's files."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
     class TablelogKeyValueWriter(KeyValueDataWriter):  # type: ignore[misc]
@@ -257,7 +258,8 @@ def _tablelog_key_value_writer() -> type:
             if len(self.committed_files) > written:
                 # pypaimon records no retractions (Paimon's deleteRowCount) and then reads
                 # a file of a bucket's only run without merging: a -D would read as a row.
-                retractions = sum(1 for kind in data.column(_VALUE_KIND).to_pylist() if kind in (1, 3))
+                retract = pc.is_in(data.column(_VALUE_KIND), value_set=pa.array([1, 3], pa.int8()))
+                retractions = int(pc.sum(retract).as_py() or 0)
                 self.committed_files[-1] = dataclasses.replace(self.committed_files[-1], delete_row_count=retractions)
 
     return TablelogKeyValueWriter

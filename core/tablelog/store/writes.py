@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from tablelog.store.layout import VALUE_KIND, writes_thin
 from tablelog.store.pypaimon_internals import (
-    make_python_write_tablelogs,
+    use_tablelog_key_value_writer,
     with_commit_user,
     write_native_with_kinds,
     writes_natively,
@@ -59,7 +59,7 @@ class TableWrite:
         self._write = paimon.new_stream_write_builder().new_write()
         self._native = writes_natively(self._write)
         if key_value and not self._native:
-            make_python_write_tablelogs(self._write, thin=self._thin, value_kinds=self._value_kinds)
+            use_tablelog_key_value_writer(self._write, thin=self._thin, value_kinds=self._value_kinds)
 
     def write_arrow(self, data: Any, kinds: Sequence[str] | None = None) -> None:
         """Write ``data``; ``kinds``: each row's kind (``+I``, ``-U``, ``+U``, ``-D``) for
