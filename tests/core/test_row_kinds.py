@@ -98,17 +98,23 @@ def paimon_schema(paimon: Any) -> pa.Schema:
     return PyarrowFieldParser.from_paimon_schema(paimon.table_schema.fields)
 
 
-def test_a_table_with_the_row_kind_column_of_earlier_versions_keeps_working(tmp_path: Path) -> None:
-    table = tablelog.create_table(str(tmp_path), "db.t", SCHEMA, primary_key=["id"], bucket=1,
-                                  options={"log.system": "filesystem", "num-sorted-run.compaction-trigger": "10"})
+def _earlier_version_table(tmp_path: Path) -> tablelog.Table:
+    """A table as an earlier tablelog created it: a `_tablelog_kind` column read by Paimon's
+    rowkind.field, and no data-file.thin-mode."""
+    tablelog.create_table(str(tmp_path), "db.t", SCHEMA, primary_key=["id"], bucket=1,
+                          options={"log.system": "filesystem", "num-sorted-run.compaction-trigger": "10"})
     schema_file = tmp_path / "db.db" / "t" / "schema" / "schema-0"
-    stored = json.loads(schema_file.read_text())  # as an earlier tablelog created it:
+    stored = json.loads(schema_file.read_text())
     stored["fields"].append({"id": 2, "name": "_tablelog_kind", "type": "STRING"})
     stored["highestFieldId"] = 2
     stored["options"]["rowkind.field"] = "_tablelog_kind"
     del stored["options"]["data-file.thin-mode"]
     schema_file.write_text(json.dumps(stored))
-    table = tablelog.open_table(str(tmp_path), "db.t")
+    return tablelog.open_table(str(tmp_path), "db.t")
+
+
+def test_a_table_with_the_row_kind_column_of_earlier_versions_keeps_working(tmp_path: Path) -> None:
+    table = _earlier_version_table(tmp_path)
     assert table.schema.names == ["id", "name"]
 
     expected = _write_changes(table)
