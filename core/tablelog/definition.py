@@ -60,7 +60,7 @@ from tablelog.topic_owners import default_topic, topic_option
 def _reserved_columns() -> dict[str, str]:
     reserved = {
         KIND_COLUMN: "tablelog's row-kind column (writes, reads, the json log format)",
-        KIND_FIELD: "tablelog's row-kind column in the table files",
+        KIND_FIELD: "the row-kind column in the files of tables created by earlier tablelog versions",
         SCHEMA_FIELD: "the schema id of every log record (the json log format)",
     }
     for name in sorted(system_column_names()):

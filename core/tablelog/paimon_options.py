@@ -90,6 +90,12 @@ REFUSED_PAIMON_OPTIONS: tuple[RefusedOption, ...] = (
         "(Flink, Spark, pypaimon) would find no changes. tablelog's readers read the log",
         ("none", "input"),
     ),
+    RefusedOption(
+        "data-file.thin-mode",
+        "Paimon's option says whether primary-key data files leave out the `_KEY_` columns "
+        "(tablelog's writers write what it says)",
+        ("true", "false"),
+    ),
     RefusedOption("type", "tablelog tables are Paimon tables of type `table`", ("table",)),
     RefusedOption(
         "auto-create",
@@ -136,6 +142,17 @@ def check_paimon_options(
         _check_bucket_key(options["bucket-key"], schema, primary_key)
     if {"file.format", "file.compression", "changelog-producer", "changelog-file.format"} & set(options):
         _check_file_compression({**(table_options or {}), **options})
+    if {"file.format", "data-file.thin-mode"} & set(options):
+        _check_thin_mode({**(table_options or {}), **options})
+
+
+def _check_thin_mode(options: Mapping[str, str]) -> None:
+    """pypaimon reads a ``row`` file by position, as the layout with key columns has them."""
+    if options.get("file.format") == "row" and str(options.get("data-file.thin-mode")).strip().lower() == "true":
+        raise OptionError(
+            "table option data-file.thin-mode='true' is not supported with file.format='row': pypaimon "
+            "reads row files by position, with the _KEY_ columns first; use another format, or thin mode false"
+        )
 
 
 def _check_file_compression(options: Mapping[str, str]) -> None:

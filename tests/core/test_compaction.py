@@ -344,8 +344,7 @@ def test_a_table_object_older_than_the_schema_of_the_files_does_not_compact_them
     paimon = catalog.get_table("db.t")
     builder = paimon.new_batch_write_builder()
     write, commit = builder.new_write(), builder.new_commit()
-    write.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "v": ["new"], "_tablelog_kind": ["+I"],
-                                "note": ["added"]}, schema=paimon_arrow_schema(paimon)))
+    write.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "v": ["new"], "note": ["added"]}, schema=paimon_arrow_schema(paimon)))
     commit.commit(write.prepare_commit())
     write.close()
     commit.close()

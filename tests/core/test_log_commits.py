@@ -24,7 +24,7 @@ def table(tmp_path: Path) -> Table:
             writer.write([{"id": i, "v": "x"}])
             writer.commit()
         files = internals(table).files.new_write()
-        files.write_arrow(pa.table({"id": [9], "v": ["p"], "_tablelog_kind": ["+I"]}))
+        files.write_arrow(pa.table({"id": [9], "v": ["p"]}))
         internals(table).files.commit(files.prepare_commit(7), commit_user="plain", commit_identifier=7, properties={})
         files.close()
         writer.write([{"id": 4, "v": "x"}])

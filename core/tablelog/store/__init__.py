@@ -7,7 +7,9 @@ rows, bucket routing), :mod:`~tablelog.store.key_hash` (rows by Paimon's bucket 
 their key), :mod:`~tablelog.store.snapshots` (the snapshots' look-ups),
 :mod:`~tablelog.store.writes` (data files written, committed,
 aborted), :mod:`~tablelog.store.dynamic_index` (the keys' bucket index of dynamic
-buckets, reconciled at commit), :mod:`~tablelog.store.schema` (what Paimon defines: option keys, system
+buckets, reconciled at commit), :mod:`~tablelog.store.layout` (the columns of primary-key data files, as the
+table's options declare them), :mod:`~tablelog.store.data_files` (a table's data files,
+for checks of their columns), :mod:`~tablelog.store.schema` (what Paimon defines: option keys, system
 columns, stored types), :mod:`~tablelog.store.schema_files` (schema files, each created
 by one writer), :mod:`~tablelog.store.schema_changes` (schema changes) and
 :mod:`~tablelog.store.evolution` (rows of an older schema in a newer one).

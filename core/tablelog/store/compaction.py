@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from tablelog.store.layout import without_key_columns, writes_thin
 from tablelog.store.manifests import merge_base_manifests
 from tablelog.store.pypaimon_internals import (
     collect_manifest_entries,
@@ -84,11 +85,14 @@ def bucket_files(paimon: Any, snapshot_id: int) -> list[BucketFiles]:
     ]
 
 
-def rewrite_bucket(paimon: Any, files: BucketFiles, output_level: int, drop_deletes: bool) -> list[Any]:
+def rewrite_bucket(
+    paimon: Any, files: BucketFiles, output_level: int, drop_deletes: bool, *, thin: bool = False
+) -> list[Any]:
     """Write the merged rows of ``files`` as new files of one sorted run at ``output_level``;
     the new files' metadata (not committed: :func:`commit_compaction` or
     :func:`delete_files`). ``drop_deletes``: only when ``files`` are all the bucket has
-    (older runs could hold a deleted key otherwise). Empty when no row survives."""
+    (older runs could hold a deleted key otherwise). ``thin``: the table declares files
+    without key columns (:mod:`tablelog.store.layout`). Empty when no row survives."""
     import pyarrow as pa
     from pypaimon.schema.data_types import PyarrowFieldParser
     from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
@@ -102,6 +106,8 @@ def rewrite_bucket(paimon: Any, files: BucketFiles, output_level: int, drop_dele
         [pa.array(list(column), type=field.type) for column, field in zip(columns, arrow_schema, strict=True)],
         schema=arrow_schema,
     )
+    if thin:
+        data = without_key_columns(data)
     writer = KeyValueDataWriter(paimon, files.partition, files.bucket, 0, options=paimon.options)
     # A file's delete_row_count must be right: pypaimon reads a file it says has none
     # without merging (and without dropping retractions).
@@ -219,6 +225,7 @@ class TableCompactions:
     def __init__(self, paimon: Any, s3_client: Any = None) -> None:
         self._paimon = paimon  # pypaimon FileStoreTable
         self._s3_client = s3_client  # an object-store warehouse's boto3 client (None: local)
+        self._thin = writes_thin(paimon.table_schema.options or {})  # files without key columns
 
     def bucket_files(self, snapshot_id: int) -> list[BucketFiles]:
         """Every bucket's data files at ``snapshot_id``."""
@@ -226,7 +233,7 @@ class TableCompactions:
 
     def rewrite_bucket(self, files: BucketFiles, output_level: int, drop_deletes: bool) -> list[Any]:
         """:func:`rewrite_bucket` (uncommitted: :meth:`commit`, or :meth:`delete_rewritten`)."""
-        return rewrite_bucket(self._paimon, files, output_level, drop_deletes)
+        return rewrite_bucket(self._paimon, files, output_level, drop_deletes, thin=self._thin)
 
     def commit(
         self, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], *, commit_user: str,

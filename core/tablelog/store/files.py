@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from tablelog.store.compaction import TableCompactions
     from tablelog.store.consumers import Consumers
+    from tablelog.store.data_files import DataFiles
     from tablelog.store.evolution import SchemaMapping, SchemaVersion
     from tablelog.store.expiry import SnapshotDeletion
     from tablelog.store.leases import Leases
@@ -57,6 +58,8 @@ class TableFiles(Protocol):
 
     @property
     def has_kind_field(self) -> bool: ...
+
+    def data_files(self) -> DataFiles: ...
 
     @property
     def on_object_store(self) -> bool: ...

@@ -18,6 +18,8 @@ pypaimon's public API. Such a piece can move in any release, so:
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
 import importlib
 import importlib.metadata
 from collections.abc import Callable, Mapping, Sequence
@@ -94,6 +96,22 @@ INTERNALS: tuple[Internal, ...] = (
              "compaction takes the metadata of the files it wrote"),
     Internal("pypaimon.read.split_read:MergeFileSplitRead.read_fields",
              "compaction writes the merged rows with the fields the merge read returned"),
+    # The writes of a table whose row kinds are Paimon's own (``_VALUE_KIND``, no
+    # row-kind column) and whose files follow ``data-file.thin-mode``: pypaimon takes
+    # row kinds from a ``rowkind.field`` column only, and its writers ignore thin mode.
+    Internal("pypaimon.write.native_write:NativeTableWrite._native_writer",
+             "pypaimon-rust's writer takes each row's kind from a _VALUE_KIND column of the "
+             "batch; pypaimon's wrapper refuses a column that is not the table's"),
+    Internal("pypaimon.write.native_write:NativeTableWrite._python_writer",
+             "the same: only when the wrapper has not switched to the Python writer"),
+    Internal("pypaimon.write.native_write:NativeTableWrite._written",
+             "the same: the wrapper must know data was written (it then never switches writers)"),
+    Internal("pypaimon.write.table_write:TableWrite.table_pyarrow_schema",
+             "the Python writer accepts the _VALUE_KIND column beside the table's columns"),
+    Internal("pypaimon.write.file_store_write:FileStoreWrite._create_data_writer",
+             "the Python writer's key-value file writers become tablelog's (below)"),
+    Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._add_system_fields",
+             "tablelog's key-value file writer takes each row's kind from the _VALUE_KIND column"),
 )
 
 
@@ -160,6 +178,91 @@ def consumer_directory(manager: Any) -> str:
 def delta_plan(scan: Any, snapshot: Any) -> Any:
     """The plan reading the data files ``snapshot``'s commit added."""
     return scan._create_delta_plan(snapshot)
+
+
+def writes_natively(write: Any) -> bool:
+    """Whether pypaimon's ``write`` (a stream table write) writes with pypaimon-rust."""
+    from pypaimon.write.native_write import NativeTableWrite
+
+    return isinstance(write, NativeTableWrite) and write._python_writer is None
+
+
+def write_native_with_kinds(write: Any, data: Any) -> None:
+    """Write ``data`` (the table's columns, then ``_VALUE_KIND``: each row's kind as Paimon
+    stores it) with pypaimon-rust's writer of ``write`` (:func:`writes_natively`)."""
+    from pypaimon.schema.arrow_schema import normalize_arrow_strings
+
+    for batch in normalize_arrow_strings(data).to_batches():
+        if batch.num_rows:
+            write._written = True  # as NativeTableWrite.write_arrow_batch does
+        write._native_writer.write_arrow(batch, None)
+
+
+def use_tablelog_key_value_writer(write: Any, *, thin: bool, value_kinds: bool) -> None:
+    """Make pypaimon's Python ``write`` (a stream table write of a primary-key table) write
+    the key-value files tablelog's table declares: without the ``_KEY_`` columns when
+    ``thin``; with ``value_kinds``, each row's kind taken from a ``_VALUE_KIND`` column
+    of the data written (every write then carries it)."""
+    import pyarrow as pa
+    from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
+
+    store_write = write.file_store_write
+    create = store_write._create_data_writer
+
+    def create_data_writer(partition: Any, bucket: int, options: Any) -> Any:
+        writer = create(partition, bucket, options)
+        if type(writer) is not KeyValueDataWriter:
+            if value_kinds:
+                raise NotImplementedError(
+                    f"pypaimon writes bucket {bucket} with its {type(writer).__name__}, which takes no "
+                    "row kinds but a rowkind.field column's: tablelog cannot write this table's deletes")
+            return writer
+        writer.__class__ = _tablelog_key_value_writer()
+        writer.tablelog_thin = thin
+        return writer
+
+    store_write._create_data_writer = create_data_writer
+    if value_kinds:
+        write.table_pyarrow_schema = pa.schema([*write.table_pyarrow_schema, pa.field(_VALUE_KIND, pa.int8())])
+
+
+_VALUE_KIND = "_VALUE_KIND"
+
+
+@functools.cache
+def _tablelog_key_value_writer() -> type:
+    """pypaimon's key-value file writer, taking row kinds from the ``_VALUE_KIND`` column
+    of what is written, and leaving the ``_KEY_`` columns out of a thin table's files."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
+
+    class TablelogKeyValueWriter(KeyValueDataWriter):  # type: ignore[misc]
+        tablelog_thin = False
+
+        def _add_system_fields(self, data: Any) -> Any:
+            index = data.schema.get_field_index(_VALUE_KIND)
+            if index < 0:
+                return super()._add_system_fields(data)
+            kinds = data.column(index)
+            rows = super()._add_system_fields(data.remove_column(index))
+            at = rows.schema.get_field_index(_VALUE_KIND)
+            return rows.set_column(at, rows.schema.field(at), kinds.cast(pa.int8()))
+
+        def _write_data_to_file(self, data: Any) -> None:
+            if self.tablelog_thin:
+                keys = [name for name in data.schema.names if name.startswith("_KEY_")]
+                data = data.drop_columns(keys) if keys else data
+            written = len(self.committed_files)
+            super()._write_data_to_file(data)
+            if len(self.committed_files) > written:
+                # pypaimon records no retractions (Paimon's deleteRowCount) and then reads
+                # a file of a bucket's only run without merging: a -D would read as a row.
+                retract = pc.is_in(data.column(_VALUE_KIND), value_set=pa.array([1, 3], pa.int8()))
+                retractions = int(pc.sum(retract).as_py() or 0)
+                self.committed_files[-1] = dataclasses.replace(self.committed_files[-1], delete_row_count=retractions)
+
+    return TablelogKeyValueWriter
 
 
 # ---- the check ----------------------------------------------------------------------

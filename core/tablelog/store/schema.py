@@ -1,7 +1,8 @@
 """What Paimon itself defines about a table: its option keys and their defaults, its
-system columns, and how it stores an Arrow schema; plus the row-kind column tablelog
-adds to primary-key tables (Paimon's ``rowkind.field`` reads it, so ``-U``/``-D`` rows
-are applied as retractions; readers never show it).
+system columns, and how it stores an Arrow schema; plus the row-kind column earlier
+tablelog versions added to primary-key tables (Paimon's ``rowkind.field`` reads it, so
+``-U``/``-D`` rows are applied as retractions; readers never show it). Tables created
+now have none: their rows' kinds are Paimon's own ``_VALUE_KIND`` (:mod:`.writes`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ KIND_FIELD = "_tablelog_kind"
 
 @functools.cache
 def paimon_option_keys() -> frozenset[str]:
-    """Every table option key pypaimon knows, allowed through to the table."""
+    """Every table option key pypaimon knows, allowed through to the table; and Paimon's
+    ``data-file.thin-mode``, which pypaimon does not know but tablelog's writers follow
+    (:mod:`tablelog.store.layout`)."""
     from pypaimon.common.options.core_options import CoreOptions
 
-    keys = set()
+    from tablelog.store.layout import THIN_MODE
+
+    keys = {THIN_MODE}
     for value in vars(CoreOptions).values():
         key = getattr(value, "key", None)
         if callable(key):
@@ -34,6 +39,10 @@ def paimon_option_default(key: str) -> str | None:
     """Paimon's default of the table option ``key`` as text, or None when it has none."""
     from pypaimon.common.options.core_options import CoreOptions
 
+    from tablelog.store.layout import THIN_MODE
+
+    if key == THIN_MODE:
+        return "false"  # Paimon's CoreOptions.DATA_FILE_THIN_MODE; pypaimon lacks it
     for value in vars(CoreOptions).values():
         if callable(getattr(value, "key", None)) and value.key() == key:
             default = value.default_value() if value.has_default_value() else None

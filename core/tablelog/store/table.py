@@ -22,6 +22,7 @@ import pyarrow as pa
 from tablelog.store import snapshots
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
+from tablelog.store.data_files import DataFiles
 from tablelog.store.deltas import ROW_KIND, read_delta
 from tablelog.store.dynamic_index import reconcile_hash_indexes
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
@@ -138,6 +139,10 @@ class PaimonTable:
     @property
     def has_kind_field(self) -> bool:
         return self.properties.get("rowkind.field") == KIND_FIELD
+
+    def data_files(self) -> DataFiles:
+        """The table's data files, with the schemas they were written with."""
+        return DataFiles(self.paimon, self._schemas)
 
     def first_schema_text(self) -> str:
         """The text of the table's oldest schema file (``schema-0`` unless expired):
@@ -278,9 +283,7 @@ class PaimonTable:
         """The rows snapshot ``snapshot_id`` added to ``buckets`` (None: to every bucket), with their row kinds
         (:mod:`tablelog.store.deltas`); None when the snapshot has expired."""
         result = read_delta(self.paimon, snapshot_id, buckets)
-        if result is None:
-            return None
-        return result.cast(pa.schema([pa.field(ROW_KIND, pa.string()), *self.schema]))
+        return None if result is None else result.cast(pa.schema([pa.field(ROW_KIND, pa.string()), *self.schema]))
 
     # -- compaction (tablelog.commit.compaction decides when) ------------------
 

@@ -25,9 +25,9 @@ import pyarrow as pa
 
 from tablelog.errors import OptionError, TableExistsError, TableNotFoundError, WarehouseError
 from tablelog.redaction import is_secret
+from tablelog.store.layout import THIN_MODE
 from tablelog.store.metadata import MainBranchSchemas
 from tablelog.store.pypaimon_internals import schema_ids
-from tablelog.store.schema import KIND_FIELD
 from tablelog.store.schema_files import create_first_schema
 from tablelog.store.table import PaimonTable
 
@@ -261,8 +261,11 @@ class Warehouse:
             fields[index] = fields[index].with_nullable(False)
         options = {"bucket": str(bucket), **properties}
         if primary_key:
-            fields.append(pa.field(KIND_FIELD, pa.string()))
-            options["rowkind.field"] = KIND_FIELD
+            # Row kinds go to Paimon's own _VALUE_KIND (store.writes): no column of tablelog's.
+            # Every tablelog writer writes the layout the table declares (store.layout):
+            # thin, as pypaimon-rust's writer does, unless the user chose the key columns
+            # (or pypaimon needs them: it reads `row` files by position).
+            options.setdefault(THIN_MODE, "false" if options.get("file.format") == "row" else "true")
         elif bucket > 0:  # Paimon allows no bucket key with dynamic buckets
             options.setdefault("bucket-key", ",".join(schema.names))
         if native_write_available():

@@ -9,30 +9,65 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tablelog.store.pypaimon_internals import with_commit_user
+import numpy as np
+import pyarrow as pa
+
+from tablelog.store.layout import VALUE_KIND, writes_thin
+from tablelog.store.pypaimon_internals import (
+    use_tablelog_key_value_writer,
+    with_commit_user,
+    write_native_with_kinds,
+    writes_natively,
+)
 
 log = logging.getLogger("tablelog.writing.writer")
 
 _TORN_LATEST_HINT = re.compile(r"Snapshot \d+ does not exist\.?")
+#: Paimon's row kinds as its files store them (``RowKind.toByteValue``).
+_KIND_CODES = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 
 
 class TableWrite:
     """The data files of one write attempt, prepared for one commit identifier.
 
-    The Paimon writer is opened on the first write: an attempt that writes nothing costs nothing.
+    The Paimon writer is opened on the first write: an attempt that writes nothing costs
+    nothing. A primary-key table's files have the layout it declares
+    (:mod:`tablelog.store.layout`): a thin table is written by pypaimon-rust's writer
+    when pypaimon offers it (by its Python writer leaving the key columns out
+    otherwise), a table with key columns by pypaimon's Python writer (the native one
+    cannot write them). A primary-key table without tablelog's row-kind column has its
+    rows' kinds written to Paimon's ``_VALUE_KIND`` directly.
     """
 
     def __init__(self, identifier: str, paimon: Any) -> None:
         self._identifier = identifier
         self._paimon = paimon  # pypaimon FileStoreTable
+        options = paimon.table_schema.options or {}
+        key_value = bool(paimon.table_schema.primary_keys)
+        self._thin = key_value and writes_thin(options)
+        self._value_kinds = key_value and options.get("rowkind.field") is None
         self._write: Any = None
+        self._native = False
         self._wrote = False
 
-    def write_arrow(self, data: Any) -> None:
+    def _open(self) -> None:
+        paimon = self._paimon
+        key_value = bool(paimon.is_primary_key_table)
+        if key_value and not self._thin and paimon.options.native_write_enabled():
+            # pypaimon-rust writes thin files only; pypaimon's Python writer writes the keys.
+            paimon = paimon.copy({"write.native.enabled": "false"})
+        self._write = paimon.new_stream_write_builder().new_write()
+        self._native = writes_natively(self._write)
+        if key_value and not self._native:
+            use_tablelog_key_value_writer(self._write, thin=self._thin, value_kinds=self._value_kinds)
+
+    def write_arrow(self, data: Any, kinds: Sequence[str] | None = None) -> None:
+        """Write ``data``; ``kinds``: each row's kind (``+I``, ``-U``, ``+U``, ``-D``) for
+        a primary-key table without tablelog's row-kind column (None: every row an insert)."""
         if self._write is None:
-            self._write = self._paimon.new_stream_write_builder().new_write()
+            self._open()
         try:
-            self._write.write_arrow(data)
+            self._write_rows(data, kinds)
         except ValueError as err:
             if self._wrote or not _TORN_LATEST_HINT.fullmatch(str(err).strip()):
                 raise
@@ -42,9 +77,22 @@ class TableWrite:
             # written yet: start over once.
             log.warning("table %r: %s; opening the Paimon writer again", self._identifier, err)
             self._write.close()
-            self._write = self._paimon.new_stream_write_builder().new_write()
-            self._write.write_arrow(data)
+            self._open()
+            self._write_rows(data, kinds)
         self._wrote = True
+
+    def _write_rows(self, data: Any, kinds: Sequence[str] | None) -> None:
+        if not self._value_kinds:
+            self._write.write_arrow(data)
+            return
+        # Every batch carries the column: pypaimon-rust's writer takes the kinds of all
+        # its batches from it only when its first batch has it.
+        column = _kind_codes(data.num_rows, kinds)
+        with_kinds = data.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), column)
+        if self._native:
+            write_native_with_kinds(self._write, with_kinds)
+        else:
+            self._write.write_arrow(with_kinds)
 
     def prepare_commit(self, commit_identifier: int) -> list[Any]:
         """The commit messages of the files written (picklable: they travel to the committer)."""
@@ -56,6 +104,14 @@ class TableWrite:
         write, self._write = self._write, None
         if write is not None:
             write.close()
+
+
+def _kind_codes(rows: int, kinds: Sequence[str] | None) -> pa.Array:
+    """Paimon's row-kind bytes of ``kinds`` (None: inserts); rows of one kind (every
+    insert-only write) without a Python object per row."""
+    if not kinds or kinds.count(kinds[0]) == len(kinds):
+        return pa.array(np.full(rows, _KIND_CODES[kinds[0]] if kinds else 0, np.int8))
+    return pa.array([_KIND_CODES[k] for k in kinds], pa.int8())
 
 
 def commit_files(

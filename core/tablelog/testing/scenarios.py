@@ -24,6 +24,7 @@ from tablelog.normalize import Normalizer
 from tablelog.reading import Change
 from tablelog.table import Table, internals
 from tablelog.tables import create_table, open_table
+from tablelog.testing.file_layout import layout_problems
 from tablelog.testing.processes import run_python
 from tablelog.verify import verify
 
@@ -199,6 +200,7 @@ class ExactlyOnceScenarios(LogSystemFixtures):
         tail = read_transactional(table)[10:]
         # order holds within a partition (bucket), not across them
         assert sorted((c.kind.value, c.row["id"], c.row["name"]) for c in tail) == [("+U", 0, "new"), ("-D", 5, "v1-5")]
+        assert layout_problems(table) == []  # the files are what Paimon's options declare
 
     def test_a_transactional_reader_following_a_writer_gets_every_commit_once(self, table: Table) -> None:
         # The reader catches up with the log between commits again and again (seen on

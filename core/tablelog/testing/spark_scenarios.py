@@ -32,6 +32,7 @@ import pytest
 from tablelog.normalize import Normalizer
 from tablelog.table import Table
 from tablelog.tables import open_table
+from tablelog.testing.file_layout import layout_problems
 from tablelog.testing.processes import start_python
 from tablelog.testing.spark_inputs import (
     BATCHES,
@@ -124,6 +125,7 @@ class SparkTaskFailureScenarios:
         assert len({s.writer for s in snapshots}) == 1 and snapshots[0].writer.startswith("spark-")
         assert_committed_records(table, snapshots)
         assert table_rows(table) == expected_rows()  # each row once, the last version
+        assert layout_problems(table) == []  # the sink's files are what Paimon's options declare
         # A transactional read through the Spark source: each committed change once.
         changes = collect_stream(
             self._read_stream(spark, warehouse, table.identifier, log_options, **{"scan.mode": "earliest"}),

@@ -107,7 +107,10 @@ class WriteTask:
             table.codec.check_values(arrow)
         batches, projected = self._encode(arrow, kinds) if table.options.log_enabled else ([], [])
         self._open()
-        self._paimon_write.write_arrow(self._with_kind_column(arrow, kinds))
+        if table.files.has_kind_field:
+            self._paimon_write.write_arrow(self._with_kind_column(arrow, kinds))
+        else:  # the kinds go to Paimon's own _VALUE_KIND
+            self._paimon_write.write_arrow(arrow, kinds if table.primary_key else None)
         assert self._log is not None or not batches
         if batches:  # the lease first: a retention that runs after a produce sees it
             self._lease.hold(self._log, self._projection_log)  # type: ignore[arg-type]
@@ -118,9 +121,8 @@ class WriteTask:
         self.rows += arrow.num_rows
         return arrow.num_rows
 
-    def _with_kind_column(self, arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
-        if not self.table.files.has_kind_field:
-            return arrow
+    @staticmethod
+    def _with_kind_column(arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
         return arrow.append_column(pa.field(KIND_FIELD, pa.string()), kind_array(kinds))
 
     def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> tuple[list[ProduceBatch], list[ProduceBatch]]:

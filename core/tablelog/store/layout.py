@@ -1,0 +1,40 @@
+"""The columns of a primary-key table's data files, as Paimon defines them, and the table
+option that declares them.
+
+Paimon's data file spec (``docs/concepts/spec/datafile.md``) and its Java writer
+(``KeyValueFileWriterFactory``): a primary-key data file holds ``_KEY_<k>`` for each
+primary-key column that is not a partition column, then ``_SEQUENCE_NUMBER``, then
+``_VALUE_KIND``, then every column of the table. With ``data-file.thin-mode = true`` the
+``_KEY_`` columns are left out (the key is in the value columns already). Java readers
+since Paimon 1.0 take the key from the value columns whatever the file holds
+(``FormatReaderMapping.trimKeyFields``), older ones read the ``_KEY_`` columns, and a
+Java writer writes what the option says: so the files must be what the option declares.
+
+pypaimon's two writers ignore the option: its native (pypaimon-rust) writer always leaves
+the key columns out, its Python writer (and compaction, which writes with it) always
+writes them. tablelog therefore decides per table (:func:`writes_thin`) and makes every
+writer write that (:mod:`tablelog.store.writes`, :mod:`tablelog.store.compaction`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: Paimon's table option: primary-key data files without the ``_KEY_`` columns.
+THIN_MODE = "data-file.thin-mode"
+KEY_PREFIX = "_KEY_"
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+
+
+def writes_thin(properties: Mapping[str, str]) -> bool:
+    """Whether a table's data files leave out the key columns: Paimon's option, whose
+    default is ``false`` (so a table that does not declare it has the key columns)."""
+    return str(properties.get(THIN_MODE, "false")).strip().lower() == "true"
+
+
+def without_key_columns(data: Any) -> Any:
+    """Key-value rows (an Arrow table) without their ``_KEY_`` columns: the thin layout."""
+    keys = [name for name in data.schema.names if name.startswith(KEY_PREFIX)]
+    return data.drop_columns(keys) if keys else data
