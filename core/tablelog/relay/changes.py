@@ -86,7 +86,7 @@ def _buckets(files: TableFiles, delta: pa.Table) -> list[int] | None:
     """The buckets the delta's keys live in (None: every bucket, where they do not follow from the key)."""
     if files.bucket <= 0 or delta.num_rows == 0:
         return None
-    return [bucket for bucket, _ in files.bucket_rows(delta)]
+    return [bucket for bucket, _ in files.key_hash_rows(delta, files.bucket)]
 
 
 def _rows_by_key(

@@ -296,7 +296,7 @@ class Relay:
             return [], 0
         data = data.select(table.codec.schema.names).cast(table.codec.schema)
         table.codec.check_values(data)
-        order, groups = partition_order(table.files, data)
+        order, groups = partition_order(table.files, data, table.log_partitions)
         if order is not None:
             data = data.take(order)
             kinds = [kinds[i] for i in order.tolist()]

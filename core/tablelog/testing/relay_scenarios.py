@@ -30,7 +30,6 @@ import pytest
 from tablelog.cli import cli
 from tablelog.records import SeekSpec
 from tablelog.relay import Relay
-from tablelog.store import KIND_FIELD
 from tablelog.table import Table, internals
 from tablelog.tables import create_table, open_table
 from tablelog.testing.processes import start_python
@@ -76,10 +75,9 @@ def log_values(table: Table) -> list[bytes]:
 def foreign_commit(table: Table, changes: list[tuple[str, dict[str, Any]]]) -> int:
     """Commit ``changes`` (kind, row) as another pypaimon writer does; returns the snapshot id."""
     files = internals(table).files
-    rows = [{**row, KIND_FIELD: kind} for kind, row in changes]
     write = files.new_write()
     try:
-        write.write_arrow(pa.Table.from_pylist(rows, schema=SCHEMA.append(pa.field(KIND_FIELD, pa.string()))))
+        write.write_arrow(pa.Table.from_pylist([r for _, r in changes], schema=SCHEMA), [k for k, _ in changes])
         messages = write.prepare_commit(1)
     finally:
         write.close()
