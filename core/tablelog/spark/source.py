@@ -34,7 +34,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from tablelog.commit.history import log_commits
+from tablelog.commit.history import snapshot_commits
+from tablelog.commit.log_commit import is_foreign
 from tablelog.errors import OptionError, TablelogError
 from tablelog.formats.codec import KIND_COLUMN
 from tablelog.options import Consistency
@@ -256,8 +257,11 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
             # partition gets a task.
             expired = (internals(table).files.earliest_snapshot_id() or 1) > begin.snapshot + 1
             touched: set[int] = set(range(table.log_partitions)) if expired else set()
-            for _, record in log_commits(internals(table).files, after=begin.snapshot, upto=stop.snapshot):
-                touched.update(record.ranges_by_partition())
+            for snapshot, record in snapshot_commits(internals(table).files, after=begin.snapshot, upto=stop.snapshot):
+                if record is not None:
+                    touched.update(record.ranges_by_partition())
+                elif is_foreign(snapshot.properties, snapshot.commit_kind):  # read from the files, any partition
+                    touched.update(range(table.log_partitions))
             result += [CommittedChanges(p, begin.snapshot, stop.snapshot) for p in sorted(touched)]
         else:
             for p, pos in sorted(stop.offsets.items()):

@@ -21,9 +21,15 @@ from tablelog.store.schema import KIND_FIELD
 ROW_KIND = "_row_kind"
 
 
+class DeltaRemovesFilesError(Exception):
+    """The snapshot removed data files (an overwrite, a rewrite by another engine): the
+    files it added are not its changes, and no delta of it is read."""
+
+
 def read_delta(paimon: Any, snapshot_id: int, buckets: Iterable[int]) -> pa.Table | None:
     """The delta rows of ``snapshot_id`` in ``buckets`` (a ``_row_kind`` column, then the
-    table's columns); None when the snapshot or a file of its delta is gone (expired)."""
+    table's columns); None when the snapshot or a file of its delta is gone (expired).
+    Raises :class:`DeltaRemovesFilesError` for a snapshot that also removed files."""
     from pypaimon.read.streaming_table_scan import AsyncStreamingTableScan
 
     snapshot = paimon.snapshot_manager().get_snapshot_by_id(snapshot_id)
@@ -37,6 +43,11 @@ def read_delta(paimon: Any, snapshot_id: int, buckets: Iterable[int]) -> pa.Tabl
         result = read.to_arrow(splits) if splits else None
     except FileNotFoundError:
         return None  # expired while being read
+    except ValueError as err:
+        # pypaimon's delta plan takes only files a snapshot added, and refuses one that also removed some.
+        if "only ADD entries" in str(err):
+            raise DeltaRemovesFilesError(f"snapshot {snapshot_id} removed data files") from err
+        raise
     if result is None:
         return None if paimon.snapshot_manager().get_snapshot_by_id(snapshot_id) is None else _empty(paimon)
     if KIND_FIELD in result.schema.names:
