@@ -6,6 +6,7 @@ on Kafka; every change is counted on both sides."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -201,3 +202,24 @@ def test_a_relays_copy_of_another_writers_changes_in_the_log_is_skipped_by_trans
     write(table, [("+I", {"id": 3, "name": "c"})])
     assert as_tuples(read_everything(table)) == [("+I", 1, "a"), ("+I", 2, "b"), ("+I", 3, "c")]
     assert verify(table).consistent
+
+
+def test_tail_describe_and_the_dashboard_show_another_writers_snapshot(table: Table) -> None:
+    from click.testing import CliRunner
+
+    from tablelog.cli import cli
+    from tablelog.cli.describe import describe_document
+
+    write(table, [("+I", {"id": 1, "name": "a"})])
+    foreign = foreign_write(table, [("+I", {"id": 2, "name": "b"})])
+    where = ["--warehouse", table.warehouse.path]
+    tail = CliRunner().invoke(cli, ["tail", *where, table.identifier, "--scan-mode", "earliest", "--format", "json",
+                                    "--consistency", "transactional"], catch_exceptions=False)
+    assert tail.exit_code == 0, tail.output
+    lines = [json.loads(line) for line in tail.stdout.splitlines()]
+    assert [(d["snapshot"], d["kind"], d["row"]["id"]) for d in lines] == [(1, "+I", 1), (foreign, "+I", 2)]
+    assert lines[1]["position"] is None  # read from the table files, not at a log position
+    describe = CliRunner().invoke(cli, ["describe", *where, table.identifier], catch_exceptions=False)
+    assert describe.exit_code == 0 and "another writer" in describe.stdout
+    entries = {s["id"]: s for s in describe_document(table, 10)["snapshots"]}
+    assert entries[foreign]["written_by"] == "another writer" and entries[1]["written_by"] == "tablelog"
