@@ -223,3 +223,28 @@ def test_tail_describe_and_the_dashboard_show_another_writers_snapshot(table: Ta
     assert describe.exit_code == 0 and "another writer" in describe.stdout
     entries = {s["id"]: s for s in describe_document(table, 10)["snapshots"]}
     assert entries[foreign]["written_by"] == "another writer" and entries[1]["written_by"] == "tablelog"
+
+
+def test_an_eventual_reader_gets_another_writers_changes_from_the_files_and_normalizes_to_the_table(
+    table: Table,
+) -> None:
+    from tablelog.normalize import Normalizer
+
+    made = alternate(table)
+    with table.reader(consistency="eventual", scan_mode="earliest") as reader:
+        changes = reader.read_all()
+        assert set(as_tuples(changes)) >= set(made)  # at least once
+        normalizer = Normalizer(table.primary_key)
+        normalizer.apply(changes)
+        expected = {r["id"]: r for r in table.rows().to_pylist()}
+        assert {k[0]: dict(r) for k, r in normalizer.state.items()} == expected
+        # Following: a later commit of another writer reaches it too, after the log's earlier records.
+        write(table, [("+U", {"id": 0, "name": "ours"})])
+        foreign_write(table, [("+U", {"id": 0, "name": "theirs"})])
+        later = as_tuples(reader.read_all())
+    assert later.index(("+U", 0, "ours")) < later.index(("+U", 0, "theirs"))
+    with table.reader(consistency="eventual", scan_mode="latest-full") as hybrid:
+        rows = hybrid.read_all()
+        foreign_write(table, [("+I", {"id": 99, "name": "late"})])
+        assert as_tuples(hybrid.read_all()) == [("+I", 99, "late")]
+    assert len(rows) == len(expected)

@@ -14,13 +14,20 @@ the changes of it already returned (the partitions are read in order, so the par
 below the highest one named are done). The changes of a snapshot's partition come in the
 same order at every read of the same files, so a position resumed there neither repeats
 nor skips one.
+
+An eventual reader returns a foreign snapshot's changes (at least once, like every
+change it returns) when it has found the snapshot and read the log up to where the log
+ended at the log commit before it, so that no change committed before the snapshot comes
+after its changes (:class:`ForeignSnapshotsSeen`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from tablelog.commit.history import last_end_positions
 from tablelog.errors import TablelogError
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
@@ -30,9 +37,12 @@ from tablelog.row_equality import row_items, row_key
 from tablelog.store import DeltaRemovesFilesError
 
 if TYPE_CHECKING:
+    from tablelog.commit.log_commit import LogCommitRecord
     from tablelog.positions import ReaderPosition
     from tablelog.reading.batch import Batch
     from tablelog.store import SnapshotInfo
+
+log = logging.getLogger(__name__)
 
 
 def foreign_changes(context: ReadContext, snapshot: SnapshotInfo, partition: int) -> list[Change]:
@@ -129,10 +139,62 @@ class ForeignSnapshotRead:
         return held[2]
 
     def _add(self, changes: list[Change], out: Batch) -> None:
+        add_changes(self._context, changes, out)
+
+
+def add_changes(context: ReadContext, changes: list[Change], out: Batch) -> None:
+    """Append changes read from the files (in the reader's schema) to a poll's batch."""
+    if not changes:
+        return
+    if out.arrow:
+        out.add(context.to_arrow(changes), context.schema_id)
+    else:
+        out.changes(context.schema_id).extend(changes)
+
+
+class ForeignSnapshotsSeen:
+    """An eventual reader's foreign snapshots: it returns each one's changes in its
+    partitions once it has read the log up to the end positions of the log commit
+    before it (the snapshots are walked in order by the reader)."""
+
+    def __init__(self, context: ReadContext) -> None:
+        self._context = context
+        #: The log's end positions at the last log commit walked past (None: not known yet).
+        self._ends: dict[int, int] | None = None
+        self._warned = False
+
+    def ready(self, position: ReaderPosition) -> bool:
+        """Whether the reader at ``position`` has read every record committed before the
+        next snapshot (``position.snapshot + 1``)."""
+        if self._ends is None:
+            self._ends = last_end_positions(self._context.table.files, upto=position.snapshot)
+        return all(position.offsets.get(p, 0) >= end for p, end in self._ends.items() if self._context.reads(p))
+
+    def ends_before(self) -> dict[int, int]:
+        """The log's end positions at the last log commit before the next snapshot (after :meth:`ready`)."""
+        return dict(self._ends or {})
+
+    def passed(self, record: LogCommitRecord | None) -> None:
+        """The reader walked past a snapshot (``record``: its log commit, if it has one)."""
+        if record is not None:
+            self._ends = dict(record.end_positions)
+
+    def read(self, snapshot: SnapshotInfo, out: Batch) -> None:
         context = self._context
-        if not changes:
-            return
-        if out.arrow:
-            out.add(context.to_arrow(changes), context.schema_id)
-        else:
-            out.changes(context.schema_id).extend(changes)
+        if context.upgrade(snapshot.schema_id):
+            out.in_schema(context)
+        for partition in range(context.table.log_partitions):
+            if context.reads(partition):
+                add_changes(context, foreign_changes(context, snapshot, partition), out)
+
+    def expired(self, first: int, earliest: int) -> None:
+        """Snapshots ``first .. earliest - 1`` expired before the reader looked at them."""
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "table %r: snapshots %d..%d expired before this eventual reader looked at them; the changes "
+                "other writers committed there (if any) are not returned (logged once per reader). Keep "
+                "snapshots longer than a reader pauses (snapshot.time-retained, snapshot.num-retained.min)",
+                self._context.table.identifier, first, earliest - 1,
+            )
+        self._ends = None
