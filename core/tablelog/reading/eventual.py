@@ -45,10 +45,15 @@ _SNAPSHOT_LOOK_S, _SNAPSHOT_LOOK_OBJECT_STORE_S = 0.1, 0.5
 class EventualRead:
     """Reads every partition from its log position on."""
 
-    def __init__(self, context: ReadContext, until: Mapping[int, int] | None = None) -> None:
+    def __init__(
+        self, context: ReadContext, until: Mapping[int, int] | None = None, until_snapshot: int | None = None,
+    ) -> None:
         self._context = context
         #: Exclusive end position per partition of a bounded read (a Spark micro-batch).
         self._until = dict(until or {})
+        #: The last snapshot whose other writers' changes a bounded read returns (None: with
+        #: ``until``, none of them).
+        self._until_snapshot = until_snapshot
         self._own_prefix = context.table.token_prefix
         #: Records of other tables that share this table's topic, left out.
         self.other_tables_skipped = 0
@@ -201,11 +206,16 @@ class EventualRead:
         so that changes come in commit order (except a write's records read before its
         commit, as every eventual read returns them)."""
         now = time.monotonic()
-        if not position.horizon and (self._until or (now < self._next_look and not look_now)):
-            return  # a bounded read (a Spark micro-batch) reads log positions only
+        bounded = bool(self._until) or self._until_snapshot is not None
+        if self._until and self._until_snapshot is None:
+            return  # a bounded read of log positions only
+        if not position.horizon and not bounded and now < self._next_look and not look_now:
+            return
         store = self._context.table.files
         self._next_look = now + (_SNAPSHOT_LOOK_OBJECT_STORE_S if store.on_object_store else _SNAPSHOT_LOOK_S)
-        while (snapshot := store.snapshot(position.snapshot + 1)) is not None:
+        while (
+            self._until_snapshot is None or position.snapshot < self._until_snapshot
+        ) and (snapshot := store.snapshot(position.snapshot + 1)) is not None:
             record = LogCommitRecord.from_properties(snapshot.properties)
             if record is None and is_foreign(snapshot.properties, snapshot.commit_kind):
                 if not self._foreign.ready(position):
