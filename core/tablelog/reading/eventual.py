@@ -196,10 +196,11 @@ class EventualRead:
 
     def _new_snapshots(self, position: ReaderPosition, out: Batch, look_now: bool = False) -> None:
         """The snapshots committed since the reader last looked: another writer's changes
-        (:class:`~tablelog.reading.foreign.ForeignSnapshotsSeen`), and in a hybrid read the records of writes committed after the
-        full scan but produced before the log part began (a concurrent writer's: returned
-        once, so that the read has no gap; :meth:`_late_writes`). Without a hybrid read's
-        horizon the snapshots are looked for now and then, not at every poll.
+        (:class:`~tablelog.reading.foreign.ForeignSnapshotsSeen`), and in a hybrid read
+        the records of writes committed after the full scan but produced before the log
+        part began (a concurrent writer's: returned once, so that the read has no gap;
+        :meth:`_late_writes`). Without a hybrid read's horizon the snapshots are looked
+        for now and then, not at every poll; a bounded read looks up to ``until_snapshot``.
 
         Another writer's snapshot is a *barrier*: the log is read up to where it ended at
         the log commit before it, then its changes are returned, then the log is read on;
