@@ -109,6 +109,9 @@ def alternate(table: Table) -> list[tuple[str, int, str]]:
         theirs += [("+U", {"id": base + 1, "name": "p-updated"}), ("-D", {"id": base + 2, "name": f"t{base + 2}"})]
         foreign_write(table, theirs)
         made += [(k, r["id"], r["name"]) for k, r in ours + theirs]
+        if round_ == 1:
+            compacted = table.compact().snapshot_id  # a COMPACT snapshot: rewritten files, no change
+            assert compacted is not None and internals(table).files.snapshot(compacted).commit_kind == "COMPACT"  # type: ignore[union-attr]
     return made
 
 
