@@ -251,3 +251,23 @@ def test_an_eventual_reader_gets_another_writers_changes_from_the_files_and_norm
         foreign_write(table, [("+I", {"id": 99, "name": "late"})])
         assert as_tuples(hybrid.read_all()) == [("+I", 99, "late")]
     assert len(rows) == len(expected)
+
+
+def test_another_writers_commit_under_a_newer_schema_keeps_its_new_columns_values(table: Table) -> None:
+    """A reader (and its table object) opened before another tool altered the table reads
+    that tool's later commit with the new column's values, not nulls."""
+    write(table, [("+I", {"id": 1, "name": "a"})])
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        assert as_tuples(reader.poll()) == [("+I", 1, "a")]
+        tablelog.open_table(table.warehouse.path, table.identifier).alter(tablelog.AddColumn("extra", pa.string()))
+        paimon = pypaimon.CatalogFactory.create({"warehouse": table.warehouse.path}).get_table(table.identifier)
+        builder = paimon.new_batch_write_builder()
+        batch_write, batch_commit = builder.new_write(), builder.new_commit()
+        columns: dict[str, list[Any]] = {"id": [2], "name": ["b"], "extra": ["X"]}
+        if any(f.name == KIND_FIELD for f in paimon.table_schema.fields):
+            columns[KIND_FIELD] = ["+I"]
+        batch_write.write_arrow(pa.table(columns))
+        batch_commit.commit(batch_write.prepare_commit())
+        batch_write.close()
+        batch_commit.close()
+        assert [c.row for c in reader.poll(timeout_s=1)] == [{"id": 2, "name": "b", "extra": "X"}]

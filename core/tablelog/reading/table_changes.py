@@ -76,7 +76,7 @@ def partition_delta(context: ReadContext, snapshot_id: int, partition: int) -> p
     """The delta rows of ``snapshot_id`` in log partition ``partition`` (None: expired).
     Every read of a snapshot's changes from the files for one log partition goes through
     here: the one place that knows which rows a log partition holds."""
-    return context.table.files.read_delta(snapshot_id, [partition])
+    return context.table.files.read_delta(snapshot_id, [partition], context.schema_id)
 
 
 def partition_rows(context: ReadContext, snapshot_id: int, partition: int) -> pa.Table:
@@ -85,13 +85,9 @@ def partition_rows(context: ReadContext, snapshot_id: int, partition: int) -> pa
 
 
 def delta_changes(context: ReadContext, delta: pa.Table, snapshot_id: int, partition: int) -> list[Change]:
-    """A delta (:func:`partition_delta`) as changes in the reader's schema; ``-U`` rows are
+    """A delta (:func:`partition_delta`, in the reader's schema) as changes; ``-U`` rows are
     left out where the table's changelog has none (``upsert``)."""
-    table = context.table
-    if table.files.schema_id != context.schema_id:  # the table object's schema: into the reader's
-        mapped = table.files.mapping(table.files.schema_id, context.schema_id).arrow(delta.drop_columns([_ROW_KIND]))
-        delta = mapped.add_column(0, _ROW_KIND, delta.column(_ROW_KIND))
-    drop_before_images = table.changelog_mode is ChangelogMode.UPSERT
+    drop_before_images = context.table.changelog_mode is ChangelogMode.UPSERT
     changes = []
     for row in delta.to_pylist():
         kind = RowKind(row.pop(_ROW_KIND))

@@ -271,13 +271,29 @@ class PaimonTable:
         """Delete the prepared data files ``messages``, which no snapshot will reference."""
         abort_files(self.paimon, messages)
 
-    def read_delta(self, snapshot_id: int, buckets: Iterable[int]) -> pa.Table | None:
+    def read_delta(self, snapshot_id: int, buckets: Iterable[int], schema_id: int | None = None) -> pa.Table | None:
         """The rows snapshot ``snapshot_id`` added to ``buckets``, with their row kinds
-        (:mod:`tablelog.store.deltas`); None when the snapshot has expired."""
-        result = read_delta(self.paimon, snapshot_id, buckets)
+        (:mod:`tablelog.store.deltas`), in schema ``schema_id`` (default this object's;
+        rows of a snapshot committed under another schema are mapped, as by
+        :meth:`read_rows`); None when the snapshot has expired."""
+        target = self.schema_id if schema_id is None else schema_id
+        try:
+            # Paimon reads a snapshot in the schema it was committed with (one this object,
+            # opened before an alter, may not know).
+            table = self.paimon.copy({"scan.snapshot-id": str(snapshot_id)})
+        except FileNotFoundError:
+            return None
+        snapshot_schema = int(table.table_schema.id)
+        result = read_delta(table, snapshot_id, buckets)
         if result is None:
             return None
-        return result.cast(pa.schema([pa.field(ROW_KIND, pa.string()), *self.schema]))
+        kinds = result.column(ROW_KIND).cast(pa.string())
+        rows = result.drop_columns([ROW_KIND])
+        if snapshot_schema != target:
+            rows = self.mapping(snapshot_schema, target).arrow(rows)
+        else:
+            rows = rows.cast(self.schema_version(target).schema)
+        return rows.add_column(0, pa.field(ROW_KIND, pa.string()), kinds)
 
     # -- compaction (tablelog.commit.compaction decides when) ------------------
 
