@@ -205,6 +205,10 @@ def test_a_relays_copy_of_another_writers_changes_in_the_log_is_skipped_by_trans
     write(table, [("+I", {"id": 3, "name": "c"})])
     assert as_tuples(read_everything(table)) == [("+I", 1, "a"), ("+I", 2, "b"), ("+I", 3, "c")]
     assert verify(table).consistent
+    from tablelog.cli.describe import describe_document
+
+    entry = next(s for s in describe_document(table, 10)["snapshots"] if s["id"] == latest.id)
+    assert entry["written_by"] == "relay" and entry["relayed_snapshots"] == [foreign]
 
 
 def test_tail_describe_and_the_dashboard_show_another_writers_snapshot(table: Table) -> None:
