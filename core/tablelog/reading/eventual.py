@@ -40,6 +40,8 @@ _TOKEN = operator.itemgetter(3)  # LogRecord.token
 #: How often an eventual reader (not a hybrid one) looks for snapshots of other writers:
 #: on a local warehouse, and on an object store (where each look is a request).
 _SNAPSHOT_LOOK_S, _SNAPSHOT_LOOK_OBJECT_STORE_S = 0.1, 0.5
+#: ... and whether snapshots expired before it looked at them (a read of hints and snapshots).
+_EXPIRY_CHECK_S = 1.0
 
 
 class EventualRead:
@@ -59,6 +61,7 @@ class EventualRead:
         self.other_tables_skipped = 0
         self._foreign = ForeignSnapshotsSeen(context)
         self._next_look = 0.0  # when to look for new snapshots next
+        self._expiry_checked = 0.0  # when the reader last checked that no snapshot expired unread
         #: Where the log's read stops until another writer's snapshot is returned (see :meth:`_new_snapshots`).
         self._barrier: dict[int, int] = {}
 
@@ -228,6 +231,10 @@ class EventualRead:
                 self._late_writes(position, snapshot, record, out)
             self._foreign.passed(record)
             position.snapshot = snapshot.id
+        if not position.horizon and not bounded:
+            if now - self._expiry_checked < _EXPIRY_CHECK_S:
+                return
+            self._expiry_checked = now
         earliest = store.earliest_snapshot_id(latest_known=position.snapshot > 0)
         if earliest is not None and earliest > position.snapshot + 1:
             if position.horizon:
