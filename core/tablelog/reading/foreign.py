@@ -60,6 +60,11 @@ def foreign_changes(context: ReadContext, snapshot: SnapshotInfo, partition: int
 
 def _difference(context: ReadContext, snapshot: SnapshotInfo, partition: int) -> list[Change]:
     """What turns the partition's rows before ``snapshot`` into its rows after it."""
+    files = context.table.files
+    for needed in (snapshot.id - 1, snapshot.id) if snapshot.id > 1 else (snapshot.id,):
+        if files.snapshot(needed) is None:
+            told_by = f"snapshot {snapshot.id} overwrote rows that only snapshot {needed} holds, and "
+            raise _expired(context, needed, told_by if needed < snapshot.id else "")
     try:
         before = partition_rows(context, snapshot.id - 1, partition).to_pylist() if snapshot.id > 1 else []
         after = partition_rows(context, snapshot.id, partition).to_pylist()
@@ -93,10 +98,10 @@ def _surplus(rows: list[dict[str, Any]], other: list[dict[str, Any]]) -> list[di
     return result
 
 
-def _expired(context: ReadContext, snapshot_id: int) -> TablelogError:
+def _expired(context: ReadContext, snapshot_id: int, why: str = "") -> TablelogError:
     return TablelogError(
-        f"table {context.table.identifier!r}: snapshot {snapshot_id}, committed by another writer, "
-        "expired (or its files did) while this reader read it; its changes are in no log and cannot be "
+        f"table {context.table.identifier!r}: {why}snapshot {snapshot_id} expired (or its files did) while "
+        "this reader read another writer's commit, whose changes are in no log and cannot be "
         "returned. Restart the reader with scan.mode=latest-full, and give readers a consumer-id so that "
         "expiry keeps the snapshots they still need"
     )
