@@ -21,7 +21,7 @@ import pyarrow as pa
 from tablelog.store import snapshots
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
-from tablelog.store.deltas import ROW_KIND, read_delta
+from tablelog.store.deltas import read_delta
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.leases import Leases
@@ -272,28 +272,11 @@ class PaimonTable:
         abort_files(self.paimon, messages)
 
     def read_delta(self, snapshot_id: int, buckets: Iterable[int], schema_id: int | None = None) -> pa.Table | None:
-        """The rows snapshot ``snapshot_id`` added to ``buckets``, with their row kinds
-        (:mod:`tablelog.store.deltas`), in schema ``schema_id`` (default this object's;
-        rows of a snapshot committed under another schema are mapped, as by
-        :meth:`read_rows`); None when the snapshot has expired."""
+        """The rows snapshot ``snapshot_id`` added to ``buckets``, with their row kinds, in
+        schema ``schema_id`` (default this object's; :mod:`tablelog.store.deltas`); None
+        when the snapshot has expired."""
         target = self.schema_id if schema_id is None else schema_id
-        try:
-            # Paimon reads a snapshot in the schema it was committed with (one this object,
-            # opened before an alter, may not know).
-            table = self.paimon.copy({"scan.snapshot-id": str(snapshot_id)})
-        except FileNotFoundError:
-            return None
-        snapshot_schema = int(table.table_schema.id)
-        result = read_delta(table, snapshot_id, buckets)
-        if result is None:
-            return None
-        kinds = result.column(ROW_KIND).cast(pa.string())
-        rows = result.drop_columns([ROW_KIND])
-        if snapshot_schema != target:
-            rows = self.mapping(snapshot_schema, target).arrow(rows)
-        else:
-            rows = rows.cast(self.schema_version(target).schema)
-        return rows.add_column(0, pa.field(ROW_KIND, pa.string()), kinds)
+        return read_delta(self.paimon, snapshot_id, buckets, lambda source: self.mapping(source, target))
 
     # -- compaction (tablelog.commit.compaction decides when) ------------------
 
