@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from tablelog.commit.log_commit import LogCommitRecord
+from tablelog.commit.log_commit import LogCommitRecord, is_foreign
 from tablelog.errors import OptionError, ReaderPositionError
 from tablelog.options import Consistency
 
@@ -153,6 +153,9 @@ def check_transactional(table: TableView, position: ReaderPosition) -> None:
     if not position.offsets:
         return
     snapshot = table.files.snapshot(position.snapshot + 1)
+    if snapshot is not None and is_foreign(snapshot.properties, snapshot.commit_kind):
+        check_foreign_counts(table, position.snapshot + 1, position.offsets)
+        return
     record = LogCommitRecord.from_properties(snapshot.properties) if snapshot is not None else None
     if record is None:
         earliest = table.files.earliest_snapshot_id()
@@ -174,6 +177,28 @@ def check_transactional(table: TableView, position: ReaderPosition) -> None:
                 f"this reader position has a log position in partition {partition} inside snapshot "
                 f"{position.snapshot + 1} of table {table.identifier!r}, which committed nothing there"
             )
+
+
+def inside_foreign_snapshot(table: TableView, position: ReaderPosition) -> bool:
+    """Whether a transactional position is inside a snapshot another writer committed:
+    its ``offsets`` then count the changes of that snapshot returned per log partition
+    (:mod:`tablelog.reading.foreign`), not log positions."""
+    if position.consistency is not Consistency.TRANSACTIONAL or not position.offsets:
+        return False
+    snapshot = table.files.snapshot(position.snapshot + 1)
+    return snapshot is not None and is_foreign(snapshot.properties, snapshot.commit_kind)
+
+
+def check_foreign_counts(table: TableView, snapshot_id: int, counts: Mapping[int, int],
+                         what: str = "reader position") -> None:
+    """Refuse a negative count of changes returned inside a foreign snapshot."""
+    negative = sorted(p for p, n in counts.items() if n < 0)
+    if negative:
+        raise ReaderPositionError(
+            f"this {what} is inside snapshot {snapshot_id} of table {table.identifier!r}, which another "
+            f"writer committed, with a negative count of its changes returned in partition(s) {negative}; "
+            "the counts there are 0 or more. Start without a position (scan.mode) to read this table"
+        )
 
 
 def check_not_past_ends(table: TableView, offsets: Mapping[int, int], ends: Mapping[int, int],

@@ -255,7 +255,9 @@ class Table:
           ``log.reader.pause-gc``, …; the keyword arguments above win).
         - ``until_snapshot``: a transactional reader stops after this snapshot;
           ``until_positions``: an eventual reader stops before these log positions
-          (partition → exclusive end): bounded reads, such as one Spark micro-batch.
+          (partition → exclusive end): bounded reads, such as one Spark micro-batch. An
+          eventual reader with both returns the changes of other writers' snapshots up to
+          ``until_snapshot`` too (with ``until_positions`` alone, none).
         - ``schema_id``: every change in this schema of the table (default: the latest,
           then the newest the reader meets).
         - ``changes_from_table``: False reports a snapshot whose log records are gone as

@@ -148,6 +148,9 @@ class TableInternals:
         """The table's rows at a snapshot whose log partition is in ``partitions`` (None: all)."""
         return routing.log_partition_rows(self.files, self.log_partitions, snapshot_id, partitions, schema_id)
 
-    def log_partition_delta(self, snapshot_id: int, partitions: Collection[int]) -> pa.Table | None:
-        """What snapshot ``snapshot_id`` added in log ``partitions``, with row kinds; None: expired."""
-        return routing.log_partition_delta(self.files, self.log_partitions, snapshot_id, partitions)
+    def log_partition_delta(
+        self, snapshot_id: int, partitions: Collection[int], schema_id: int | None = None
+    ) -> pa.Table | None:
+        """What snapshot ``snapshot_id`` added in log ``partitions``, with row kinds, in
+        schema ``schema_id`` (default the table's); None: expired."""
+        return routing.log_partition_delta(self.files, self.log_partitions, snapshot_id, partitions, schema_id)

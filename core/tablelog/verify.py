@@ -4,6 +4,9 @@ The table files and the log are written separately; this is the check that they
 tell the same story. It replays every committed change transactionally from the
 first snapshot and compares the resulting rows with the rows Paimon returns. Once older
 snapshots have expired, the replay starts from the rows of the earliest snapshot kept.
+Snapshots other writers committed (no log records: :mod:`tablelog.reading.foreign`) are
+replayed from the table files, as transactional readers read them; a relay's copy of
+their changes in the log is not replayed twice.
 
 A table with a projection stream (``log.arrow.projection``) has its stream replayed too,
 with the projection's columns, and compared with those columns of the table's rows.

@@ -149,7 +149,7 @@ def test_a_snapshot_kept_in_the_table_but_whose_log_records_are_gone_and_whose_d
     table = make_table(tmp_path)
     commit_rounds(table, range(3))
     delete_log_before(memory_log, table, 3)
-    monkeypatch.setattr(type(internals(table).files), "read_delta", lambda self, snapshot_id, buckets: None)
+    monkeypatch.setattr(type(internals(table).files), "read_delta", lambda self, snapshot_id, buckets, schema_id=None: None)
     with table.reader(consistency="transactional", scan_mode="earliest") as reader, \
             pytest.raises(LogDataLostError) as lost:
         reader.read_all(idle_timeout_s=0.3)

@@ -19,6 +19,8 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
+from tablelog.commit import written_by
+from tablelog.commit.history import ANOTHER_WRITER
 from tablelog.documents import FORMATS, dumps
 from tablelog.options import redact
 from tablelog.table import Table, internals
@@ -114,13 +116,17 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
     for snapshot, record in commits:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time_millis / 1000))
         if record is None:
+            # Another writer's commit: no log records; readers take its changes from the table files.
+            foreign = written_by(snapshot, record) == ANOTHER_WRITER
             snaps.add_row(str(snapshot.id), when, snapshot.commit_kind, str(snapshot.total_record_count),
-                          "-", "-", "-", "-", "-", "-")
+                          ANOTHER_WRITER if foreign else "-", "-", "-",
+                          "- (read from the files)" if foreign else "-", "-", "-")
             continue
+        relayed = ", ".join(map(str, record.relayed_snapshots))
         snaps.add_row(
             str(snapshot.id), when, snapshot.commit_kind, str(snapshot.total_record_count),
-            record.writer[:12], str(record.commit_identifier), str(len(record.tokens())),
-            str(sum(r.count for r in record.ranges)),
+            f"relay of {relayed}" if relayed else record.writer[:12], str(record.commit_identifier),
+            str(len(record.tokens())), str(sum(r.count for r in record.ranges)),
             _or_dash(commit_latency_ms(snapshot, record)),
             json.dumps({str(p): e for p, e in sorted(record.end_positions.items())}),
         )

@@ -12,6 +12,7 @@ from tablelog.commit.history import (
     last_end_positions,
     log_commits,
     snapshot_commits,
+    written_by,
 )
 from tablelog.commit.log_commit import CommitResult, LogCommitRecord, WriteReceipt, new_token
 
@@ -26,4 +27,5 @@ __all__ = [
     "log_commits",
     "new_token",
     "snapshot_commits",
+    "written_by",
 ]

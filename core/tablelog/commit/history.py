@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from tablelog.commit.log_commit import LogCommitRecord
+from tablelog.commit.log_commit import LogCommitRecord, is_foreign
 
 if TYPE_CHECKING:
     from tablelog.store import SnapshotInfo, TableFiles
@@ -84,3 +84,17 @@ def last_end_positions(store: TableFiles, upto: int | None = None) -> dict[int, 
     for _, record in log_commits(store, newest_first=True, upto=upto):
         return dict(record.end_positions)
     return {}
+
+
+#: What :func:`written_by` calls a snapshot with no log-commit record that changed rows.
+ANOTHER_WRITER = "another writer"
+
+
+def written_by(snapshot: SnapshotInfo, record: LogCommitRecord | None) -> str | None:
+    """Who committed ``snapshot``, as the tools that list snapshots say it: ``"tablelog"``;
+    ``"relay"`` (a relay's copy of other writers' commits in the log); :data:`ANOTHER_WRITER`
+    (no log-commit record: pypaimon directly, a Java engine, a procedure; readers take its
+    changes from the table files); None: a snapshot that changed no row (a compaction)."""
+    if record is not None:
+        return "relay" if record.relayed_snapshots else "tablelog"
+    return ANOTHER_WRITER if is_foreign(snapshot.properties, snapshot.commit_kind) else None

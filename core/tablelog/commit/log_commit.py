@@ -35,9 +35,21 @@ P_CONTIGUOUS = "tablelog.log.contiguous-ranges"
 P_PROJECTION = "tablelog.log.projection"
 # When the committer began (epoch ms): with the snapshot's own time, the commit's latency.
 P_COMMIT_STARTED = "tablelog.commit.started-ms"
-# The foreign snapshots (comma-separated ids) whose changes a relay's ranges carry
-# (tablelog.relay): transactional readers took those from the table files already.
+# A relay's commit: the ids of the snapshots other writers committed whose changes its
+# ranges carry (comma-separated). Transactional readers took those changes from the table
+# files at those snapshots, so they skip these ranges; plain log consumers read them.
 P_RELAYED = "tablelog.log.relayed-snapshots"
+
+#: Commit kinds that change no row: a compaction rewrites files, an analysis adds statistics.
+_KINDS_WITHOUT_CHANGES = frozenset({"COMPACT", "ANALYZE"})
+
+
+def is_foreign(properties: Mapping[str, str], commit_kind: str) -> bool:
+    """Whether a snapshot is one another writer committed (pypaimon directly, a Java
+    engine, a procedure) with changes in it: it has no log-commit record, and it is not
+    a compaction. Readers take its changes from the table files
+    (:mod:`tablelog.reading.foreign`)."""
+    return P_VERSION not in properties and commit_kind not in _KINDS_WITHOUT_CHANGES
 
 
 def new_token(prefix: str = "") -> str:
@@ -118,7 +130,7 @@ class LogCommitRecord:
     #: The projection stream's records of this snapshot (None: the table has none, or
     #: the snapshot was written without it).
     projection: LogProjection | None = None
-    #: The foreign snapshots whose changes this (relay's) snapshot carries in its ranges.
+    #: A relay's commit: the foreign snapshots whose changes its ranges carry (see :data:`P_RELAYED`).
     relayed_snapshots: tuple[int, ...] = ()
 
     def tokens(self) -> set[str]:
@@ -161,6 +173,7 @@ class LogCommitRecord:
         contiguous = set(json.loads(properties.get(P_CONTIGUOUS, "[]")))
         ranges = _ranges_of(json.loads(properties.get(P_RANGES, "[]")), contiguous)
         projection = properties.get(P_PROJECTION)
+        relayed = properties.get(P_RELAYED, "")
         return cls(
             writer=properties[P_WRITER],
             commit_identifier=int(properties[P_COMMIT]),
@@ -170,7 +183,7 @@ class LogCommitRecord:
             end_positions={int(p): int(e) for p, e in json.loads(properties.get(P_END, "{}")).items()},
             commit_started_ms=int(properties[P_COMMIT_STARTED]) if P_COMMIT_STARTED in properties else None,
             projection=LogProjection.from_json(projection) if projection else None,
-            relayed_snapshots=tuple(int(i) for i in properties.get(P_RELAYED, "").split(",") if i),
+            relayed_snapshots=tuple(int(i) for i in relayed.split(",") if i.strip()),
         )
 
 

@@ -7,7 +7,9 @@ ranges, each once (duplicates a retrying client wrote are dropped by sequence
 number). Records of failed, speculative or replayed attempts belong to no
 committed token and are never returned. A committed range the log cannot
 produce is read from the table files (:mod:`~tablelog.reading.table_changes`), never
-skipped; only when the table has lost it too is it reported as lost data.
+skipped; only when the table has lost it too is it reported as lost data. A snapshot
+another writer committed (no log-commit record) is read from the table files, in its
+place among the others (:mod:`~tablelog.reading.foreign`; eventual readers get it too).
 
 **Eventual**: the reader returns every record of this table as soon as the log has
 it (at least once; records of other tables on the topic, told by the tag in their
@@ -27,6 +29,7 @@ The parts: :mod:`~tablelog.reading.reader` (the :class:`ChangelogReader` facade)
 :mod:`~tablelog.reading.start` (where a reader starts), :mod:`~tablelog.reading.full_scan`,
 :mod:`~tablelog.reading.transactional`, :mod:`~tablelog.reading.eventual`,
 :mod:`~tablelog.reading.table_changes` and :mod:`~tablelog.reading.lost_range` (changes the log lost),
+:mod:`~tablelog.reading.foreign` (other writers' snapshots),
 :mod:`~tablelog.reading.decode` (values into :class:`Change` objects, foreign records),
 :mod:`~tablelog.reading.batch`, :mod:`~tablelog.reading.gc_pause` (``log.reader.pause-gc``) and
 :mod:`~tablelog.reading.context` (what they share).

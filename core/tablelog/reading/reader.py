@@ -97,7 +97,7 @@ class ChangelogReader:
             counted_from_start = self._position is None or not self._position.offsets
             self._read = TransactionalRead(self._context, until_snapshot, counted_from_start, split_partitions)
         else:
-            self._read = EventualRead(self._context, until_positions)
+            self._read = EventualRead(self._context, until_positions, until_snapshot)
 
     @property
     def consistency(self) -> Consistency:

@@ -12,6 +12,7 @@ from tablelog.positions import (
     check_partitions,
     check_snapshot,
     check_transactional,
+    inside_foreign_snapshot,
     log_name,
 )
 from tablelog.reading.context import ReadContext
@@ -32,7 +33,7 @@ def check_given_position(context: ReadContext, position: ReaderPosition) -> None
 def check_ends(context: ReadContext, position: ReaderPosition) -> None:
     """Refuse a given position whose log positions are past the log's end (a look-up
     of the ends: done once, when the log is first read)."""
-    if position.offsets:
+    if position.offsets and not inside_foreign_snapshot(context.table, position):
         check_not_past_ends(context.table, position.offsets, context.log.end_positions(sorted(position.offsets)))
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import logging
 
+import pyarrow as pa
+
 from tablelog.errors import LogDataLostError
 from tablelog.options import ChangelogMode
 from tablelog.reading.context import ReadContext
@@ -49,7 +51,7 @@ def changes_from_table(
             "this reader reads such changes from the table files (logged once per reader)",
             table.identifier, snapshot_id, partition, lost_reason(lost),
         )
-    delta = table.log_partition_delta(snapshot_id, [partition])
+    delta = partition_delta(context, snapshot_id, partition)
     if delta is None:
         raise context.lost(
             partition, first, last,
@@ -59,16 +61,7 @@ def changes_from_table(
             "give readers a consumer-id (expiry keeps the snapshots a consumer still needs) or keep "
             "snapshots longer than the log (snapshot.time-retained)",
         )
-    if table.files.schema_id != context.schema_id:  # the table object's schema: into the reader's
-        mapped = table.files.mapping(table.files.schema_id, context.schema_id).arrow(delta.drop_columns([_ROW_KIND]))
-        delta = mapped.add_column(0, _ROW_KIND, delta.column(_ROW_KIND))
-    drop_before_images = table.changelog_mode is ChangelogMode.UPSERT
-    changes = []
-    for row in delta.to_pylist():
-        kind = RowKind(row.pop(_ROW_KIND))
-        if kind is RowKind.UPDATE_BEFORE and drop_before_images:
-            continue
-        changes.append(Change(kind, row, snapshot_id, partition, None))
+    changes = delta_changes(context, delta, snapshot_id, partition)
     committed = sum(r.count for r in ranges)
     # Committed counts are of records; only where a record is a row do they count rows.
     if not table.primary_key and not context.codec.rows_per_record_vary and len(changes) != committed:
@@ -78,6 +71,31 @@ def changes_from_table(
             f"{len(changes)} rows of log partition {partition} where {committed} were committed",
         )
     return not_yet_returned(context, changes, snapshot_id, partition, ranges, returned)
+
+
+def partition_delta(context: ReadContext, snapshot_id: int, partition: int) -> pa.Table | None:
+    """The delta rows of ``snapshot_id`` in log partition ``partition`` (None: expired).
+    Every read of a snapshot's changes from the files for one log partition goes through
+    here: the one place that knows which rows a log partition holds."""
+    return context.table.log_partition_delta(snapshot_id, [partition], context.schema_id)
+
+
+def partition_rows(context: ReadContext, snapshot_id: int, partition: int) -> pa.Table:
+    """The rows of snapshot ``snapshot_id`` in log partition ``partition``, in the reader's schema."""
+    return context.table.log_partition_rows(snapshot_id, [partition], context.schema_id)
+
+
+def delta_changes(context: ReadContext, delta: pa.Table, snapshot_id: int, partition: int) -> list[Change]:
+    """A delta (:func:`partition_delta`, in the reader's schema) as changes; ``-U`` rows are
+    left out where the table's changelog has none (``upsert``)."""
+    drop_before_images = context.table.changelog_mode is ChangelogMode.UPSERT
+    changes = []
+    for row in delta.to_pylist():
+        kind = RowKind(row.pop(_ROW_KIND))
+        if kind is RowKind.UPDATE_BEFORE and drop_before_images:
+            continue
+        changes.append(Change(kind, row, snapshot_id, partition, None))
+    return changes
 
 
 def not_yet_returned(

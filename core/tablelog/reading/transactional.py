@@ -6,6 +6,9 @@ tokens inside their ranges, each once (duplicates a retrying client wrote are dr
 by sequence number). Records of failed, speculative or replayed attempts belong to no
 committed token and are never returned. A committed range the log cannot produce is
 read from the table files (:mod:`tablelog.reading.table_changes`), never skipped.
+A snapshot another writer committed (no log-commit record) is read from the table files
+(:mod:`tablelog.reading.foreign`), in its place among the others; a relay's commit of
+such snapshots' changes into the log is skipped (they were read at those snapshots).
 
 How a partition's committed records are fetched and counted:
 :mod:`tablelog.reading.committed`.
@@ -18,7 +21,7 @@ import time
 
 import pyarrow as pa
 
-from tablelog.commit.log_commit import LogCommitRecord
+from tablelog.commit.log_commit import LogCommitRecord, is_foreign
 from tablelog.errors import LogDataLostError, TablelogError
 from tablelog.formats.projection import reads_projection
 from tablelog.positions import ReaderPosition
@@ -26,6 +29,7 @@ from tablelog.reading.batch import Batch
 from tablelog.reading.committed import CommittedRecords, dense
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
+from tablelog.reading.foreign import ForeignSnapshotRead
 from tablelog.reading.table_changes import changes_from_table
 from tablelog.records import ProducedRange
 
@@ -63,6 +67,7 @@ class TransactionalRead:
         self._until_snapshot = until_snapshot
         self._split_partitions = split_partitions
         self._records = CommittedRecords(context)
+        self._foreign = ForeignSnapshotRead(context)
         self._counted_from_start = counted_from_start
         self._idle_since: float | None = None  # when the reader last found no next snapshot
         self._expiry_checked = 0.0
@@ -92,7 +97,16 @@ class TransactionalRead:
                 continue
             self._idle_since = None
             record = LogCommitRecord.from_properties(snapshot.properties)
-            if record is None or not record.ranges:
+            if record is None and is_foreign(snapshot.properties, snapshot.commit_kind):
+                # Another writer's commit: its changes are in the table files only.
+                if self._context.upgrade(snapshot.schema_id):
+                    out.in_schema(self._context)
+                if not self._foreign.read(position, snapshot, out, budget):
+                    break
+                self._advance(position, snapshot.id)
+                continue
+            if record is None or not record.ranges or record.relayed_snapshots:
+                # A relay's ranges carry foreign snapshots' changes, read from the files at those snapshots.
                 self._advance(position, snapshot.id)
                 continue
             self._check_same_log(record)

@@ -34,7 +34,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from tablelog.commit.history import log_commits
+from tablelog.commit.history import snapshot_commits
+from tablelog.commit.log_commit import is_foreign
 from tablelog.errors import OptionError, TablelogError
 from tablelog.formats.codec import KIND_COLUMN
 from tablelog.options import Consistency
@@ -96,15 +97,21 @@ def read_committed(
 
 def read_log(
     table: Table, partition: int, start: int, end: int, schema_id: int, columns: Sequence[str] | None = None,
+    snapshots: tuple[int, int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Every record of log partition ``partition`` in ``[start, end)`` (eventual: at least once),
-    as Arrow: an ``arrow`` log's batches as they are, no Python row."""
-    position = ReaderPosition(Consistency.EVENTUAL, offsets={partition: start})
+    as Arrow: an ``arrow`` log's batches as they are, no Python row. ``snapshots``: the
+    changes other writers committed in the partition in snapshots ``first+1 .. last``
+    too, in their place among the records (:mod:`tablelog.reading.foreign`)."""
+    first, last = snapshots if snapshots is not None else (0, None)
+    position = ReaderPosition(Consistency.EVENTUAL, snapshot=first, offsets={partition: start})
     schema = output_arrow_schema(table, schema_id, columns)
     with table.reader(position=position, partitions=[partition], schema_id=schema_id,
-                      until_positions={partition: end}, columns=columns) as reader:
+                      until_positions={partition: end}, until_snapshot=last, columns=columns) as reader:
         stalled_since, reached = time.monotonic(), start
-        while (now_at := reader.position.offsets.get(partition, start)) < end:
+        while (now_at := reader.position.offsets.get(partition, start)) < end or (
+            last is not None and reader.position.snapshot < last
+        ):
             if now_at != reached:  # records of other tables on the topic move it too
                 stalled_since, reached = time.monotonic(), now_at
             changes = reader.poll_arrow(max_records=_BATCH_ROWS, timeout_s=0.5)
@@ -155,10 +162,13 @@ class CommittedChanges(_LogPartitionSpan):
 
 @dataclass(frozen=True)
 class LogRecords(_LogPartitionSpan):
-    """Every record of log partition ``partition`` in ``[start, end)``."""
+    """Every record of log partition ``partition`` in ``[start, end)``, and the partition's
+    changes of other writers' snapshots ``snapshots[0]+1 .. snapshots[1]`` (None: none)."""
+
+    snapshots: tuple[int, int] | None = None
 
     def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        return read_log(table, self.partition, self.start, self.end, schema_id, columns)
+        return read_log(table, self.partition, self.start, self.end, schema_id, columns, self.snapshots)
 
 
 @dataclass(frozen=True)
@@ -248,7 +258,9 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
             return offsets.to_offset(attrs.evolve(begin, snapshot=max(begin.snapshot, available.snapshot)))
         check_not_past_ends(internals(self.table), begin.offsets, available.offsets, offsets.WHAT)
         ends = {p: max(pos, begin.offsets.get(p, 0)) for p, pos in available.offsets.items()}
-        return offsets.to_offset(attrs.evolve(begin, offsets={**begin.offsets, **ends}))
+        # The snapshots too: other writers' changes of those in between come from the files.
+        return offsets.to_offset(attrs.evolve(
+            begin, snapshot=max(begin.snapshot, available.snapshot), offsets={**begin.offsets, **ends}))
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
         self._target = self._available()
@@ -264,13 +276,22 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
             # partition gets a task.
             expired = (internals(table).files.earliest_snapshot_id() or 1) > begin.snapshot + 1
             touched: set[int] = set(range(table.log_partitions)) if expired else set()
-            for _, record in log_commits(internals(table).files, after=begin.snapshot, upto=stop.snapshot):
-                touched.update(record.ranges_by_partition())
+            for snapshot, record in snapshot_commits(internals(table).files, after=begin.snapshot, upto=stop.snapshot):
+                if record is not None:
+                    touched.update(record.ranges_by_partition())
+                elif is_foreign(snapshot.properties, snapshot.commit_kind):  # read from the files, any partition
+                    touched.update(range(table.log_partitions))
             result += [CommittedChanges(p, begin.snapshot, stop.snapshot) for p in sorted(touched)]
         else:
+            foreign = stop.snapshot > begin.snapshot and any(
+                record is None and is_foreign(snapshot.properties, snapshot.commit_kind)
+                for snapshot, record in snapshot_commits(internals(table).files, after=begin.snapshot,
+                                                         upto=stop.snapshot)
+            )
             for p, pos in sorted(stop.offsets.items()):
-                if pos > begin.offsets.get(p, 0):
-                    result.append(LogRecords(p, begin.offsets.get(p, 0), pos))
+                if pos > begin.offsets.get(p, 0) or foreign:
+                    result.append(LogRecords(p, begin.offsets.get(p, 0), pos,
+                                             (begin.snapshot, stop.snapshot) if foreign else None))
         return result
 
     def read(self, partition: SourcePartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]

@@ -20,6 +20,7 @@ reason for each, in :mod:`~tablelog.store.pypaimon_internals`; the dependency pi
 follow from them.
 """
 
+from tablelog.store.deltas import DeltaRemovesFilesError
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.files import TableFiles
 from tablelog.store.schema import (
@@ -53,6 +54,7 @@ from tablelog.store.writes import TableWrite
 __all__ = [
     "KIND_FIELD",
     "AddColumn",
+    "DeltaRemovesFilesError",
     "DropColumn",
     "RenameColumn",
     "SchemaChange",

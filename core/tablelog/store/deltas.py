@@ -9,22 +9,44 @@ writer merges the changes of one key within one commit into the last of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from tablelog.store.pypaimon_internals import delta_plan
 from tablelog.store.schema import KIND_FIELD
 
+if TYPE_CHECKING:
+    from tablelog.store.evolution import SchemaMapping
+
 #: The row-kind column of what :func:`read_delta` returns.
 ROW_KIND = "_row_kind"
 
 
-def read_delta(paimon: Any, snapshot_id: int, buckets: Iterable[int] | None) -> pa.Table | None:
-    """The delta rows of ``snapshot_id`` in ``buckets`` (None: every bucket; a ``_row_kind``
-    column, then the table's columns); None when the snapshot or a file of its delta is
-    gone (expired)."""
+class DeltaRemovesFilesError(Exception):
+    """The snapshot removed data files (an overwrite, a rewrite by another engine): the
+    files it added are not its changes, and no delta of it is read."""
+
+
+def read_delta(
+    paimon: Any, snapshot_id: int, buckets: Iterable[int] | None, mapping: Callable[[int], SchemaMapping],
+) -> pa.Table | None:
+    """The delta rows of ``snapshot_id`` in ``buckets`` (None: every bucket; a ``_row_kind`` column, then the
+    columns of the schema ``mapping`` maps into from the id of the schema the snapshot was
+    committed under); None when the snapshot or a file of its delta is gone (expired).
+    Raises :class:`DeltaRemovesFilesError` for a snapshot that also removed files."""
+    # Paimon reads a snapshot in the schema it was committed with (one the table object,
+    # opened before an alter, may not know).
+    paimon = paimon.copy({"scan.snapshot-id": str(snapshot_id)})
+    delta = _read_delta(paimon, snapshot_id, buckets)
+    if delta is None:
+        return None
+    rows = mapping(int(paimon.table_schema.id)).arrow(delta.drop_columns([ROW_KIND]))
+    return rows.add_column(0, pa.field(ROW_KIND, pa.string()), delta.column(ROW_KIND).cast(pa.string()))
+
+
+def _read_delta(paimon: Any, snapshot_id: int, buckets: Iterable[int] | None) -> pa.Table | None:
     from pypaimon.read.streaming_table_scan import AsyncStreamingTableScan
 
     snapshot = paimon.snapshot_manager().get_snapshot_by_id(snapshot_id)
@@ -38,6 +60,11 @@ def read_delta(paimon: Any, snapshot_id: int, buckets: Iterable[int] | None) -> 
         result = read.to_arrow(splits) if splits else None
     except FileNotFoundError:
         return None  # expired while being read
+    except ValueError as err:
+        # pypaimon's delta plan takes only files a snapshot added, and refuses one that also removed some.
+        if "only ADD entries" in str(err):
+            raise DeltaRemovesFilesError(f"snapshot {snapshot_id} removed data files") from err
+        raise
     if result is None:
         return None if paimon.snapshot_manager().get_snapshot_by_id(snapshot_id) is None else _empty(paimon)
     if KIND_FIELD in result.schema.names:

@@ -18,6 +18,8 @@ class SnapshotInfo:
     total_record_count: int
     properties: Mapping[str, str]
     schema_id: int = 0
+    #: The records of the data files this snapshot added (its delta).
+    delta_record_count: int = 0
 
 
 def _info(snapshot: Any) -> SnapshotInfo:
@@ -30,6 +32,7 @@ def _info(snapshot: Any) -> SnapshotInfo:
         total_record_count=snapshot.total_record_count or 0,
         properties=dict(snapshot.properties or {}),
         schema_id=int(snapshot.schema_id or 0),
+        delta_record_count=snapshot.delta_record_count or 0,
     )
 
 

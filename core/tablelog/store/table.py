@@ -23,7 +23,7 @@ from tablelog.store import snapshots
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
 from tablelog.store.data_files import DataFiles
-from tablelog.store.deltas import ROW_KIND, read_delta
+from tablelog.store.deltas import read_delta
 from tablelog.store.dynamic_index import reconcile_hash_indexes
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
@@ -279,11 +279,12 @@ class PaimonTable:
         """Delete the prepared data files ``messages``, which no snapshot will reference."""
         abort_files(self.paimon, messages)
 
-    def read_delta(self, snapshot_id: int, buckets: Iterable[int] | None) -> pa.Table | None:
-        """The rows snapshot ``snapshot_id`` added to ``buckets`` (None: to every bucket), with their row kinds
-        (:mod:`tablelog.store.deltas`); None when the snapshot has expired."""
-        result = read_delta(self.paimon, snapshot_id, buckets)
-        return None if result is None else result.cast(pa.schema([pa.field(ROW_KIND, pa.string()), *self.schema]))
+    def read_delta(self, snapshot_id: int, buckets: Iterable[int] | None, schema_id: int | None = None) -> pa.Table | None:
+        """The rows snapshot ``snapshot_id`` added to ``buckets`` (None: to every bucket), with their row kinds, in
+        schema ``schema_id`` (default this object's; :mod:`tablelog.store.deltas`); None
+        when the snapshot has expired."""
+        target = self.schema_id if schema_id is None else schema_id
+        return read_delta(self.paimon, snapshot_id, buckets, lambda source: self.mapping(source, target))
 
     # -- compaction (tablelog.commit.compaction decides when) ------------------
 

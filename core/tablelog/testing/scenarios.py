@@ -261,3 +261,48 @@ class ExactlyOnceScenarios(LogSystemFixtures):
                 rest = reader.read_all()
             assert ids(rest) == Counter(range(40)), reader.consistency
             assert replay(first + rest) == table_state(table)
+
+    def test_another_writers_commit_reaches_readers_once_and_verify_is_consistent(self, table: Table) -> None:
+        """A snapshot committed without tablelog (as pypaimon used directly, a Flink job or a
+        procedure would: data files, no log records) is read from the table files, in
+        commit order with the log's snapshots; eventual readers get it too."""
+        table.commit("w", 1, self._attempts(table, "w", 1, 1, rows(20)))
+        theirs = [("+I", r) for r in rows(5, start=100, tag="theirs")] + [
+            ("+U", {"id": 3, "name": "theirs-3", "score": 0.0}), ("-D", rows(1, start=4)[0])]
+        foreign = commit_as_another_writer(table, theirs)
+        table.commit("w", 2, self._attempts(table, "w", 2, 1, [("+U", {"id": 3, "name": "ours-3", "score": 1.0})]))
+        changes = read_transactional(table)
+        assert len(changes) == 20 + len(theirs) + 1
+        assert Counter(c.snapshot_id for c in changes)[foreign] == len(theirs)
+        snapshot_ids = [c.snapshot_id or 0 for c in changes]
+        assert snapshot_ids == sorted(snapshot_ids)  # in commit order
+        assert replay(changes) == table_state(table)
+        with table.reader(consistency="eventual", scan_mode="earliest") as reader:
+            normalizer = Normalizer(table.primary_key)
+            normalizer.apply(reader.read_all())
+        assert {k[0]: dict(v) for k, v in normalizer.state.items()} == table_state(table)
+        report = verify(table)
+        assert report.consistent, report.summary()
+
+
+def commit_as_another_writer(table: Table, changes: list[tuple[str, dict[str, Any]]]) -> int:
+    """Commit ``changes`` to the table files as a writer that does not use tablelog (data
+    files, no log records, no log-commit record); returns the snapshot's id."""
+    from tablelog.store import KIND_FIELD
+
+    files = internals(table).files
+    data = pa.Table.from_pylist([row for _, row in changes], schema=SCHEMA)
+    if files.has_kind_field:
+        data = data.append_column(KIND_FIELD, pa.array([kind for kind, _ in changes], pa.string()))
+    write = files.new_write()
+    try:
+        write.write_arrow(data)
+        messages = write.prepare_commit(1)
+    finally:
+        write.close()
+    user = f"another-writer-{uuid.uuid4().hex[:8]}"
+    with files.commit_lock():
+        files.commit(messages, commit_user=user, commit_identifier=1, properties={})
+    latest = files.latest_snapshot()
+    assert latest is not None and latest.commit_user == user
+    return latest.id

@@ -16,7 +16,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from tablelog.commit import LogCommitRecord, snapshot_commits
+from tablelog.commit import LogCommitRecord, snapshot_commits, written_by
+from tablelog.commit.history import ANOTHER_WRITER
 from tablelog.documents import change_document
 from tablelog.options import Consistency
 from tablelog.positions import ReaderPosition
@@ -50,7 +51,10 @@ def start_snapshot(t: Table, limit: int) -> int:
     counted, start = 0, None
     for snapshot, record in itertools.islice(_newest_first(t), START_SEARCH_SNAPSHOTS):
         start = snapshot.id - 1
-        counted += sum(r.count for r in record.ranges) if record is not None else 0
+        if record is not None and not record.relayed_snapshots:  # a relay's copy is not read again
+            counted += sum(r.count for r in record.ranges)
+        elif written_by(snapshot, record) == ANOTHER_WRITER:  # its changes come from the files
+            counted += snapshot.delta_record_count
         if counted >= limit:
             break
     if start is None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tablelog.commit import LogCommitRecord, snapshot_commits
+from tablelog.commit import LogCommitRecord, snapshot_commits, written_by
 from tablelog.commit.retention import held_positions, needed_positions, retention_against
 from tablelog.errors import TablelogError
 from tablelog.logs.client import LogClient
@@ -82,7 +82,9 @@ def snapshot_entry(snapshot: SnapshotInfo, record: LogCommitRecord | None) -> di
     of a key until a compaction merges them, so not its rows: :func:`known_rows`);
     ``log_records``: the records its commit put in the log (a change each with the JSON
     formats, many with ``arrow``; None: a snapshot tablelog did not write, such as a
-    compaction)."""
+    compaction); ``written_by``: :func:`~tablelog.commit.written_by` (``"another writer"``:
+    a commit with no log records, whose changes readers take from the table files);
+    ``relayed_snapshots``: a relay's commit, the snapshots whose changes it carries."""
     entry: dict[str, Any] = {
         "id": snapshot.id,
         "time": iso_time(snapshot.time_millis),
@@ -92,6 +94,8 @@ def snapshot_entry(snapshot: SnapshotInfo, record: LogCommitRecord | None) -> di
         "schema_id": snapshot.schema_id,
         "writer": None, "commit_identifier": None, "log_end_positions": None, "writes": [], "log_records": None,
         "commit_ms": None,
+        "written_by": written_by(snapshot, record),
+        "relayed_snapshots": list(record.relayed_snapshots) if record is not None else [],
     }
     if record is not None:
         entry.update(

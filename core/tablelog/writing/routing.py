@@ -88,13 +88,13 @@ def log_partition_rows(
 
 
 def log_partition_delta(
-    store: TableFiles, log_partitions: int, snapshot_id: int, wanted: Collection[int]
+    store: TableFiles, log_partitions: int, snapshot_id: int, wanted: Collection[int], schema_id: int | None = None
 ) -> pa.Table | None:
     """The rows snapshot ``snapshot_id`` added whose log partition is in ``wanted``, with
-    their row kinds (:meth:`~tablelog.store.TableFiles.read_delta`); None: expired."""
+    their row kinds, in schema ``schema_id`` (:meth:`~tablelog.store.TableFiles.read_delta`); None: expired."""
     if store.bucket > 0:
-        return store.read_delta(snapshot_id, sorted(wanted))
-    delta = store.read_delta(snapshot_id, None)
+        return store.read_delta(snapshot_id, sorted(wanted), schema_id)
+    delta = store.read_delta(snapshot_id, None, schema_id)
     return None if delta is None else _keep(store, delta, wanted, log_partitions)
 
 

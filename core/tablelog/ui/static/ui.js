@@ -138,7 +138,8 @@ async function showTable(name) {
   fill($("options").tBodies[0], Object.entries(doc.options).map(([k, v]) => row([cell(k, "mono"), cell(v, "mono")])));
   fill($("snapshots").tBodies[0], doc.snapshots.map((s) => row([
     cell(s.id, "num"), cell(when(s.time)), cell(s.kind), cell(s.file_records, "num"), cell(s.log_records, "num"),
-    cell(s.writer ? s.writer.slice(0, 12) : null, "mono"), cell(s.commit_identifier, "num"),
+    cell(s.relayed_snapshots.length ? `relay of ${s.relayed_snapshots.join(", ")}`
+      : s.writer ? s.writer.slice(0, 12) : s.written_by, "mono"), cell(s.commit_identifier, "num"),
     cell(s.log_end_positions ? JSON.stringify(s.log_end_positions) : null, "mono"),
   ], { "data-snapshot": s.id })));
   drawTimeline(doc.snapshots);
