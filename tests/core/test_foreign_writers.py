@@ -48,14 +48,23 @@ def write(table: Table, changes: list[tuple[str, dict[str, Any]]]) -> None:
 
 
 def foreign_write(table: Table, changes: list[tuple[str, dict[str, Any]]], *, overwrite: bool = False) -> int:
-    """One commit through pypaimon alone (the row-kind column supplied, where the table
-    has one); returns its snapshot id."""
+    """One commit by another writer, with no log-commit record; returns its snapshot id.
+
+    Inserts go through pypaimon alone. pypaimon writes other row kinds only into a table's
+    ``rowkind.field`` column, so where the table has none (tables tablelog creates now keep
+    row kinds in Paimon's ``_VALUE_KIND``), updates and deletes are written as a Java
+    engine writes them (``DELETE FROM``, a Flink changelog): through pypaimon's writer with
+    each row's kind in ``_VALUE_KIND`` (the store's write), committed without properties."""
     paimon = pypaimon.CatalogFactory.create({"warehouse": table.warehouse.path}).get_table(table.identifier)
+    has_kind_column = any(f.name == KIND_FIELD for f in paimon.table_schema.fields)
+    if not has_kind_column and any(kind != "+I" for kind, _ in changes):
+        assert not overwrite
+        return _commit_kinds_as_a_java_engine(table, changes)
     builder = paimon.new_batch_write_builder()
     if overwrite:
         builder = builder.overwrite()
     columns: dict[str, list[Any]] = {name: [row[name] for _, row in changes] for name in SCHEMA.names}
-    if any(f.name == KIND_FIELD for f in paimon.table_schema.fields):
+    if has_kind_column:
         columns[KIND_FIELD] = [kind for kind, _ in changes]
     batch_write, batch_commit = builder.new_write(), builder.new_commit()
     try:
@@ -65,6 +74,20 @@ def foreign_write(table: Table, changes: list[tuple[str, dict[str, Any]]], *, ov
         batch_write.close()
         batch_commit.close()
     latest = internals(table).files.latest_snapshot()
+    assert latest is not None and LogCommitRecord.from_properties(latest.properties) is None
+    return latest.id
+
+
+def _commit_kinds_as_a_java_engine(table: Table, changes: list[tuple[str, dict[str, Any]]]) -> int:
+    files = internals(table).files
+    write = files.new_write()
+    try:
+        write.write_arrow(pa.Table.from_pylist([row for _, row in changes], schema=SCHEMA), [k for k, _ in changes])
+        messages = write.prepare_commit(1)
+    finally:
+        write.close()
+    files.commit(messages, commit_user=f"engine-{time.time_ns()}", commit_identifier=1, properties={})
+    latest = files.latest_snapshot()
     assert latest is not None and LogCommitRecord.from_properties(latest.properties) is None
     return latest.id
 
