@@ -113,6 +113,45 @@ def check_column_types(schema: pa.Schema) -> None:
             )
 
 
+def check_partition_keys(schema: pa.Schema, partition: Sequence[str], primary_key: Sequence[str]) -> None:
+    """Refuse partition columns Paimon refuses, naming them: unknown or repeated ones, in
+    a primary-key table columns outside the key (a key's rows would be in several
+    partitions, Paimon's cross-partition update, which pypaimon cannot write), or the
+    whole key (one row per partition), and columns of a nested type."""
+    if not partition:
+        return
+    unknown = [c for c in partition if c not in schema.names]
+    if unknown:
+        raise OptionError(
+            f"partition={','.join(partition)!r} names unknown columns {unknown}; columns: {', '.join(schema.names)}"
+        )
+    if len(set(partition)) != len(partition):
+        raise OptionError(f"partition={','.join(partition)!r} names a column twice")
+    outside = [c for c in partition if c not in primary_key]
+    if primary_key and outside:
+        raise OptionError(
+            f"partition={','.join(partition)!r} is not supported: partition columns {outside} are not in the "
+            f"primary key ({', '.join(primary_key)}). Paimon requires a primary-key table's partition columns "
+            "to be primary-key columns: add them to the primary key"
+        )
+    if primary_key and set(primary_key) == set(partition):
+        raise OptionError(
+            f"partition={','.join(partition)!r} is the whole primary key ({', '.join(primary_key)}): every "
+            "partition would hold one row. Paimon requires other primary-key columns besides the partition's"
+        )
+    if not primary_key and set(partition) == set(schema.names):
+        raise OptionError(
+            f"partition={','.join(partition)!r} names every column: a table needs columns besides its partition's"
+        )
+    for name in partition:
+        data_type = schema.field(name).type
+        if pa.types.is_nested(data_type) or pa.types.is_floating(data_type):
+            raise OptionError(
+                f"partition column {name!r} has type {data_type}: a partition column is a primitive, "
+                "non-floating type (Paimon keeps a partition value in a directory name)"
+            )
+
+
 def check_same_schema(identifier: str, table_schema: pa.Schema, given: pa.Schema) -> None:
     """Refuse a schema given for an existing table (``create_table(..., exist_ok=True)``)
     that is not the table's: the caller would write columns the table does not have."""
@@ -171,6 +210,8 @@ def check_same_definition(
         actual, wanted = getattr(stored, fields[key]), getattr(given, fields[key])
         if key == "primary-key":
             actual = store.primary_key
+        elif key == "partition":
+            actual = store.partition_keys
         elif key == "bucket":
             actual = store.bucket
         elif key == "log.system.partitions":  # unset means one partition per bucket

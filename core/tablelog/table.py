@@ -129,7 +129,8 @@ class Table:
                 set_options.update(paimon_options)
         # together: one alter may set file.format and a file.compression only it allows
         files = self._internals.files
-        definition.check_paimon_options(set_options, self.schema, self.primary_key, files.properties)
+        definition.check_paimon_options(set_options, self.schema, self.primary_key, files.properties,
+                                        partition_keys=files.partition_keys)
         with files.commit_lock():
             latest = self.warehouse.open(self.identifier)
             check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes,
@@ -230,7 +231,7 @@ class Table:
         timestamp_millis: int | None = None,
         consumer_id: str | None = None,
         columns: Sequence[str] | None = None,
-        partitions: Iterable[int] | None = None,
+        partitions: Iterable[int] | Iterable[Mapping[str, Any]] | None = None,
         options: Mapping[str, Any] | None = None,
         until_snapshot: int | None = None,
         until_positions: Mapping[int, int] | None = None,
@@ -250,7 +251,9 @@ class Table:
           reader with the same id resumes there, and expiry keeps what it still needs.
         - ``columns``: return only these columns (the primary key's and ``_kind`` always).
         - ``partitions``: read only these log partitions (and, in the full scan, the rows of
-          the buckets with those numbers).
+          the buckets with those numbers); or, given as mappings of partition column to value
+          (``[{"dt": "2026-11-24"}]``), only these partitions of a partitioned table: the full
+          scan reads their files alone, the changes of other table partitions are dropped.
         - ``options``: any other read option by its key (``log.foreign-records``,
           ``log.reader.pause-gc``, …; the keyword arguments above win).
         - ``until_snapshot``: a transactional reader stops after this snapshot;

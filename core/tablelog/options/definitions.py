@@ -224,6 +224,12 @@ class TableOptions:
         to_columns,
         fixed=True,
     )
+    partition: tuple[str, ...] = option(
+        "partition", (),
+        "Partition columns, comma-separated (table creation; Paimon's option). A primary-key "
+        "table's partition columns must be primary-key columns.",
+        to_columns, fixed=True,
+    )
     bucket: int = option(
         "bucket", 1, "Fixed number of buckets (table creation); bucket b maps to log partition b.",
         to_bucket, fixed=True,
@@ -267,7 +273,7 @@ class TableOptions:
         for field in attrs.fields(type(self)):
             value = getattr(self, field.name)
             # consumer-id names one reader: a stored one would make every reader that consumer.
-            if value == field.default or field.name in ("primary_key", "bucket", "consumer_id"):
+            if value == field.default or field.name in ("primary_key", "partition", "bucket", "consumer_id"):
                 continue
             result[field.metadata["key"]] = as_text(value)
         return result

@@ -43,6 +43,9 @@ class TableFiles(Protocol):
     def primary_key(self) -> tuple[str, ...]: ...
 
     @property
+    def partition_keys(self) -> tuple[str, ...]: ...
+
+    @property
     def bucket(self) -> int: ...
 
     @property
@@ -94,7 +97,8 @@ class TableFiles(Protocol):
     # -- rows and deltas -------------------------------------------------------
 
     def read_rows(
-        self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None
+        self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None,
+        *, partitions: Sequence[Mapping[str, Any]] | None = None,
     ) -> pa.Table: ...
 
     def read_delta(self, snapshot_id: int, buckets: Iterable[int]) -> pa.Table | None: ...

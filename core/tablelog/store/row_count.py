@@ -17,3 +17,4 @@ def count_rows(paimon: Any, snapshot_id: int) -> int:
     builder = table.new_read_builder().with_projection(list(table.table_schema.primary_keys))
     splits = builder.new_scan().plan().splits()
     return sum(batch.num_rows for batch in builder.new_read().to_arrow_batch_reader(splits))
+

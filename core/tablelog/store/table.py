@@ -26,6 +26,7 @@ from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.leases import Leases
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
+from tablelog.store.partitions import partition_predicate
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
 from tablelog.store.row_count import count_rows
 from tablelog.store.schema import KIND_FIELD
@@ -77,6 +78,11 @@ class PaimonTable:
     @property
     def primary_key(self) -> tuple[str, ...]:
         return tuple(self.table_schema.primary_keys or ())
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        """The table's partition columns (none: an unpartitioned table)."""
+        return tuple(self.table_schema.partition_keys or ())
 
     @property
     def properties(self) -> dict[str, str]:
@@ -317,11 +323,14 @@ class PaimonTable:
         return count_rows(self.paimon, snapshot.id)
 
     def read_rows(
-        self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None
+        self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None,
+        *, partitions: Sequence[Mapping[str, Any]] | None = None,
     ) -> pa.Table:
         """Every row of the table at ``snapshot_id`` (default latest), without the kind column,
         in schema ``schema_id`` (default this object's; rows of a snapshot taken under
-        another schema are mapped); with ``buckets``, only the rows of those buckets."""
+        another schema are mapped); with ``buckets``, only the rows of those buckets (in
+        every table partition); with ``partitions`` (mappings of partition column to
+        value), only the files of those table partitions are read."""
         target = self.schema_id if schema_id is None else schema_id
         if snapshot_id is None:
             latest = self.latest_snapshot()
@@ -332,6 +341,8 @@ class PaimonTable:
         table = self.paimon.copy({"scan.snapshot-id": str(snapshot_id)})
         snapshot_schema = int(table.table_schema.id)
         builder = table.new_read_builder()
+        if partitions:
+            builder = builder.with_filter(partition_predicate(builder, partitions))
         splits = builder.new_scan().plan().splits()
         if buckets is not None:
             wanted = set(buckets)
