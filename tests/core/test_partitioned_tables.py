@@ -1,5 +1,8 @@
 """Partitioned tables: created through every entry point (Python, CLI, Paimon's
-``partition`` option), refused where Paimon refuses them, and read by pypaimon alone."""
+``partition`` option), refused where Paimon refuses them, and read by pypaimon alone.
+Their writes and reads on each log system: the conformance group
+:class:`tablelog.testing.conformance.partitioned.PartitionedTableTests` (the file log's in
+test_filesystem_log.py, Kafka's in tests/kafka)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,6 @@ from tablelog.table import internals
 from tablelog.testing.partition_scenarios import (
     DAYS,
     SCHEMA,
-    PartitionedTableScenarios,
     TableFilesReader,
     rows,
 )
@@ -29,16 +31,6 @@ def create(tmp_path: Path, **kwargs: object) -> tablelog.Table:
     kwargs.setdefault("bucket", 2)
     options = {**FILE_LOG, **kwargs.pop("options", {})}  # type: ignore[dict-item]
     return tablelog.create_table(str(tmp_path / "wh"), "db.t", SCHEMA, options=options, **kwargs)  # type: ignore[arg-type]
-
-
-class TestPartitionedTablesOnTheFileLog(PartitionedTableScenarios):
-    @pytest.fixture
-    def log_options(self) -> dict[str, str]:
-        return FILE_LOG
-
-    @pytest.fixture
-    def table_files_reader(self, read_with_pypaimon: TableFilesReader) -> TableFilesReader:
-        return read_with_pypaimon
 
 
 def test_partition_keys_create_a_paimon_partitioned_table_that_pypaimon_reads(
