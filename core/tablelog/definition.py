@@ -45,6 +45,7 @@ from tablelog.paimon_options import (
 from tablelog.paimon_options import (
     check_paimon_options as check_paimon_options,
 )
+from tablelog.partition_time import pattern_columns
 from tablelog.redaction import shown_value
 from tablelog.store import (
     KIND_FIELD,
@@ -150,6 +151,31 @@ def check_partition_keys(schema: pa.Schema, partition: Sequence[str], primary_ke
                 f"partition column {name!r} has type {data_type}: a partition column is a primitive, "
                 "non-floating type (Paimon keeps a partition value in a directory name)"
             )
+
+
+def check_partition_expiry(options: TableOptions) -> None:
+    """Refuse partition expiry where it cannot run: a table without partitions, an append
+    table (its log holds inserts only: readers could not retract the dropped rows), a
+    timestamp pattern naming other columns than the partition's."""
+    if options.partition_expiration_time is None:
+        return
+    if not options.partition:
+        raise OptionError(
+            "partition.expiration-time is set on a table without partitions: give partition_keys "
+            "(--partition, the 'partition' option), or leave the option out"
+        )
+    if not options.primary_key:
+        raise OptionError(
+            "partition.expiration-time needs a primary-key table: an expired partition's rows are retracted "
+            "in the log (-D records), and a table without a primary key has a log of inserts only"
+        )
+    pattern = options.partition_timestamp_pattern
+    unknown = [c for c in pattern_columns(pattern or "") if c not in options.partition]
+    if unknown:
+        raise OptionError(
+            f"partition.timestamp-pattern={pattern!r} names {unknown}, which are not partition columns "
+            f"({', '.join(options.partition)})"
+        )
 
 
 def check_same_schema(identifier: str, table_schema: pa.Schema, given: pa.Schema) -> None:

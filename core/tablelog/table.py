@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from tablelog.expiry import ExpireResult
     from tablelog.logs.pool import LogPool
     from tablelog.options import Consistency, ScanMode
+    from tablelog.partition_expiry import PartitionExpiryResult
     from tablelog.positions import ReaderPosition
     from tablelog.reading import ChangelogReader
     from tablelog.writing.writer import Writer, WriteTask
@@ -163,9 +164,14 @@ class Table:
     # -- writing ---------------------------------------------------------------
 
     def writer(self, writer_id: str | None = None) -> Writer:
+        from tablelog import partition_expiry
         from tablelog.writing.writer import Writer
 
-        return Writer(self._internals, writer_id)
+        def after_commit(result: CommitResult) -> None:
+            if result.committed:
+                partition_expiry.expire_partitions_after_commit(self._internals)
+
+        return Writer(self._internals, writer_id, after_commit=after_commit)
 
     def write_task(
         self, writer_id: str, commit_identifier: int, task: str = "0", *, log_pool: LogPool | None = None
@@ -191,7 +197,12 @@ class Table:
         ``log_pool``, the log connection (end positions, ``commit`` hook) comes from
         the pool and goes back to it: a committer of many snapshots opens it once.
         """
-        return committer.commit(self._internals, writer_id, commit_identifier, receipts, log_pool)
+        from tablelog import partition_expiry
+
+        result = committer.commit(self._internals, writer_id, commit_identifier, receipts, log_pool)
+        if result.committed:
+            partition_expiry.expire_partitions_after_commit(self._internals)
+        return result
 
     def find_commit(self, writer_id: str, commit_identifier: int) -> SnapshotInfo | None:
         """The snapshot in which ``writer_id`` committed ``commit_identifier``, if any."""
@@ -214,6 +225,15 @@ class Table:
         return expiry.expire_snapshots(self._internals, dry_run=dry_run, now_millis=now_millis)
 
     # -- reading ---------------------------------------------------------------
+
+    def expire_partitions(self, *, dry_run: bool = False, now_millis: int | None = None) -> PartitionExpiryResult:
+        """Drop the partitions older than ``partition.expiration-time``, each in a snapshot
+        whose log records are the ``-D`` of its rows; commits run it too, once per
+        ``partition.expiration-check-interval``. ``dry_run``: report what would go
+        (:mod:`tablelog.partition_expiry`)."""
+        from tablelog import partition_expiry
+
+        return partition_expiry.expire_partitions(self._internals, dry_run=dry_run, now_millis=now_millis)
 
     def snapshots(self, newest_first: bool = False) -> Iterator[SnapshotInfo]:
         return self._internals.files.snapshots(newest_first)

@@ -65,6 +65,7 @@ def create_table(
     definition.check_columns(schema)
     definition.check_column_types(schema)
     definition.check_partition_keys(schema, parsed.partition, parsed.primary_key)
+    definition.check_partition_expiry(parsed)
     definition.check_paimon_options(paimon_options, schema, parsed.primary_key, partition_keys=parsed.partition)
     check_projection(parsed, schema, parsed.primary_key)
     if parsed.log_system_partitions is not None and parsed.log_system_partitions < parsed.bucket:

@@ -6,6 +6,7 @@ test_filesystem_log.py, Kafka's in tests/kafka)."""
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +15,7 @@ from click.testing import CliRunner
 
 import tablelog
 from tablelog.cli import cli
-from tablelog.errors import OptionError
+from tablelog.errors import CommitError, OptionError
 from tablelog.table import internals
 from tablelog.testing.partition_scenarios import (
     DAYS,
@@ -22,6 +23,7 @@ from tablelog.testing.partition_scenarios import (
     TableFilesReader,
     rows,
 )
+from tablelog.verify import verify
 
 FILE_LOG = {"log.system": "filesystem"}
 
@@ -108,3 +110,57 @@ def test_bucket_of_a_key_does_not_depend_on_its_partition(tmp_path: Path) -> Non
             by_id.setdefault(data["id"][index].as_py(), set()).add(bucket)
     assert len(by_id) == 40 and all(len(buckets) == 1 for buckets in by_id.values())
     assert len({b for buckets in by_id.values() for b in buckets}) == 4
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"options": {"partition.expiration-time": "2 d"}}, r"set on a table without partitions"),
+    ({"primary_key": [], "partition_keys": ["dt"], "options": {"partition.expiration-time": "2 d"}},
+     r"needs a primary-key table"),
+    ({"partition_keys": ["dt"], "options": {"partition.expiration-time": "2 d", "partition.timestamp-pattern": "$day"}},
+     r"names \['day'\], which are not partition columns"),
+    ({"partition_keys": ["dt"], "options": {"partition.timestamp-formatter": "yyyy-MM-dd EEE"}},
+     r"'EEE' is not a pattern letter"),
+])
+def test_partition_expiry_where_it_cannot_run_is_refused_at_create(tmp_path: Path, kwargs: dict, message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        create(tmp_path, **kwargs)
+    assert not (tmp_path / "wh" / "db.db" / "t").exists()
+
+
+def test_a_partition_written_after_its_rows_were_read_is_not_dropped(tmp_path: Path) -> None:
+    table = create(tmp_path, partition_keys=["dt"])
+    with table.writer("w") as writer:
+        writer.write(rows(5))
+        writer.commit()
+        files = internals(table).files
+        read_at = files.latest_snapshot().id  # type: ignore[union-attr]
+        drop = files.partition_drop({"dt": DAYS[0]}, read_at)
+        writer.write([{"dt": DAYS[0], "id": 99, "v": "late"}])  # a row the drop's -D records would miss
+        writer.commit()
+    task = table.write_task("expiry", 1)
+    task.drop_partition(drop, files.read_rows(read_at, partitions=[{"dt": DAYS[0]}]))
+    with pytest.raises(CommitError, match=r"wrote to partition \{'dt': '2026-11-22'\} since snapshot"):
+        table.commit("expiry", 1, [task.finish()])
+    assert len(table.rows()) == 3 * 5 + 1  # nothing dropped
+    report = verify(table)
+    assert report.consistent, report.summary()
+
+
+def test_cli_expire_partitions_drops_the_expired_ones(tmp_path: Path) -> None:
+    today = datetime.date.today()
+    old, current = str(today - datetime.timedelta(days=5)), str(today)
+    table = create(tmp_path, partition_keys=["dt"],
+                   options={"partition.expiration-time": "2 d", "partition.expiration-check-interval": "1 d"})
+    with table.writer("w") as writer:
+        writer.write([{"dt": current, "id": 1, "v": "x"}])
+        writer.commit()  # checks: nothing old yet; the next check is a day away
+        writer.write([{"dt": old, "id": 1, "v": "x"}, {"dt": old, "id": 2, "v": "y"}])
+        writer.commit()
+    assert len(table.rows()) == 3
+    runner = CliRunner()
+    dry = runner.invoke(cli, ["expire", "-w", str(tmp_path / "wh"), "db.t", "--partitions", "--dry-run"])
+    assert dry.exit_code == 0 and f"would drop partition dt={old}" in dry.output, dry.output
+    done = runner.invoke(cli, ["expire", "-w", str(tmp_path / "wh"), "db.t", "--partitions"])
+    assert done.exit_code == 0 and f"dropped partition dt={old}: 2 row(s)" in done.output, done.output
+    assert [r["dt"] for r in table.rows().to_pylist()] == [current]
+    assert verify(table).consistent

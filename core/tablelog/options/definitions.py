@@ -23,10 +23,12 @@ from tablelog.options.converters import (
     to_duration,
     to_enum,
     to_int,
+    to_optional_text,
     to_positive_duration,
     to_system_name,
 )
 from tablelog.options.keys import sort_values
+from tablelog.partition_time import to_timestamp_formatter
 
 #: Paimon's default of ``snapshot.num-retained.max`` (Java's Integer.MAX_VALUE: no maximum).
 NO_MAXIMUM = 2**31 - 1
@@ -229,6 +231,29 @@ class TableOptions:
         "Partition columns, comma-separated (table creation; Paimon's option). A primary-key "
         "table's partition columns must be primary-key columns.",
         to_columns, fixed=True,
+    )
+    partition_expiration_time: datetime.timedelta | None = option(
+        "partition.expiration-time", None,
+        "A partition whose time (from its values) is older than this is dropped, its rows' `-D` in the "
+        "log (Paimon's option; default: partitions never expire). docs/concepts.md, partitioned tables.",
+        to_duration,
+    )
+    partition_expiration_check_interval: datetime.timedelta = option(
+        "partition.expiration-check-interval", datetime.timedelta(hours=1),
+        "A writing process looks for expired partitions after a commit at most this often (Paimon's option).",
+        to_positive_duration,
+    )
+    partition_timestamp_formatter: str | None = option(
+        "partition.timestamp-formatter", None,
+        "How a partition's timestamp text is parsed, in Java letters (`yyyyMMdd`, `yyyy-MM-dd HH`; "
+        "default: `yyyy-MM-dd` or `yyyy-MM-dd HH:mm:ss`). Paimon's option.",
+        to_timestamp_formatter,
+    )
+    partition_timestamp_pattern: str | None = option(
+        "partition.timestamp-pattern", None,
+        "A partition's timestamp text from its values: `$dt`, `$dt $hour:00:00` (default: the first "
+        "partition column's value). Paimon's option.",
+        to_optional_text,
     )
     bucket: int = option(
         "bucket", 1, "Fixed number of buckets (table creation); bucket b maps to log partition b.",

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from tablelog.store.evolution import SchemaMapping, SchemaVersion
     from tablelog.store.expiry import SnapshotDeletion
     from tablelog.store.leases import Leases
+    from tablelog.store.partitions import PartitionDrop
     from tablelog.store.schema_changes import SchemaChange
     from tablelog.store.snapshots import SnapshotInfo
     from tablelog.store.writes import TableWrite
@@ -123,6 +124,10 @@ class TableFiles(Protocol):
     ) -> bool: ...
 
     def written_buckets(self, messages: Sequence[Any]) -> list[int]: ...
+
+    def partitions(self, snapshot_id: int) -> list[dict[str, Any]]: ...
+
+    def partition_drop(self, partition: Mapping[str, Any], read_snapshot: int) -> PartitionDrop: ...
 
     def abort(self, messages: Sequence[Any]) -> None: ...
 

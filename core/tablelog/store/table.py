@@ -26,7 +26,7 @@ from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.leases import Leases
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
-from tablelog.store.partitions import partition_predicate
+from tablelog.store.partitions import PartitionDrop, list_partitions, partition_predicate
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
 from tablelog.store.row_count import count_rows
 from tablelog.store.schema import KIND_FIELD
@@ -271,7 +271,19 @@ class PaimonTable:
     @staticmethod
     def written_buckets(messages: Sequence[Any]) -> list[int]:
         """The buckets the prepared data files ``messages`` add files to."""
-        return sorted({int(m.bucket) for m in messages if m.new_files})
+        return sorted({int(m.bucket) for m in messages if getattr(m, "new_files", None)})
+
+    # -- table partitions ----------------------------------------------------
+
+    def partitions(self, snapshot_id: int) -> list[dict[str, Any]]:
+        """The table partitions with files at ``snapshot_id`` (values by partition column)."""
+        return list_partitions(self.paimon, snapshot_id)
+
+    @staticmethod
+    def partition_drop(partition: Mapping[str, Any], read_snapshot: int) -> PartitionDrop:
+        """What a write receipt carries in place of data files to drop ``partition``,
+        whose rows at ``read_snapshot`` its log records retract (:class:`PartitionDrop`)."""
+        return PartitionDrop(tuple(partition.items()), read_snapshot)
 
     def abort(self, messages: Sequence[Any]) -> None:
         """Delete the prepared data files ``messages``, which no snapshot will reference."""

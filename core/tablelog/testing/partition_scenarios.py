@@ -10,6 +10,7 @@ such a reader sees the table tablelog's readers see; by default that check is sk
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -186,3 +187,32 @@ class PartitionedTableScenarios(LogSystemFixtures):
         report = verify(partitioned)
         assert report.consistent, report.summary()
         self._check_files(partitioned, table_files_reader)
+
+    def test_an_expired_partition_is_dropped_with_a_delete_of_each_of_its_rows_in_the_log(
+        self, warehouse: str, log_options: dict[str, str], table_files_reader: TableFilesReader | None
+    ) -> None:
+        today = datetime.date.today()
+        old, recent, current = (str(today - datetime.timedelta(days=d)) for d in (5, 1, 0))
+        table = create_table(warehouse, f"db.e_{uuid.uuid4().hex[:10]}", SCHEMA, primary_key=["dt", "id"],
+                             partition_keys=["dt"], bucket=2,
+                             options={**log_options, "partition.expiration-time": "2 d",
+                                      "partition.expiration-check-interval": "1 ms"})  # every commit checks
+        written = self._write(table, [rows(3, days=(current,), tag="v0", start=90)])
+        with table.reader(consistency="transactional") as hybrid:  # the current rows, then the log
+            full = hybrid.poll(max_records=10_000)
+            first = rows(10, days=(old, recent))
+            updates = [("+U", {"dt": old, "id": 1, "v": "updated"}), ("-D", {"dt": old, "id": 2, "v": "v1-2"})]
+            written += self._write(table, [first + updates])  # the commit's expiry check drops `old`
+            assert [s.commit_kind for s in table.snapshots()][-1] == "OVERWRITE"
+            dropped = {("-D", old, i, "updated" if i == 1 else f"v1-{i}") for i in range(10) if i != 2}
+            written += Counter(dropped)
+            written += self._write(table, [rows(5, days=(recent, current), tag="v2", start=50)])
+            following = full + hybrid.read_all()
+        assert {dt for dt, _ in table_state(table)} == {recent, current}
+        for changes in (read(table), following):
+            assert counted(changes) == written
+            assert state(changes) == table_state(table)
+        report = verify(table)
+        assert report.consistent, report.summary()
+        assert table.expire_partitions(dry_run=True).dropped == ()  # nothing else is old enough
+        self._check_files(table, table_files_reader)
