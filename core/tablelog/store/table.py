@@ -19,6 +19,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.store import snapshots
+from tablelog.store.buckets import bucket_rows
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
 from tablelog.store.deltas import ROW_KIND, read_delta
@@ -26,9 +27,9 @@ from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.leases import Leases
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
-from tablelog.store.partitions import PartitionDrop, list_partitions, partition_predicate
+from tablelog.store.partitions import PartitionDrop, list_partitions
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
-from tablelog.store.row_count import count_rows
+from tablelog.store.row_count import count_rows, read_snapshot_rows
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.schema_changes import SchemaChange, commit_changes
 from tablelog.store.schema_files import schema_files
@@ -313,17 +314,7 @@ class PaimonTable:
     def bucket_rows(self, data: pa.Table) -> list[tuple[int, list[int]]]:
         """Row indices per bucket (buckets ascending, rows in input order), as Paimon's own
         row-key extractor assigns them: right for every bucket-key type."""
-        extractor = self.paimon.create_row_key_extractor()
-        groups: dict[int, list[int]] = {}
-        offset = 0
-        for batch in data.to_batches():
-            for _partition, bucket, indices in extractor.extract_partition_bucket_groups(batch):
-                rows = range(batch.num_rows) if indices is None else indices.to_pylist()
-                groups.setdefault(int(bucket), []).extend(offset + i for i in rows)
-            offset += batch.num_rows
-        for rows in groups.values():
-            rows.sort()
-        return sorted(groups.items())
+        return bucket_rows(self.paimon, data)
 
     # -- rows ----------------------------------------------------------------
 
@@ -349,21 +340,9 @@ class PaimonTable:
             if latest is None:
                 return self.schema_version(target).schema.empty_table()
             snapshot_id = latest.id
-        # Paimon reads a snapshot in the schema it was committed with.
-        table = self.paimon.copy({"scan.snapshot-id": str(snapshot_id)})
-        snapshot_schema = int(table.table_schema.id)
-        builder = table.new_read_builder()
-        if partitions:
-            builder = builder.with_filter(partition_predicate(builder, partitions))
-        splits = builder.new_scan().plan().splits()
-        if buckets is not None:
-            wanted = set(buckets)
-            splits = [s for s in splits if s.bucket in wanted]
-        result = builder.new_read().to_arrow(splits)
+        result, snapshot_schema = read_snapshot_rows(self.paimon, snapshot_id, buckets, partitions)
         if result is None:
             return self.schema_version(target).schema.empty_table()
-        if KIND_FIELD in result.schema.names:
-            result = result.drop_columns([KIND_FIELD])
         if snapshot_schema != target:
             return self.mapping(snapshot_schema, target).arrow(result)
         return result.cast(self.schema_version(target).schema)
