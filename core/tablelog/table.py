@@ -252,6 +252,7 @@ class Table:
         consumer_id: str | None = None,
         columns: Sequence[str] | None = None,
         partitions: Iterable[int] | Iterable[Mapping[str, Any]] | None = None,
+        table_partitions: Iterable[Mapping[str, Any]] | None = None,
         options: Mapping[str, Any] | None = None,
         until_snapshot: int | None = None,
         until_positions: Mapping[int, int] | None = None,
@@ -274,6 +275,8 @@ class Table:
           the buckets with those numbers); or, given as mappings of partition column to value
           (``[{"dt": "2026-11-24"}]``), only these partitions of a partitioned table: the full
           scan reads their files alone, the changes of other table partitions are dropped.
+        - ``table_partitions``: the table partitions, as mappings, when ``partitions`` names
+          log partitions (a Spark task reads one log partition of some table partitions).
         - ``options``: any other read option by its key (``log.foreign-records``,
           ``log.reader.pause-gc``, …; the keyword arguments above win).
         - ``until_snapshot``: a transactional reader stops after this snapshot;
@@ -290,7 +293,8 @@ class Table:
 
         return ChangelogReader(
             self._internals, position, consistency=consistency, scan_mode=scan_mode, timestamp_millis=timestamp_millis,
-            consumer_id=consumer_id, columns=columns, partitions=partitions, options=options,
+            consumer_id=consumer_id, columns=columns, partitions=partitions, table_partitions=table_partitions,
+            options=options,
             until_snapshot=until_snapshot, until_positions=until_positions, schema_id=schema_id,
             changes_from_table=changes_from_table, split_partitions=split_partitions,
         )

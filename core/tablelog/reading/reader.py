@@ -48,6 +48,7 @@ class ChangelogReader:
         consumer_id: str | None = None,
         columns: Sequence[str] | None = None,
         partitions: Iterable[int] | Iterable[Mapping[str, Any]] | None = None,
+        table_partitions: Iterable[Mapping[str, Any]] | None = None,
         options: Mapping[str, Any] | None = None,
         until_snapshot: int | None = None,
         until_positions: Mapping[int, int] | None = None,
@@ -64,7 +65,7 @@ class ChangelogReader:
         partition is read at least once if the log loses its rest."""
         self.table = table
         self.options = _read_options(table, options, consistency, scan_mode, timestamp_millis, consumer_id)
-        only, self._table_partitions = _split_partitions(table, partitions)
+        only, self._table_partitions = _split_partitions(table, partitions, table_partitions)
         _check_partitions(table, only)
         self._columns = selected_columns(table, columns)
         self._context = ReadContext(
@@ -317,23 +318,27 @@ def _read_options(
 
 
 def _split_partitions(
-    table: TableView, partitions: Iterable[int] | Iterable[Mapping[str, Any]] | None
+    table: TableView, partitions: Iterable[int] | Iterable[Mapping[str, Any]] | None,
+    table_partitions: Iterable[Mapping[str, Any]] | None,
 ) -> tuple[frozenset[int] | None, PartitionFilter | None]:
-    """``partitions`` as log partitions (numbers) or as table partitions (mappings of
-    partition column to value), never both."""
-    if partitions is None:
-        return None, None
-    given = list(partitions)
-    mappings = [p for p in given if isinstance(p, Mapping)]
-    if not mappings:
-        return frozenset(given), None  # type: ignore[arg-type]
-    if len(mappings) != len(given):
+    """The log partitions and the table partitions read: ``partitions`` are log partitions
+    (numbers) or table partitions (mappings of partition column to value), never both;
+    ``table_partitions`` table partitions (with log partitions in ``partitions``)."""
+    given = None if partitions is None else list(partitions)
+    mappings = [p for p in given or () if isinstance(p, Mapping)]
+    if mappings and len(mappings) != len(given or ()):
         raise OptionError(
             f"partitions={given}: give log partitions (numbers) or table partitions (mappings of partition "
             "column to value), not both"
         )
+    if mappings and table_partitions is not None:
+        raise OptionError("table partitions are given twice: in partitions= and in table_partitions=; give them once")
+    logs = None if given is None or mappings else frozenset(given)  # type: ignore[arg-type]
+    wanted = mappings or (None if table_partitions is None else list(table_partitions))
+    if wanted is None:
+        return logs, None
     files = table.files
-    return None, PartitionFilter.parse(table.identifier, files.partition_keys, files.schema, mappings)
+    return logs, PartitionFilter.parse(table.identifier, files.partition_keys, files.schema, wanted)
 
 
 def _check_partitions(table: TableView, only: frozenset[int] | None) -> None:

@@ -72,6 +72,14 @@ class PartitionFilter:
         return result
 
 
+def table_partitions(
+    identifier: str, partition_keys: Sequence[str], schema: pa.Schema, given: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """``given`` partitions with their values in the columns' types (checked as
+    :meth:`PartitionFilter.parse` checks them)."""
+    return list(PartitionFilter.parse(identifier, partition_keys, schema, given).specs)
+
+
 def _typed(column: str, value: Any, data_type: pa.DataType, specs: list[Mapping[str, Any]]) -> Any:
     try:
         return pa.array([value]).cast(data_type).to_pylist()[0]

@@ -28,10 +28,14 @@ MERGE_SCHEMA = "mergeschema"
 #: no projection: a query's ``select`` cannot prune what the source decodes).
 COLUMNS = "columns"
 
+#: The source option that limits a read to table partitions, as Paimon's procedures write
+#: them: ``dt=2026-11-24;dt=2026-11-25``, columns of one partition separated by commas.
+PARTITIONS = "partitions"
+
 #: Keys that configure the data source (or Spark itself), never the table.
 ENGINE_KEYS = frozenset({
     "warehouse", "table", "path", "checkpointlocation", "queryname", "writer.id", "consumer-id", MERGE_SCHEMA,
-    COLUMNS,
+    COLUMNS, PARTITIONS,
 })
 
 #: Reader-side overrides of table options.
@@ -62,6 +66,9 @@ class SourceOptions:
     merge_schema: bool = False
     #: ``columns = "a,b"``: reads return only these (and the primary key's) columns.
     columns: tuple[str, ...] | None = None
+    #: ``partitions = "dt=2026-11-24;dt=2026-11-25"``: reads return only these table partitions'
+    #: rows and changes (values as text; the table's reader checks and types them).
+    table_partitions: tuple[dict[str, str], ...] | None = None
     #: ``table_options`` parsed, once, on the driver: what every layer below takes, down
     #: to the executors (:mod:`tablelog.options.given`).
     given: GivenOptions = attrs.field(kw_only=True, repr=False)
@@ -93,8 +100,9 @@ class SourceOptions:
             columns = tuple(c.strip() for c in raw[COLUMNS].split(",") if c.strip())
             if not columns:
                 raise OptionError(f"option columns={raw[COLUMNS]!r}: expected column names separated by commas")
+        table_partitions = parse_partitions(raw[PARTITIONS]) if PARTITIONS in raw else None
         return cls(warehouse_path(warehouse), table, table_options, writer_id, raw.get("consumer-id"),
-                   merge == "true", columns, given=GivenOptions.parse(table_options))
+                   merge == "true", columns, table_partitions, given=GivenOptions.parse(table_options))
 
     @property
     def runtime_options(self) -> dict[str, str]:
@@ -110,6 +118,27 @@ class SourceOptions:
     @property
     def read_options(self) -> dict[str, str]:
         return {k: v for k, v in self.table_options.items() if k in READ_KEYS}
+
+
+def parse_partitions(text: str) -> tuple[dict[str, str], ...]:
+    """``dt=2026-11-24,hh=01;dt=2026-11-25`` as one mapping of column to value per partition."""
+    partitions = []
+    for part in (p.strip() for p in text.split(";")):
+        if not part:
+            continue
+        spec: dict[str, str] = {}
+        for item in part.split(","):
+            column, sep, value = item.partition("=")
+            if not sep or not column.strip():
+                raise OptionError(
+                    f"option partitions={text!r}: {item.strip()!r} is not column=value; write partitions as "
+                    "'dt=2026-11-24;dt=2026-11-25' (a partition's columns separated by ',')"
+                )
+            spec[column.strip()] = value.strip()
+        partitions.append(spec)
+    if not partitions:
+        raise OptionError(f"option partitions={text!r}: no partition given, e.g. 'dt=2026-11-24;dt=2026-11-25'")
+    return tuple(partitions)
 
 
 def refuse_session_relative(warehouse: str) -> None:
