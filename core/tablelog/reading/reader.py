@@ -324,7 +324,7 @@ def _split_partitions(
     """The log partitions and the table partitions read: ``partitions`` are log partitions
     (numbers) or table partitions (mappings of partition column to value), never both;
     ``table_partitions`` table partitions (with log partitions in ``partitions``)."""
-    given = None if partitions is None else list(partitions)
+    given: list[Any] | None = None if partitions is None else list(partitions)
     mappings = [p for p in given or () if isinstance(p, Mapping)]
     if mappings and len(mappings) != len(given or ()):
         raise OptionError(
@@ -333,7 +333,7 @@ def _split_partitions(
         )
     if mappings and table_partitions is not None:
         raise OptionError("table partitions are given twice: in partitions= and in table_partitions=; give them once")
-    logs = None if given is None or mappings else frozenset(given)  # type: ignore[arg-type]
+    logs = None if given is None or mappings else frozenset(int(p) for p in given)
     wanted = mappings or (None if table_partitions is None else list(table_partitions))
     if wanted is None:
         return logs, None
