@@ -32,6 +32,7 @@ import attrs
 from tablelog.commit import committer, history
 from tablelog.errors import OptionError
 from tablelog.partition_time import partition_time
+from tablelog.store import PartitionDrop
 from tablelog.writing.writer import WriteTask
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def _drop(table: TableView, partition: dict[str, Any]) -> tuple[dict[str, Any], 
     commit_identifier = (history.last_commit_identifier(store, EXPIRY_WRITER) or 0) + 1
     task = WriteTask(table, EXPIRY_WRITER, commit_identifier, task="expiry")
     try:
-        task.drop_partition(store.partition_drop(partition, latest.id), rows)
+        task.drop_partition(PartitionDrop(tuple(partition.items()), latest.id), rows)
         receipt = task.finish()
     except BaseException:
         task.abort()

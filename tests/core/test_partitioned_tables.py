@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import tablelog
 from tablelog.cli import cli
 from tablelog.errors import CommitError, OptionError
+from tablelog.store import PartitionDrop
 from tablelog.table import internals
 from tablelog.testing.partition_scenarios import (
     DAYS,
@@ -134,7 +135,7 @@ def test_a_partition_written_after_its_rows_were_read_is_not_dropped(tmp_path: P
         writer.commit()
         files = internals(table).files
         read_at = files.latest_snapshot().id  # type: ignore[union-attr]
-        drop = files.partition_drop({"dt": DAYS[0]}, read_at)
+        drop = PartitionDrop((("dt", DAYS[0]),), read_at)
         writer.write([{"dt": DAYS[0], "id": 99, "v": "late"}])  # a row the drop's -D records would miss
         writer.commit()
     task = table.write_task("expiry", 1)

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from tablelog.store.evolution import SchemaMapping, SchemaVersion
     from tablelog.store.expiry import SnapshotDeletion
     from tablelog.store.leases import Leases
-    from tablelog.store.partitions import PartitionDrop
     from tablelog.store.schema_changes import SchemaChange
     from tablelog.store.snapshots import SnapshotInfo
     from tablelog.store.writes import TableWrite
@@ -126,8 +125,6 @@ class TableFiles(Protocol):
     def written_buckets(self, messages: Sequence[Any]) -> list[int]: ...
 
     def partitions(self, snapshot_id: int) -> list[dict[str, Any]]: ...
-
-    def partition_drop(self, partition: Mapping[str, Any], read_snapshot: int) -> PartitionDrop: ...
 
     def abort(self, messages: Sequence[Any]) -> None: ...
 

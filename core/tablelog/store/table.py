@@ -22,12 +22,12 @@ from tablelog.store import snapshots
 from tablelog.store.buckets import bucket_rows
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
-from tablelog.store.deltas import ROW_KIND, read_delta
+from tablelog.store.deltas import ROW_KIND, overwrite_delta, read_delta
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.leases import Leases
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
-from tablelog.store.partitions import PartitionDrop, list_partitions
+from tablelog.store.partitions import list_partitions
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
 from tablelog.store.row_count import count_rows, read_snapshot_rows
 from tablelog.store.schema import KIND_FIELD
@@ -280,12 +280,6 @@ class PaimonTable:
         """The table partitions with files at ``snapshot_id`` (values by partition column)."""
         return list_partitions(self.paimon, snapshot_id)
 
-    @staticmethod
-    def partition_drop(partition: Mapping[str, Any], read_snapshot: int) -> PartitionDrop:
-        """What a write receipt carries in place of data files to drop ``partition``,
-        whose rows at ``read_snapshot`` its log records retract (:class:`PartitionDrop`)."""
-        return PartitionDrop(tuple(partition.items()), read_snapshot)
-
     def abort(self, messages: Sequence[Any]) -> None:
         """Delete the prepared data files ``messages``, which no snapshot will reference."""
         abort_files(self.paimon, messages)
@@ -293,6 +287,12 @@ class PaimonTable:
     def read_delta(self, snapshot_id: int, buckets: Iterable[int]) -> pa.Table | None:
         """The rows snapshot ``snapshot_id`` added to ``buckets``, with their row kinds
         (:mod:`tablelog.store.deltas`); None when the snapshot has expired."""
+        buckets = list(buckets)
+        snapshot = self.snapshot(snapshot_id)
+        if snapshot is not None and snapshot.commit_kind == "OVERWRITE":  # it removed files, added none
+            if self.snapshot(snapshot_id - 1) is None:
+                return None
+            return overwrite_delta(self.read_rows(snapshot_id - 1, buckets), self.read_rows(snapshot_id, buckets))
         result = read_delta(self.paimon, snapshot_id, buckets)
         if result is None:
             return None
