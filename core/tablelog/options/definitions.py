@@ -235,7 +235,7 @@ class TableOptions:
     partition_expiration_time: datetime.timedelta | None = option(
         "partition.expiration-time", None,
         "A partition whose time (from its values) is older than this is dropped, its rows' `-D` in the "
-        "log (Paimon's option; default: partitions never expire). docs/concepts.md, partitioned tables.",
+        "log, in a snapshot of its own (Paimon's option; default: partitions never expire; primary-key tables).",
         to_duration,
     )
     partition_expiration_check_interval: datetime.timedelta = option(
