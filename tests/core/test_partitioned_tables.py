@@ -7,6 +7,7 @@ test_filesystem_log.py, Kafka's in tests/kafka)."""
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -165,3 +166,36 @@ def test_cli_expire_partitions_drops_the_expired_ones(tmp_path: Path) -> None:
     assert done.exit_code == 0 and f"dropped partition dt={old}: 2 row(s)" in done.output, done.output
     assert [r["dt"] for r in table.rows().to_pylist()] == [current]
     assert verify(table).consistent
+
+
+def test_cli_tail_partitions_prints_only_those_partitions_changes(tmp_path: Path) -> None:
+    table = create(tmp_path, partition_keys=["dt"])
+    with table.writer("w") as writer:
+        writer.write(rows(4))
+        writer.commit()
+    result = CliRunner().invoke(cli, [
+        "tail", "-w", str(tmp_path / "wh"), "db.t", "--scan-mode", "earliest", "--idle-timeout", "0.3",
+        "--format", "json", "--partitions", f"dt={DAYS[0]};dt={DAYS[2]}",
+    ])
+    assert result.exit_code == 0, result.output
+    printed = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert sorted((c["row"]["dt"], c["row"]["id"]) for c in printed) == sorted(
+        (day, i) for day in (DAYS[0], DAYS[2]) for i in range(4))
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ([{"day": "x"}], r"\['day'\] are not partition columns of table 'db.t'; its partition columns: dt"),
+    ([{"dt": "x"}, 0], r"give log partitions \(numbers\) or table partitions"),
+])
+def test_a_reader_of_partitions_the_table_does_not_have_is_refused_naming_them(
+    tmp_path: Path, given: list, message: str
+) -> None:
+    table = create(tmp_path, partition_keys=["dt"])
+    with pytest.raises(OptionError, match=message):
+        table.reader(partitions=given)
+
+
+def test_a_reader_of_table_partitions_of_an_unpartitioned_table_is_refused(tmp_path: Path) -> None:
+    table = create(tmp_path)
+    with pytest.raises(OptionError, match=r"table 'db.t' is not partitioned"):
+        table.reader(partitions=[{"dt": DAYS[0]}])

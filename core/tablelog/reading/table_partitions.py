@@ -80,6 +80,28 @@ def table_partitions(
     return list(PartitionFilter.parse(identifier, partition_keys, schema, given).specs)
 
 
+def parse_partition_specs(text: str, given_as: str) -> tuple[dict[str, str], ...]:
+    """``dt=2026-11-24,hh=01;dt=2026-11-25`` (as Paimon's procedures write partitions) as
+    one mapping of column to value per partition; ``given_as`` names where it was given."""
+    partitions = []
+    for part in (p.strip() for p in text.split(";")):
+        if not part:
+            continue
+        spec: dict[str, str] = {}
+        for item in part.split(","):
+            column, sep, value = item.partition("=")
+            if not sep or not column.strip():
+                raise OptionError(
+                    f"{given_as}={text!r}: {item.strip()!r} is not column=value; write partitions as "
+                    "'dt=2026-11-24;dt=2026-11-25' (a partition's columns separated by ',')"
+                )
+            spec[column.strip()] = value.strip()
+        partitions.append(spec)
+    if not partitions:
+        raise OptionError(f"{given_as}={text!r}: no partition given, e.g. 'dt=2026-11-24;dt=2026-11-25'")
+    return tuple(partitions)
+
+
 def _typed(column: str, value: Any, data_type: pa.DataType, specs: list[Mapping[str, Any]]) -> Any:
     try:
         return pa.array([value]).cast(data_type).to_pylist()[0]

@@ -18,6 +18,7 @@ import attrs
 
 from tablelog.errors import OptionError
 from tablelog.options import GivenOptions
+from tablelog.reading.table_partitions import parse_partition_specs
 from tablelog.redaction import redact
 from tablelog.store import warehouse_path
 
@@ -100,7 +101,7 @@ class SourceOptions:
             columns = tuple(c.strip() for c in raw[COLUMNS].split(",") if c.strip())
             if not columns:
                 raise OptionError(f"option columns={raw[COLUMNS]!r}: expected column names separated by commas")
-        table_partitions = parse_partitions(raw[PARTITIONS]) if PARTITIONS in raw else None
+        table_partitions = parse_partition_specs(raw[PARTITIONS], "option partitions") if PARTITIONS in raw else None
         return cls(warehouse_path(warehouse), table, table_options, writer_id, raw.get("consumer-id"),
                    merge == "true", columns, table_partitions, given=GivenOptions.parse(table_options))
 
@@ -118,27 +119,6 @@ class SourceOptions:
     @property
     def read_options(self) -> dict[str, str]:
         return {k: v for k, v in self.table_options.items() if k in READ_KEYS}
-
-
-def parse_partitions(text: str) -> tuple[dict[str, str], ...]:
-    """``dt=2026-11-24,hh=01;dt=2026-11-25`` as one mapping of column to value per partition."""
-    partitions = []
-    for part in (p.strip() for p in text.split(";")):
-        if not part:
-            continue
-        spec: dict[str, str] = {}
-        for item in part.split(","):
-            column, sep, value = item.partition("=")
-            if not sep or not column.strip():
-                raise OptionError(
-                    f"option partitions={text!r}: {item.strip()!r} is not column=value; write partitions as "
-                    "'dt=2026-11-24;dt=2026-11-25' (a partition's columns separated by ',')"
-                )
-            spec[column.strip()] = value.strip()
-        partitions.append(spec)
-    if not partitions:
-        raise OptionError(f"option partitions={text!r}: no partition given, e.g. 'dt=2026-11-24;dt=2026-11-25'")
-    return tuple(partitions)
 
 
 def refuse_session_relative(warehouse: str) -> None:
