@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from tablelog.commit import committer, history
+from tablelog.definition import check_partition_expiry
 from tablelog.errors import OptionError
 from tablelog.partition_time import partition_time
 from tablelog.store import PartitionDrop
@@ -79,6 +80,7 @@ def expire_partitions(table: TableView, *, dry_run: bool = False, now_millis: in
         raise OptionError(
             f"table {table.identifier!r} sets no partition.expiration-time: no partition expires"
         )
+    check_partition_expiry(table.options)  # given when the table was opened, not created
     now = int(time.time() * 1000) if now_millis is None else now_millis
     expired = expired_partitions(table, now)
     if dry_run:

@@ -26,6 +26,7 @@ from tablelog.testing.partition_scenarios import (
     rows,
 )
 from tablelog.verify import verify
+from tablelog.writing.routing import partition_order
 
 FILE_LOG = {"log.system": "filesystem"}
 
@@ -112,6 +113,33 @@ def test_bucket_of_a_key_does_not_depend_on_its_partition(tmp_path: Path) -> Non
             by_id.setdefault(data["id"][index].as_py(), set()).add(bucket)
     assert len(by_id) == 40 and all(len(buckets) == 1 for buckets in by_id.values())
     assert len({b for buckets in by_id.values() for b in buckets}) == 4
+    order, groups = partition_order(files, data)  # the writer's own routing (its integer-key hash)
+    assert order is not None
+    routed = {data["id"][int(order[i])].as_py(): log_partition
+              for log_partition, start, stop in groups for i in range(start, stop)}
+    assert routed == {key: buckets.pop() for key, buckets in by_id.items()}
+
+
+def test_a_reader_of_some_partitions_polls_the_same_changes_as_arrow(tmp_path: Path) -> None:
+    table = create(tmp_path, partition_keys=["dt"])
+    with table.writer("w") as writer:
+        for tag in ("v1", "v2"):
+            writer.write(rows(10, tag=tag))
+            writer.commit()
+    wanted = [{"dt": DAYS[1]}]
+    with table.reader(consistency="transactional", scan_mode="earliest", partitions=wanted) as reader:
+        changes = reader.read_all()
+    with table.reader(consistency="transactional", scan_mode="earliest", partitions=wanted) as reader:
+        batch = reader.poll_arrow(max_records=100_000, timeout_s=0.5)
+        assert reader.poll_arrow(timeout_s=0.2).num_rows == 0
+    assert len(changes) == 20 and batch.to_pylist() == reader.to_arrow(changes).to_pylist()
+
+
+def test_describe_json_names_the_partition_columns(tmp_path: Path) -> None:
+    create(tmp_path, partition_keys=["dt"])
+    described = CliRunner().invoke(cli, ["describe", "-w", str(tmp_path / "wh"), "db.t", "--format", "json"])
+    assert described.exit_code == 0, described.output
+    assert json.loads(described.output)["partition_keys"] == ["dt"]
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
