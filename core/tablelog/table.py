@@ -238,9 +238,14 @@ class Table:
     def snapshots(self, newest_first: bool = False) -> Iterator[SnapshotInfo]:
         return self._internals.files.snapshots(newest_first)
 
-    def rows(self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None) -> pa.Table:
-        """The table's rows at a snapshot (default: the latest); ``buckets``: only those buckets'."""
-        return self._internals.rows(snapshot_id, buckets)
+    def rows(
+        self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None,
+        *, partitions: Sequence[Mapping[str, Any]] | None = None,
+    ) -> pa.Table:
+        """The table's rows at a snapshot (default: the latest); ``buckets``: only those
+        buckets'; ``partitions`` (``[{"dt": "2026-11-24"}]``): only those table partitions'
+        (their files alone are read)."""
+        return self._internals.rows(snapshot_id, buckets, partitions)
 
     def reader(
         self,

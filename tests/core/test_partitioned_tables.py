@@ -47,6 +47,7 @@ def test_partition_keys_create_a_paimon_partitioned_table_that_pypaimon_reads(
         writer.commit()
     assert internals(table).files.partition_keys == ("dt",)
     assert "partition" not in internals(table).files.properties  # in the schema, as Paimon keeps it
+    assert sorted(table.rows(partitions=[{"dt": DAYS[1]}])["id"].to_pylist()) == list(range(20))
     partitions, found = read_with_pypaimon(str(tmp_path / "wh"), "db.t")
     assert partitions == ["dt"] and sorted((r["dt"], r["id"]) for r in found) == sorted((r["dt"], r["id"]) for r in rows())
 
