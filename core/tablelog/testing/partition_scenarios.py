@@ -127,7 +127,9 @@ class PartitionedTableScenarios(LogSystemFixtures):
         assert report.consistent, report.summary()
         self._check_files(partitioned, table_files_reader)
 
-    def test_a_keys_changes_stay_in_one_log_partition_in_write_order(self, partitioned: Table) -> None:
+    def test_a_keys_changes_stay_in_one_log_partition_in_write_order(
+        self, partitioned: Table, table_files_reader: TableFilesReader | None
+    ) -> None:
         updates = [[("+U", {"dt": day, "id": 7, "v": f"u{n}"}) for day in DAYS] for n in range(3)]
         self._write(partitioned, [rows(10), *updates])
         with partitioned.reader(consistency="eventual", scan_mode="earliest") as reader:
@@ -136,8 +138,11 @@ class PartitionedTableScenarios(LogSystemFixtures):
         assert len(log_partitions) == 1  # the key's log partition does not depend on its day
         for day in DAYS:
             assert [c.row["v"] for c in changes if c.row["id"] == 7 and c.row["dt"] == day] == ["v1-7", "u0", "u1", "u2"]
+        self._check_files(partitioned, table_files_reader)
 
-    def test_an_eventual_reader_normalized_gives_the_table_rows(self, partitioned: Table) -> None:
+    def test_an_eventual_reader_normalized_gives_the_table_rows(
+        self, partitioned: Table, table_files_reader: TableFilesReader | None
+    ) -> None:
         written = self._write(partitioned, self._changes())
         with partitioned.reader(consistency="eventual", scan_mode="earliest") as reader:
             changes = reader.read_all()
@@ -145,8 +150,11 @@ class PartitionedTableScenarios(LogSystemFixtures):
         normalizer = Normalizer(partitioned.primary_key)
         normalizer.apply(changes)
         assert {k: dict(v) for k, v in normalizer.state.items()} == table_state(partitioned)
+        self._check_files(partitioned, table_files_reader)
 
-    def test_a_hybrid_read_of_every_partition_has_no_gap_and_no_overlap(self, partitioned: Table) -> None:
+    def test_a_hybrid_read_of_every_partition_has_no_gap_and_no_overlap(
+        self, partitioned: Table, table_files_reader: TableFilesReader | None
+    ) -> None:
         first, *later = self._changes()
         self._write(partitioned, [first])
         with partitioned.reader(consistency="transactional") as reader:  # latest-full
@@ -156,8 +164,11 @@ class PartitionedTableScenarios(LogSystemFixtures):
             after = reader.read_all()
         assert counted(after) == written
         assert state(full + after) == table_state(partitioned)
+        self._check_files(partitioned, table_files_reader)
 
-    def test_a_reader_of_some_partitions_gets_exactly_their_changes(self, partitioned: Table) -> None:
+    def test_a_reader_of_some_partitions_gets_exactly_their_changes(
+        self, partitioned: Table, table_files_reader: TableFilesReader | None
+    ) -> None:
         first, *later = self._changes()
         self._write(partitioned, [first])
         wanted = [{"dt": DAYS[1]}, {"dt": DAYS[2]}]
@@ -173,6 +184,7 @@ class PartitionedTableScenarios(LogSystemFixtures):
         for consistency in ("transactional", "eventual"):
             changes = read(partitioned, consistency=consistency, partitions=[{"dt": DAYS[0]}])
             assert counted(changes) == Counter({k: n for k, n in everything.items() if k[1] == DAYS[0]})
+        self._check_files(partitioned, table_files_reader)
 
     def test_compaction_compacts_every_partitions_buckets_and_readers_still_agree(
         self, partitioned: Table, table_files_reader: TableFilesReader | None
