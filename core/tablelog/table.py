@@ -18,7 +18,7 @@ from tablelog import definition, expiry
 from tablelog.commit import committer, compaction, history
 from tablelog.commit.compaction import CompactionResult
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
-from tablelog.errors import SchemaChangeError
+from tablelog.errors import OptionError, SchemaChangeError
 from tablelog.logs import discovery
 from tablelog.options import (
     ChangelogMode,
@@ -132,6 +132,12 @@ class Table:
         files = self._internals.files
         definition.check_paimon_options(set_options, self.schema, self.primary_key, files.properties,
                                         partition_keys=files.partition_keys)
+        stored = {c.key: c.value for c in changes if isinstance(c, SetOption) and c.key.startswith("partition.")}
+        if stored:  # partition expiry where it cannot run is refused as at create
+            try:
+                definition.check_partition_expiry(self.options.with_overrides(stored))
+            except OptionError as err:
+                raise SchemaChangeError(f"table {self.identifier!r}: {err}; nothing was changed") from err
         with files.commit_lock():
             latest = self.warehouse.open(self.identifier)
             check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes,

@@ -15,8 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 import tablelog
+from tablelog import SetOption
 from tablelog.cli import cli
-from tablelog.errors import CommitError, OptionError
+from tablelog.errors import CommitError, OptionError, SchemaChangeError
 from tablelog.store import PartitionDrop
 from tablelog.table import internals
 from tablelog.testing.partition_scenarios import (
@@ -228,3 +229,15 @@ def test_a_reader_of_table_partitions_of_an_unpartitioned_table_is_refused(tmp_p
     table = create(tmp_path)
     with pytest.raises(OptionError, match=r"table 'db.t' is not partitioned"):
         table.reader(partitions=[{"dt": DAYS[0]}])
+
+
+def test_altering_a_table_to_expire_partitions_it_cannot_expire_is_refused(tmp_path: Path) -> None:
+    table = create(tmp_path)  # no partitions
+    with pytest.raises(SchemaChangeError, match=r"partition.expiration-time is set on a table without partitions"):
+        table.alter(SetOption("partition.expiration-time", "2 d"))
+    assert "partition.expiration-time" not in internals(tablelog.open_table(str(tmp_path / "wh"), "db.t")).files.properties
+    partitioned = tablelog.create_table(str(tmp_path / "wh"), "db.p", SCHEMA, primary_key=["dt", "id"],
+                                        partition_keys=["dt"], options=FILE_LOG)
+    partitioned.alter(SetOption("partition.expiration-time", "2 d"))
+    reopened = tablelog.open_table(str(tmp_path / "wh"), "db.p")
+    assert reopened.options.partition_expiration_time == datetime.timedelta(days=2)
