@@ -45,7 +45,7 @@ from tablelog.paimon_options import (
 from tablelog.paimon_options import (
     check_paimon_options as check_paimon_options,
 )
-from tablelog.partition_time import pattern_columns
+from tablelog.partition_time import unknown_variables
 from tablelog.redaction import shown_value
 from tablelog.store import (
     KIND_FIELD,
@@ -170,11 +170,11 @@ def check_partition_expiry(options: TableOptions) -> None:
             "in the log (-D records), and a table without a primary key has a log of inserts only"
         )
     pattern = options.partition_timestamp_pattern
-    unknown = [c for c in pattern_columns(pattern or "") if c not in options.partition]
+    unknown = unknown_variables(pattern or "", options.partition)
     if unknown:
         raise OptionError(
             f"partition.timestamp-pattern={pattern!r} names {unknown}, which are not partition columns "
-            f"({', '.join(options.partition)})"
+            f"({', '.join(options.partition)}): write $<column>"
         )
 
 

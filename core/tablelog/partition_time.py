@@ -51,9 +51,20 @@ def strptime_format(formatter: str) -> str:
     return "".join(parts)
 
 
-def pattern_columns(pattern: str) -> list[str]:
-    """The partition columns ``partition.timestamp-pattern`` names (``$dt`` names ``dt``)."""
-    return _VARIABLE.findall(pattern)
+def unknown_variables(pattern: str, partition_keys: Sequence[str]) -> list[str]:
+    """What ``partition.timestamp-pattern`` names with ``$`` that is no partition column
+    (what is left after each ``$<column>`` is replaced, as Paimon replaces them)."""
+    return [f"${name}" for name in _VARIABLE.findall(_substituted(pattern, dict.fromkeys(partition_keys, "")))]
+
+
+def _substituted(pattern: str, values: Mapping[str, Any]) -> str:
+    """``pattern`` with each ``$<column>`` replaced by the column's value, column by
+    column in partition order (Paimon's ``PartitionTimeExtractor``: ``$dtT$hh`` is
+    ``$dt``, ``T``, ``$hh``)."""
+    text = pattern
+    for column, value in values.items():
+        text = text.replace(f"${column}", _text(value))
+    return text
 
 
 def partition_time(
@@ -64,7 +75,7 @@ def partition_time(
     if pattern is None:
         text = _text(values[partition_keys[0]])
     else:
-        text = _VARIABLE.sub(lambda m: _text(values.get(m.group(1))), pattern)
+        text = _substituted(pattern, {column: values.get(column) for column in partition_keys})
     try:
         if formatter is not None:
             return datetime.datetime.strptime(text, strptime_format(formatter))

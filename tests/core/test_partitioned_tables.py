@@ -18,6 +18,7 @@ import tablelog
 from tablelog import SetOption
 from tablelog.cli import cli
 from tablelog.errors import CommitError, OptionError, SchemaChangeError
+from tablelog.partition_time import partition_time
 from tablelog.store import PartitionDrop
 from tablelog.table import internals
 from tablelog.testing.partition_scenarios import (
@@ -149,7 +150,7 @@ def test_describe_json_names_the_partition_columns(tmp_path: Path) -> None:
     ({"primary_key": [], "partition_keys": ["dt"], "options": {"partition.expiration-time": "2 d"}},
      r"needs a primary-key table"),
     ({"partition_keys": ["dt"], "options": {"partition.expiration-time": "2 d", "partition.timestamp-pattern": "$day"}},
-     r"names \['day'\], which are not partition columns"),
+     r"names \['\$day'\], which are not partition columns"),
     ({"partition_keys": ["dt"], "options": {"partition.timestamp-formatter": "yyyy-MM-dd EEE"}},
      r"'EEE' is not a pattern letter"),
 ])
@@ -241,3 +242,17 @@ def test_altering_a_table_to_expire_partitions_it_cannot_expire_is_refused(tmp_p
     partitioned.alter(SetOption("partition.expiration-time", "2 d"))
     reopened = tablelog.open_table(str(tmp_path / "wh"), "db.p")
     assert reopened.options.partition_expiration_time == datetime.timedelta(days=2)
+
+
+@pytest.mark.parametrize(("values", "pattern", "formatter", "expected"), [
+    ({"dt": "2026-11-24"}, None, None, datetime.datetime(2026, 11, 24)),
+    ({"dt": "2026-11-24 05:06:07"}, None, None, datetime.datetime(2026, 11, 24, 5, 6, 7)),
+    ({"dt": "20261124", "hh": "05"}, "$dt $hh", "yyyyMMdd HH", datetime.datetime(2026, 11, 24, 5)),
+    ({"dt": "2026-11-24", "hh": "05"}, "$dtT$hh", "yyyy-MM-dd'T'HH", datetime.datetime(2026, 11, 24, 5)),
+    ({"dt": "20261124"}, None, None, None),  # Paimon's default format is yyyy-MM-dd
+    ({"dt": "not a day"}, None, None, None),
+])
+def test_a_partitions_time_comes_from_its_values_as_paimon_reads_it(
+    values: dict, pattern: str | None, formatter: str | None, expected: datetime.datetime | None
+) -> None:
+    assert partition_time(values, list(values), pattern, formatter) == expected
