@@ -111,6 +111,7 @@ async function showTable(name) {
   $("latest-snapshot").textContent = latest === null ? "none" : String(latest);
   $("table-rate").textContent = doc.snapshots_per_minute === null ? "-" : String(doc.snapshots_per_minute);
   $("primary-key").textContent = doc.primary_key.join(", ") || "(none)";
+  $("partition-keys").textContent = (doc.partition_keys || []).join(", ") || "(none)";
   $("buckets").textContent = String(doc.buckets);
   $("table-rows").textContent = rowsText(doc.rows, doc.row_count);
   $("verify-result").replaceChildren(...verifyNodes(doc.verify));
