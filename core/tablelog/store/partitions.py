@@ -64,9 +64,11 @@ def check_unchanged_since(paimon: Any, drop: PartitionDrop) -> None:
     wanted = tuple(value for _, value in drop.spec)
     for snapshot_id in range(drop.read_snapshot + 1, (latest.id if latest is not None else 0) + 1):
         snapshot = manager.get_snapshot_by_id(snapshot_id)
-        kind = str(getattr(snapshot, "commit_kind", ""))
-        if snapshot is None or kind.endswith("COMPACT"):
-            continue
+        if snapshot is None:  # expired meanwhile: what it wrote cannot be told
+            raise PartitionChangedError(f"snapshot {snapshot_id} expired before the drop could check it")
+        kind = str(snapshot.commit_kind)
+        if kind.endswith("COMPACT"):
+            continue  # a compaction changes no rows
         if kind.endswith("OVERWRITE"):
             raise PartitionChangedError(f"snapshot {snapshot_id} overwrote partitions since snapshot {drop.read_snapshot}")
         scan = AsyncStreamingTableScan(paimon, prefetch_enabled=False)

@@ -26,7 +26,7 @@ from tablelog.formats.arrow import kind_array
 from tablelog.logs.pool import LogPool, release
 from tablelog.options import ChangelogMode
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
-from tablelog.store import KIND_FIELD
+from tablelog.store import KIND_FIELD, PartitionDrop
 from tablelog.writing import inputs
 from tablelog.writing.routing import partition_order
 
@@ -63,7 +63,7 @@ class WriteTask:
         self._log_pool = log_pool
         self._paimon_write: Any = None  # a TableWrite, opened on first use
         #: In place of data files, the drop of a table partition (:meth:`drop_partition`).
-        self._drop: Any = None
+        self._drop: PartitionDrop | None = None
         self._finished = False
         #: Keeps log retention off this attempt's records until it commits (where the log deletes).
         self._lease = AttemptLease(table, self.token)
@@ -112,6 +112,11 @@ class WriteTask:
         batches, projected = self._encode(arrow, kinds) if table.options.log_enabled else ([], [])
         self._open()
         self._paimon_write.write_arrow(self._with_kind_column(arrow, kinds))
+        self._produce(batches, projected)
+        self.rows += arrow.num_rows
+        return arrow.num_rows
+
+    def _produce(self, batches: list[ProduceBatch], projected: list[ProduceBatch]) -> None:
         assert self._log is not None or not batches
         if batches:  # the lease first: a retention that runs after a produce sees it
             self._lease.hold(self._log, self._projection_log)  # type: ignore[arg-type]
@@ -119,13 +124,11 @@ class WriteTask:
             self._log.produce(batch)  # type: ignore[union-attr]
         for batch in projected:
             self._projection_log.produce(batch)  # type: ignore[union-attr]
-        self.rows += arrow.num_rows
-        return arrow.num_rows
 
-    def drop_partition(self, drop: Any, rows: pa.Table) -> int:
+    def drop_partition(self, drop: PartitionDrop, rows: pa.Table) -> int:
         """Retract ``rows`` in the log (``-D`` records): every row of the table partition
         ``drop`` names, as its snapshot holds them; committed, this task's snapshot drops
-        the partition's files instead of adding any (``TableFiles.partition_drop``;
+        the partition's files instead of adding any (:class:`~tablelog.store.PartitionDrop`;
         partition expiry, :mod:`tablelog.partition_expiry`). Returns the rows retracted."""
         if self._finished or self._paimon_write is not None or self._drop is not None:
             raise RuntimeError("a partition drop is a write task of its own: start a new one")
@@ -138,11 +141,7 @@ class WriteTask:
             return arrow.num_rows
         batches, projected = self._encode(arrow, kinds)
         self._open(files=False)
-        self._lease.hold(self._log, self._projection_log)  # type: ignore[arg-type]
-        for batch in batches:
-            self._log.produce(batch)  # type: ignore[union-attr]
-        for batch in projected:
-            self._projection_log.produce(batch)  # type: ignore[union-attr]
+        self._produce(batches, projected)
         return arrow.num_rows
 
     def _with_kind_column(self, arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
