@@ -285,7 +285,8 @@ class Table:
         - ``partitions``: read only these log partitions (and, in the full scan, the rows of
           the buckets with those numbers); or, given as mappings of partition column to value
           (``[{"dt": "2026-11-24"}]``), only these partitions of a partitioned table: the full
-          scan reads their files alone, the changes of other table partitions are dropped.
+          scan reads their files alone, the changes of other table partitions are dropped
+          (with ``columns``, the partition columns are returned too).
         - ``table_partitions``: the table partitions, as mappings, when ``partitions`` names
           log partitions (a Spark task reads one log partition of some table partitions).
         - ``options``: any other read option by its key (``log.foreign-records``,

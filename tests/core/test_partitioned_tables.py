@@ -256,3 +256,16 @@ def test_a_partitions_time_comes_from_its_values_as_paimon_reads_it(
     values: dict, pattern: str | None, formatter: str | None, expected: datetime.datetime | None
 ) -> None:
     assert partition_time(values, list(values), pattern, formatter) == expected
+
+
+def test_a_reader_of_some_partitions_and_some_columns_of_an_append_table_returns_their_changes(
+    tmp_path: Path,
+) -> None:
+    table = create(tmp_path, primary_key=[], partition_keys=["dt"], options={"log.format": "arrow"})
+    with table.writer("w") as writer:
+        writer.write(rows(5))
+        writer.commit()
+    with table.reader(consistency="transactional", scan_mode="earliest", columns=["v"],
+                      partitions=[{"dt": DAYS[0]}]) as reader:
+        changes = reader.read_all()
+    assert sorted((c.row["dt"], c.row["v"]) for c in changes) == [(DAYS[0], f"v1-{i}") for i in range(5)]

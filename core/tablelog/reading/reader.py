@@ -67,6 +67,9 @@ class ChangelogReader:
         self.options = _read_options(table, options, consistency, scan_mode, timestamp_millis, consumer_id)
         only, self._table_partitions = _split_partitions(table, partitions, table_partitions)
         _check_partitions(table, only)
+        if columns is not None and self._table_partitions is not None:
+            # The changes are told apart by their partition columns: those are decoded, and returned.
+            columns = [*([columns] if isinstance(columns, str) else columns), *table.files.partition_keys]
         self._columns = selected_columns(table, columns)
         self._context = ReadContext(
             table, self.options, only, changes_from_table, schema_id,
