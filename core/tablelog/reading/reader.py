@@ -67,10 +67,7 @@ class ChangelogReader:
         self.options = _read_options(table, options, consistency, scan_mode, timestamp_millis, consumer_id)
         only, self._table_partitions = _split_partitions(table, partitions, table_partitions)
         _check_partitions(table, only)
-        if columns is not None and self._table_partitions is not None:
-            # The changes are told apart by their partition columns: those are decoded, and returned.
-            columns = [*([columns] if isinstance(columns, str) else columns), *table.files.partition_keys]
-        self._columns = selected_columns(table, columns)
+        self._columns = selected_columns(table, columns, of_some_partitions=self._table_partitions is not None)
         self._context = ReadContext(
             table, self.options, only, changes_from_table, schema_id,
             None if self._columns is None else frozenset(self._columns), self._table_partitions,
@@ -279,9 +276,13 @@ class ChangelogReader:
         return position
 
 
-def selected_columns(table: TableView, columns: Sequence[str] | None) -> tuple[str, ...] | None:
+def selected_columns(
+    table: TableView, columns: Sequence[str] | None, *, of_some_partitions: bool = False
+) -> tuple[str, ...] | None:
     """The columns a reader asked for, with the primary key's, in the table's order;
-    None for all. An unknown name is an error naming it and the table's columns."""
+    None for all. An unknown name is an error naming it and the table's columns.
+    ``of_some_partitions``: the reader reads some table partitions, told apart by their
+    partition columns: those are decoded, and returned, too."""
     if columns is None:
         return None
     if isinstance(columns, str):
@@ -293,7 +294,7 @@ def selected_columns(table: TableView, columns: Sequence[str] | None) -> tuple[s
             f"columns={list(columns)}: table {table.identifier!r} has no column "
             f"{', '.join(map(repr, unknown))}; its columns: {', '.join(names)}"
         )
-    wanted = {*columns, *table.primary_key}
+    wanted = {*columns, *table.primary_key, *(table.files.partition_keys if of_some_partitions else ())}
     return tuple(name for name in names if name in wanted)
 
 

@@ -181,8 +181,8 @@ SourcePartition = FullScanPartition | CommittedChanges | LogRecords | NoRows
 def read_partition(options: SourceOptions, partition: SourcePartition, schema_id: int) -> Iterator[pa.RecordBatch]:
     """A partition's rows in schema ``schema_id``: the columns the query was planned with."""
     table = open_table(options.warehouse, options.table, options.runtime)
-    yield from partition.read(table, schema_id, selected_columns(internals(table), options.columns),
-                              options.table_partitions)
+    columns = selected_columns(internals(table), options.columns, of_some_partitions=options.table_partitions is not None)
+    yield from partition.read(table, schema_id, columns, options.table_partitions)
 
 
 class _TableHolder:
