@@ -8,7 +8,8 @@ broker: one per session.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -24,3 +25,20 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     with tansu_broker(tmp_path_factory.mktemp("tansu")) as bootstrap:
         yield bootstrap
+
+
+@pytest.fixture(scope="session")
+def read_with_pypaimon() -> Callable[[str, str], tuple[list[str], list[dict[str, Any]]]]:
+    """Reads a table with pypaimon alone (its own catalog, none of tablelog): its partition
+    columns and its rows."""
+
+    def read(warehouse: str, identifier: str) -> tuple[list[str], list[dict[str, Any]]]:
+        from pypaimon import CatalogFactory
+
+        table = CatalogFactory.create({"warehouse": warehouse}).get_table(identifier)
+        builder = table.new_read_builder()
+        result = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        found = [] if result is None else result.to_pylist()
+        return list(table.partition_keys), [{k: v for k, v in r.items() if k != "_tablelog_kind"} for r in found]
+
+    return read

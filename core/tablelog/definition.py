@@ -45,6 +45,7 @@ from tablelog.paimon_options import (
 from tablelog.paimon_options import (
     check_paimon_options as check_paimon_options,
 )
+from tablelog.partition_time import unknown_variables
 from tablelog.redaction import shown_value
 from tablelog.store import (
     KIND_FIELD,
@@ -113,6 +114,70 @@ def check_column_types(schema: pa.Schema) -> None:
             )
 
 
+def check_partition_keys(schema: pa.Schema, partition: Sequence[str], primary_key: Sequence[str]) -> None:
+    """Refuse partition columns Paimon refuses, naming them: unknown or repeated ones, in
+    a primary-key table columns outside the key (a key's rows would be in several
+    partitions, Paimon's cross-partition update, which pypaimon cannot write), or the
+    whole key (one row per partition), and columns of a nested type."""
+    if not partition:
+        return
+    unknown = [c for c in partition if c not in schema.names]
+    if unknown:
+        raise OptionError(
+            f"partition={','.join(partition)!r} names unknown columns {unknown}; columns: {', '.join(schema.names)}"
+        )
+    if len(set(partition)) != len(partition):
+        raise OptionError(f"partition={','.join(partition)!r} names a column twice")
+    outside = [c for c in partition if c not in primary_key]
+    if primary_key and outside:
+        raise OptionError(
+            f"partition={','.join(partition)!r} is not supported: partition columns {outside} are not in the "
+            f"primary key ({', '.join(primary_key)}). Paimon requires a primary-key table's partition columns "
+            "to be primary-key columns: add them to the primary key"
+        )
+    if primary_key and set(primary_key) == set(partition):
+        raise OptionError(
+            f"partition={','.join(partition)!r} is the whole primary key ({', '.join(primary_key)}): every "
+            "partition would hold one row. Paimon requires other primary-key columns besides the partition's"
+        )
+    if not primary_key and set(partition) == set(schema.names):
+        raise OptionError(
+            f"partition={','.join(partition)!r} names every column: a table needs columns besides its partition's"
+        )
+    for name in partition:
+        data_type = schema.field(name).type
+        if pa.types.is_nested(data_type) or pa.types.is_floating(data_type):
+            raise OptionError(
+                f"partition column {name!r} has type {data_type}: a partition column is a primitive, "
+                "non-floating type (Paimon keeps a partition value in a directory name)"
+            )
+
+
+def check_partition_expiry(options: TableOptions) -> None:
+    """Refuse partition expiry where it cannot run: a table without partitions, an append
+    table (its log holds inserts only: readers could not retract the dropped rows), a
+    timestamp pattern naming other columns than the partition's."""
+    if options.partition_expiration_time is None:
+        return
+    if not options.partition:
+        raise OptionError(
+            "partition.expiration-time is set on a table without partitions: give partition_keys "
+            "(--partition, the 'partition' option), or leave the option out"
+        )
+    if not options.primary_key:
+        raise OptionError(
+            "partition.expiration-time needs a primary-key table: an expired partition's rows are retracted "
+            "in the log (-D records), and a table without a primary key has a log of inserts only"
+        )
+    pattern = options.partition_timestamp_pattern
+    unknown = unknown_variables(pattern or "", options.partition)
+    if unknown:
+        raise OptionError(
+            f"partition.timestamp-pattern={pattern!r} names {unknown}, which are not partition columns "
+            f"({', '.join(options.partition)}): write $<column>"
+        )
+
+
 def check_same_schema(identifier: str, table_schema: pa.Schema, given: pa.Schema) -> None:
     """Refuse a schema given for an existing table (``create_table(..., exist_ok=True)``)
     that is not the table's: the caller would write columns the table does not have."""
@@ -171,6 +236,8 @@ def check_same_definition(
         actual, wanted = getattr(stored, fields[key]), getattr(given, fields[key])
         if key == "primary-key":
             actual = store.primary_key
+        elif key == "partition":
+            actual = store.partition_keys
         elif key == "bucket":
             actual = store.bucket
         elif key == "log.system.partitions":  # unset means the default of the table's buckets

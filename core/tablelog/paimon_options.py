@@ -128,10 +128,11 @@ _REFUSED = {r.key: r for r in REFUSED_PAIMON_OPTIONS}
 
 def check_paimon_options(
     options: Mapping[str, str], schema: pa.Schema, primary_key: Sequence[str],
-    table_options: Mapping[str, str] | None = None,
+    table_options: Mapping[str, str] | None = None, *, partition_keys: Sequence[str] = (),
 ) -> None:
     """Refuse Paimon options tablelog cannot honour end to end, naming the reason.
-    ``table_options``: the table's own, when ``options`` change an existing table."""
+    ``table_options``: the table's own, when ``options`` change an existing table;
+    ``partition_keys``: the table's partition columns."""
     for key, value in options.items():
         refused = _REFUSED.get(key)
         if refused is None or not refused.refuses(value):
@@ -139,7 +140,7 @@ def check_paimon_options(
         allowed = f" (allowed: {', '.join(repr(v) for v in refused.allowed)})" if refused.allowed else ""
         raise OptionError(f"table option {key}={value!r} is not supported{allowed}: {refused.reason}")
     if "bucket-key" in options:
-        _check_bucket_key(options["bucket-key"], schema, primary_key)
+        _check_bucket_key(options["bucket-key"], schema, primary_key, partition_keys)
     if {"file.format", "file.compression", "changelog-producer", "changelog-file.format"} & set(options):
         _check_file_compression({**(table_options or {}), **options})
     if {"file.format", "data-file.thin-mode"} & set(options):
@@ -180,7 +181,7 @@ def _check_file_compression(options: Mapping[str, str]) -> None:
             )
 
 
-def _check_bucket_key(value: str, schema: pa.Schema, primary_key: Sequence[str]) -> None:
+def _check_bucket_key(value: str, schema: pa.Schema, primary_key: Sequence[str], partition_keys: Sequence[str]) -> None:
     columns = [c.strip() for c in value.split(",") if c.strip()]
     unknown = [c for c in columns if c not in schema.names]
     if not columns or unknown:
@@ -194,4 +195,10 @@ def _check_bucket_key(value: str, schema: pa.Schema, primary_key: Sequence[str])
             f"table option bucket-key={value!r} is not supported: {outside} not in the primary key "
             f"({', '.join(primary_key)}). The rows of one key would land in several buckets, so the "
             "table would keep several rows for it; the bucket key must be primary-key columns"
+        )
+    in_partition = [c for c in columns if c in partition_keys]
+    if in_partition:
+        raise OptionError(
+            f"table option bucket-key={value!r} is not supported: {in_partition} are partition columns "
+            f"({', '.join(partition_keys)}); Paimon's bucket key is chosen among the other columns"
         )

@@ -18,7 +18,7 @@ from tablelog import definition, expiry
 from tablelog.commit import committer, compaction, history
 from tablelog.commit.compaction import CompactionResult
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
-from tablelog.errors import SchemaChangeError
+from tablelog.errors import OptionError, SchemaChangeError
 from tablelog.logs import discovery
 from tablelog.options import (
     ChangelogMode,
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from tablelog.expiry import ExpireResult
     from tablelog.logs.pool import LogPool
     from tablelog.options import Consistency, ScanMode
+    from tablelog.partition_expiry import PartitionExpiryResult
     from tablelog.positions import ReaderPosition
     from tablelog.reading import ChangelogReader
     from tablelog.writing.writer import Writer, WriteTask
@@ -129,7 +130,14 @@ class Table:
                 set_options.update(paimon_options)
         # together: one alter may set file.format and a file.compression only it allows
         files = self._internals.files
-        definition.check_paimon_options(set_options, self.schema, self.primary_key, files.properties)
+        definition.check_paimon_options(set_options, self.schema, self.primary_key, files.properties,
+                                        partition_keys=files.partition_keys)
+        stored = {c.key: c.value for c in changes if isinstance(c, SetOption) and c.key.startswith("partition.")}
+        if stored:  # partition expiry where it cannot run is refused as at create
+            try:
+                definition.check_partition_expiry(self.options.with_overrides(stored))
+            except OptionError as err:
+                raise SchemaChangeError(f"table {self.identifier!r}: {err}; nothing was changed") from err
         with files.commit_lock():
             latest = self.warehouse.open(self.identifier)
             check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes,
@@ -162,9 +170,14 @@ class Table:
     # -- writing ---------------------------------------------------------------
 
     def writer(self, writer_id: str | None = None) -> Writer:
+        from tablelog import partition_expiry
         from tablelog.writing.writer import Writer
 
-        return Writer(self._internals, writer_id)
+        def after_commit(result: CommitResult) -> None:
+            if result.committed:
+                partition_expiry.expire_partitions_after_commit(self._internals)
+
+        return Writer(self._internals, writer_id, after_commit=after_commit)
 
     def write_task(
         self, writer_id: str, commit_identifier: int, task: str = "0", *, log_pool: LogPool | None = None
@@ -190,7 +203,12 @@ class Table:
         ``log_pool``, the log connection (end positions, ``commit`` hook) comes from
         the pool and goes back to it: a committer of many snapshots opens it once.
         """
-        return committer.commit(self._internals, writer_id, commit_identifier, receipts, log_pool)
+        from tablelog import partition_expiry
+
+        result = committer.commit(self._internals, writer_id, commit_identifier, receipts, log_pool)
+        if result.committed:
+            partition_expiry.expire_partitions_after_commit(self._internals)
+        return result
 
     def find_commit(self, writer_id: str, commit_identifier: int) -> SnapshotInfo | None:
         """The snapshot in which ``writer_id`` committed ``commit_identifier``, if any."""
@@ -214,12 +232,26 @@ class Table:
 
     # -- reading ---------------------------------------------------------------
 
+    def expire_partitions(self, *, dry_run: bool = False, now_millis: int | None = None) -> PartitionExpiryResult:
+        """Drop the partitions older than ``partition.expiration-time``, each in a snapshot
+        whose log records are the ``-D`` of its rows; commits run it too, once per
+        ``partition.expiration-check-interval``. ``dry_run``: report what would go
+        (:mod:`tablelog.partition_expiry`)."""
+        from tablelog import partition_expiry
+
+        return partition_expiry.expire_partitions(self._internals, dry_run=dry_run, now_millis=now_millis)
+
     def snapshots(self, newest_first: bool = False) -> Iterator[SnapshotInfo]:
         return self._internals.files.snapshots(newest_first)
 
-    def rows(self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None) -> pa.Table:
-        """The table's rows at a snapshot (default: the latest); ``buckets``: only those buckets'."""
-        return self._internals.rows(snapshot_id, buckets)
+    def rows(
+        self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None,
+        *, partitions: Sequence[Mapping[str, Any]] | None = None,
+    ) -> pa.Table:
+        """The table's rows at a snapshot (default: the latest); ``buckets``: only those
+        buckets'; ``partitions`` (``[{"dt": "2026-11-24"}]``): only those table partitions'
+        (their files alone are read)."""
+        return self._internals.rows(snapshot_id, buckets, partitions)
 
     def reader(
         self,
@@ -230,7 +262,8 @@ class Table:
         timestamp_millis: int | None = None,
         consumer_id: str | None = None,
         columns: Sequence[str] | None = None,
-        partitions: Iterable[int] | None = None,
+        partitions: Iterable[int] | Iterable[Mapping[str, Any]] | None = None,
+        table_partitions: Iterable[Mapping[str, Any]] | None = None,
         options: Mapping[str, Any] | None = None,
         until_snapshot: int | None = None,
         until_positions: Mapping[int, int] | None = None,
@@ -250,7 +283,12 @@ class Table:
           reader with the same id resumes there, and expiry keeps what it still needs.
         - ``columns``: return only these columns (the primary key's and ``_kind`` always).
         - ``partitions``: read only these log partitions (and, in the full scan, the rows of
-          the buckets with those numbers).
+          the buckets with those numbers); or, given as mappings of partition column to value
+          (``[{"dt": "2026-11-24"}]``), only these partitions of a partitioned table: the full
+          scan reads their files alone, the changes of other table partitions are dropped
+          (with ``columns``, the partition columns are returned too).
+        - ``table_partitions``: the table partitions, as mappings, when ``partitions`` names
+          log partitions (a Spark task reads one log partition of some table partitions).
         - ``options``: any other read option by its key (``log.foreign-records``,
           ``log.reader.pause-gc``, …; the keyword arguments above win).
         - ``until_snapshot``: a transactional reader stops after this snapshot;
@@ -269,7 +307,8 @@ class Table:
 
         return ChangelogReader(
             self._internals, position, consistency=consistency, scan_mode=scan_mode, timestamp_millis=timestamp_millis,
-            consumer_id=consumer_id, columns=columns, partitions=partitions, options=options,
+            consumer_id=consumer_id, columns=columns, partitions=partitions, table_partitions=table_partitions,
+            options=options,
             until_snapshot=until_snapshot, until_positions=until_positions, schema_id=schema_id,
             changes_from_table=changes_from_table, split_partitions=split_partitions,
         )

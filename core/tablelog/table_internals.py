@@ -9,9 +9,9 @@ facade (the dashboard, ``describe``, ``verify``, Spark) reach it with
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pyarrow as pa
@@ -23,6 +23,7 @@ from tablelog.formats.projection import TOPIC_SUFFIX, projected_columns
 from tablelog.identity import table_id, token_prefix
 from tablelog.logs import discovery
 from tablelog.options import ChangelogMode, TableOptions, split_system_options
+from tablelog.reading.table_partitions import table_partitions
 from tablelog.records import LogConfig
 from tablelog.store import TableFiles, Warehouse
 from tablelog.topic_owners import default_topic, stream_config
@@ -138,15 +139,25 @@ class TableInternals:
         system = discovery.load_log_system(self.options.log_system)
         return system.open(self.projection_log_config())
 
-    def rows(self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None) -> pa.Table:
-        """The table's rows at a snapshot (default: the latest); ``buckets``: only those buckets'."""
-        return self.files.read_rows(snapshot_id, buckets)
+    def rows(
+        self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None,
+        partitions: Sequence[Mapping[str, Any]] | None = None,
+    ) -> pa.Table:
+        """The table's rows at a snapshot (default: the latest); ``buckets``: only those
+        buckets'; ``partitions``: only those table partitions' (checked and typed here)."""
+        files = self.files
+        typed = None if partitions is None else table_partitions(self.identifier, files.partition_keys,
+                                                                 files.schema, partitions)
+        return files.read_rows(snapshot_id, buckets, partitions=typed)
 
     def log_partition_rows(
-        self, snapshot_id: int | None, partitions: Collection[int] | None, schema_id: int | None = None
+        self, snapshot_id: int | None, partitions: Collection[int] | None, schema_id: int | None = None,
+        table_partitions: Sequence[Mapping[str, Any]] | None = None,
     ) -> pa.Table:
-        """The table's rows at a snapshot whose log partition is in ``partitions`` (None: all)."""
-        return routing.log_partition_rows(self.files, self.log_partitions, snapshot_id, partitions, schema_id)
+        """The table's rows at a snapshot whose log partition is in ``partitions`` (None:
+        all), of ``table_partitions`` (None: all; typed already)."""
+        return routing.log_partition_rows(self.files, self.log_partitions, snapshot_id, partitions, schema_id,
+                                          table_partitions)
 
     def log_partition_delta(
         self, snapshot_id: int, partitions: Collection[int], schema_id: int | None = None

@@ -8,8 +8,8 @@ they are given is the facade's :class:`~tablelog.table_internals.TableInternals`
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -74,7 +74,8 @@ class TableView(Protocol):
     def rows(self, snapshot_id: int | None = None, buckets: Sequence[int] | None = None) -> pa.Table: ...
 
     def log_partition_rows(
-        self, snapshot_id: int | None, partitions: Collection[int] | None, schema_id: int | None = None
+        self, snapshot_id: int | None, partitions: Collection[int] | None, schema_id: int | None = None,
+        table_partitions: Sequence[Mapping[str, Any]] | None = None,
     ) -> pa.Table: ...
 
     def log_partition_delta(

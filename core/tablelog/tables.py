@@ -39,6 +39,7 @@ def create_table(
     schema: pa.Schema,
     *,
     primary_key: Sequence[str] = (),
+    partition_keys: Sequence[str] = (),
     bucket: int | None = None,
     options: Mapping[str, Any] | GivenOptions | None = None,
     exist_ok: bool = False,
@@ -50,12 +51,15 @@ def create_table(
     Secrets among them are used but never stored: give them again to :func:`open_table`. A
     table that exists (created before, or by another process at the same time) is a
     :class:`~tablelog.errors.TableExistsError`; with ``exist_ok`` it is returned instead, if
-    ``schema`` is its schema.
+    ``schema`` is its schema. ``partition_keys``: the table's partition columns (Paimon's
+    ``partition`` option; docs/concepts.md, "Partitioned tables").
     """
     given = _given(options)
     storage = given.warehouse
     if primary_key:
         given = given.with_argument("primary-key", "primary_key", ",".join(primary_key))
+    if partition_keys:
+        given = given.with_argument("partition", "partition_keys", ",".join(partition_keys))
     if bucket is not None:
         given = given.with_argument("bucket", "bucket", str(bucket))
     parsed, system_options, paimon_options = _check(given)
@@ -66,7 +70,9 @@ def create_table(
         return _existing_table(wh, identifier, schema, given)
     definition.check_columns(schema)
     definition.check_column_types(schema)
-    definition.check_paimon_options(paimon_options, schema, parsed.primary_key)
+    definition.check_partition_keys(schema, parsed.partition, parsed.primary_key)
+    definition.check_partition_expiry(parsed)
+    definition.check_paimon_options(paimon_options, schema, parsed.primary_key, partition_keys=parsed.partition)
     check_projection(parsed, schema, parsed.primary_key)
     if parsed.bucket == DYNAMIC_BUCKET and "bucket-key" in paimon_options:
         raise OptionError(
@@ -99,7 +105,8 @@ def create_table(
         refuse_shared_topic(wh, identifier, parsed.log_system, system_options, topic)
         _register_topic(wh, identifier, parsed, system_options, topic, create=parsed.log_system_auto_register)
     try:
-        files = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored)
+        files = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored,
+                          partition_keys=tuple(parsed.partition))
     except TableExistsError:  # another process created it since the check above
         if not exist_ok:
             raise
@@ -155,11 +162,12 @@ def open_table(
 
 def _open(wh: Warehouse, identifier: str, given: GivenOptions) -> Table:
     store = wh.open(identifier)
-    table_keys = {"primary-key", "bucket"}
+    table_keys = {"primary-key", "partition", "bucket"}
     stored = GivenOptions.read(_tablelog_keys({k: v for k, v in store.properties.items() if k not in table_keys}))
     systems = discovery.known_names()
     table_options, table_system_options, _ = _check(stored, systems)
-    table_options = attrs.evolve(table_options, primary_key=store.primary_key, bucket=store.bucket)
+    table_options = attrs.evolve(table_options, primary_key=store.primary_key, partition=store.partition_keys,
+                                 bucket=store.bucket)
     given_options, given_system_options, given_paimon_options = _check(given, [*systems, table_options.log_system])
     definition.check_same_definition(
         store, table_options, definition.system_definition(identifier, table_options.log_system, table_system_options),
@@ -167,7 +175,7 @@ def _open(wh: Warehouse, identifier: str, given: GivenOptions) -> Table:
     )
     # The given runtime options over the stored ones ("Log.Consistency" overrides "log.consistency").
     parsed, system_options, _ = _check(given.without(table_keys).over(stored), systems)
-    parsed = attrs.evolve(parsed, primary_key=store.primary_key, bucket=store.bucket)
+    parsed = attrs.evolve(parsed, primary_key=store.primary_key, partition=store.partition_keys, bucket=store.bucket)
     return Table(TableInternals(wh, store, parsed, system_options))
 
 

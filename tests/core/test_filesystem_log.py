@@ -24,6 +24,7 @@ from tablelog.logs.filesystem.segments import list_bases, segment_file_name
 from tablelog.logs.filesystem.topic import partition_file_name
 from tablelog.records import LogConfig, LogRecord, ProduceBatch, SeekSpec
 from tablelog.testing import ClientOpener, LogSystemConformance, opened_clients
+from tablelog.testing.partition_scenarios import TableFilesReader
 
 
 def _config(
@@ -41,6 +42,10 @@ def _config(
 
 
 class TestFileLogConformance(LogSystemConformance):
+    @pytest.fixture
+    def table_files_reader(self, read_with_pypaimon: TableFilesReader) -> TableFilesReader:
+        return read_with_pypaimon  # every partitioned table the suite writes, read by pypaimon alone
+
     quiet_period_s = 0.05  # appends are visible at once: no broker lag to wait out
     # One 64 MiB segment holds every record of a test: TestSegmentedFileLogConformance
     # (tests/core/test_file_log_segments.py) sees deletions.

@@ -21,7 +21,7 @@ USER_OPERATIONS = {
     # reading
     "reader", "rows", "snapshots",
     # schema evolution and maintenance
-    "alter", "compact", "expire_snapshots",
+    "alter", "compact", "expire_snapshots", "expire_partitions",
 }
 
 

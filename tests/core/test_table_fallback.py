@@ -555,3 +555,31 @@ def test_the_rest_of_a_begun_partition_whose_rows_span_several_data_files_comes_
         delete_log_before(memory_log, table, 2)
         rest = reader.read_all(idle_timeout_s=0.3)
     assert counted(first + rest) == expected
+
+
+def test_the_deletes_of_an_expired_partition_come_from_the_table_when_the_log_lost_them(
+    tmp_path: Path, memory_log: MemoryLog,
+) -> None:
+    import datetime
+
+    today = datetime.date.today()
+    old, current = str(today - datetime.timedelta(days=5)), str(today)
+    schema = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("v", pa.string())])
+    table = create_table(
+        str(tmp_path / "wh"), "db.p", schema, primary_key=["dt", "id"], partition_keys=["dt"], bucket=2,
+        options={"log.system": "memory", "log.fetch-timeout-ms": "300", **NO_COMPACTION,
+                 "partition.expiration-time": "2 d"},
+    )
+    position = table.reader(consistency="transactional", scan_mode="earliest").position.to_json()
+    written: Counter[tuple[Any, ...]] = Counter()
+    with table.writer("w") as writer:
+        data = [{"dt": day, "id": i, "v": f"v{i}"} for day in (old, current) for i in range(10)]
+        writer.write(data)
+        writer.commit()  # and its expiry check drops `old`: snapshot 2
+    written.update(("+I", r["dt"], r["id"], r["v"]) for r in data)
+    written.update(("-D", old, i, f"v{i}") for i in range(10))
+    assert [s.commit_kind for s in table.snapshots()] == ["APPEND", "OVERWRITE"]
+    delete_log_before(memory_log, table, 2)  # retention took both snapshots' records
+    with table.reader(position) as reader:
+        changes = reader.read_all(idle_timeout_s=0.3)
+    assert Counter((c.kind.value, c.row["dt"], c.row["id"], c.row["v"]) for c in changes) == written

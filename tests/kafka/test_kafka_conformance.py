@@ -9,11 +9,16 @@ import pytest
 
 from tablelog.records import LogConfig
 from tablelog.testing import LogSystemConformance, free_port
+from tablelog.testing.partition_scenarios import TableFilesReader
 from tablelog_kafka.config import KAFKA_DEFAULT_MAX_MESSAGE_BYTES
 
 
 class TestKafkaConformance(LogSystemConformance):
     max_record_bytes = KAFKA_DEFAULT_MAX_MESSAGE_BYTES
+
+    @pytest.fixture
+    def table_files_reader(self, read_with_pypaimon: TableFilesReader) -> TableFilesReader:
+        return read_with_pypaimon  # every partitioned table the suite writes, read by pypaimon alone
 
     @pytest.fixture
     def log_config_factory(

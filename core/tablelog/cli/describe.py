@@ -94,7 +94,9 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
         click.echo(dumps(describe_document(t, limit, counted)))
         return
     console.print(f"[bold]{t.identifier}[/]  warehouse {t.warehouse.path}")
-    console.print(f"primary key: {', '.join(t.primary_key) or '(none)'}   buckets: {_buckets_text(t)}")
+    files = internals(t).files
+    console.print(f"primary key: {', '.join(t.primary_key) or '(none)'}   "
+                  f"partitioned by: {', '.join(files.partition_keys) or '(none)'}   buckets: {_buckets_text(t)}")
     console.print(rows_line(count_rows(t) if counted else known_rows(t)))
     schema = RichTable("column", "type", title=f"schema {t.schema_id}")
     for field in t.schema:

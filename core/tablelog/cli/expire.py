@@ -1,4 +1,5 @@
-"""`tablelog expire`: expire a table's snapshots as its options say (as every commit does)."""
+"""`tablelog expire`: expire a table's snapshots as its options say (as every commit does);
+with ``--partitions``, its expired partitions (``partition.expiration-time``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tablelog.cli.common import (
 )
 from tablelog.documents import FORMATS, dumps
 from tablelog.expiry import ExpireResult
+from tablelog.table import Table
 from tablelog.tables import open_table
 
 
@@ -37,10 +39,12 @@ def expire_document(result: ExpireResult) -> dict[str, object]:
 @table_argument
 @options_option
 @click.option("--dry-run", is_flag=True, help="Print what would be removed; remove nothing.")
+@click.option("--partitions", "partitions", is_flag=True,
+              help="Drop the partitions older than partition.expiration-time instead (their rows' -D in the log).")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
               help="json: one JSON document of what was (or would be) removed.")
 @friendly_errors
-def expire_command(warehouse: str, table: str, raw_options: tuple[str, ...], dry_run: bool,
+def expire_command(warehouse: str, table: str, raw_options: tuple[str, ...], dry_run: bool, partitions: bool,
                    output_format: str) -> None:
     """Expire old snapshots and the files only they reference.
 
@@ -50,6 +54,9 @@ def expire_command(warehouse: str, table: str, raw_options: tuple[str, ...], dry
     -o snapshot.time-retained=10min. Commits run the same expiry after each snapshot.
     """
     t = open_table(warehouse, table, parse_options(raw_options))
+    if partitions:
+        _expire_partitions(t, dry_run, output_format)
+        return
     result = t.expire_snapshots(dry_run=dry_run)
     if output_format == "json":
         click.echo(dumps(expire_document(result)))
@@ -77,3 +84,23 @@ def expire_command(warehouse: str, table: str, raw_options: tuple[str, ...], dry
         console.print("no snapshot expired" + (f" (held by {result.held_by})" if result.held_by else ""))
     if result.latest is not None:
         console.print(f"snapshots kept: {result.earliest_kept}..{result.latest}")
+
+
+def _expire_partitions(t: Table, dry_run: bool, output_format: str) -> None:
+    result = t.expire_partitions(dry_run=dry_run)
+    if output_format == "json":
+        click.echo(dumps({
+            "dry_run": result.dry_run,
+            "dropped_partitions": [{"partition": partition, "rows": rows, "snapshot": snapshot}
+                                   for partition, rows, snapshot in result.dropped],
+        }))
+        return
+    if not result.dropped:
+        console.print("no partition expired")
+    for partition, rows, snapshot in result.dropped:
+        shown = ", ".join(f"{k}={v}" for k, v in partition.items())
+        if dry_run:
+            console.print(f"would drop partition {shown}", markup=False)
+        else:
+            console.print(f"dropped partition {shown}: {rows} row(s), their -D in the log, snapshot {snapshot}",
+                          markup=False)

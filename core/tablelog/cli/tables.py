@@ -54,15 +54,18 @@ def parse_schema(text: str) -> pa.Schema:
 @table_argument
 @click.option("--schema", "schema_text", required=True, help="Columns, e.g. 'id bigint, name string'.")
 @click.option("--primary-key", "-k", default="", help="Primary key columns, comma-separated.")
+@click.option("--partition", "-p", "partition", default="",
+              help="Partition columns, comma-separated (a primary-key table's are primary-key columns).")
 @click.option("--bucket", "-b", type=int, default=None,
               help="Number of buckets (log partitions); -1: Paimon's dynamic buckets.")
 @options_option
 @friendly_errors
-def create(warehouse: str, table: str, schema_text: str, primary_key: str, bucket: int | None,
+def create(warehouse: str, table: str, schema_text: str, primary_key: str, partition: str, bucket: int | None,
            raw_options: tuple[str, ...]) -> None:
     """Create a table."""
     options = parse_options(raw_options, **{
         "primary-key": ("-k/--primary-key", primary_key or None),
+        "partition": ("-p/--partition", partition or None),
         "bucket": ("-b/--bucket", None if bucket is None else str(bucket)),
     })
     created = create_table(warehouse, table, parse_schema(schema_text), options=options)

@@ -30,6 +30,7 @@ from tablelog.cli.common import (
 from tablelog.documents import FORMATS, change_document, dumps
 from tablelog.errors import OptionError
 from tablelog.reading import Change, ChangelogReader
+from tablelog.reading.table_partitions import parse_partition_specs
 from tablelog.table import Table
 from tablelog.tables import open_table
 
@@ -112,11 +113,14 @@ def _check_followable(table: Table, follow: bool, scan_mode: str | None) -> None
 @click.option("--columns", default=None,
               help="Print only these columns (comma-separated) and the primary key's; an arrow log "
                    "decodes only those.")
+@click.option("--partitions", "table_partitions", default=None,
+              help="Only these partitions of a partitioned table: 'dt=2026-11-24;dt=2026-11-25'.")
 @options_option
 @friendly_errors
 def tail(warehouse: str, table: str, consistency: str | None, scan_mode: str | None,
          timestamp_millis: int | None, position: str | None, follow: bool, limit: int | None,
-         idle_timeout: float, output_format: str, columns: str | None, raw_options: tuple[str, ...]) -> None:
+         idle_timeout: float, output_format: str, columns: str | None, table_partitions: str | None,
+         raw_options: tuple[str, ...]) -> None:
     """Print the changelog, one change per line; the last line is the position to resume from.
 
     The position goes to stderr as `# N change(s); position: JSON`, also when Ctrl-C
@@ -139,6 +143,7 @@ def tail(warehouse: str, table: str, consistency: str | None, scan_mode: str | N
     with _stop_on_interrupt() as interrupts, t.reader(
         position=position, consistency=consistency, scan_mode=scan_mode, timestamp_millis=timestamp_millis,
         columns=None if columns is None else [c.strip() for c in columns.split(",") if c.strip()],
+        table_partitions=None if table_partitions is None else parse_partition_specs(table_partitions, "--partitions"),
         split_partitions=limit is not None,
     ) as reader:
         resume_at = reader.position

@@ -130,7 +130,7 @@ def compact(
         (plan.files, operations.rewrite_bucket(plan.files, plan.output_level, plan.drop_deletes)) for plan in plans
     ]
     user = f"tablelog-compaction-{uuid.uuid4()}"
-    compacted = sorted(plan.files.bucket for plan in plans)
+    compacted = sorted({plan.files.bucket for plan in plans})  # a bucket number repeats across partitions
     properties = {P_COMPACTED: json.dumps(compacted)}
     try:
         snapshot_id = _commit(store, operations, rewrites, user, latest.id, properties, compacted)

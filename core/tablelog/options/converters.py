@@ -58,6 +58,15 @@ def to_positive_duration(value: Any) -> datetime.timedelta:
     return given
 
 
+def to_optional_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text:
+        raise InvalidValue("expected a non-empty text")
+    return text
+
+
 def to_consumer_id(value: Any) -> str | None:
     if value is None:
         return None

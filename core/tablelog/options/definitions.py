@@ -23,10 +23,12 @@ from tablelog.options.converters import (
     to_duration,
     to_enum,
     to_int,
+    to_optional_text,
     to_positive_duration,
     to_system_name,
 )
 from tablelog.options.keys import sort_values
+from tablelog.partition_time import to_timestamp_formatter
 
 #: The log partitions of a dynamic-bucket table that does not set ``log.system.partitions``:
 #: the log partition of a key is its hash modulo this, so it is fixed with the table.
@@ -230,6 +232,35 @@ class TableOptions:
         to_columns,
         fixed=True,
     )
+    partition: tuple[str, ...] = option(
+        "partition", (),
+        "Partition columns, comma-separated (table creation; Paimon's option). A primary-key "
+        "table's partition columns must be primary-key columns.",
+        to_columns, fixed=True,
+    )
+    partition_expiration_time: datetime.timedelta | None = option(
+        "partition.expiration-time", None,
+        "A partition whose time (from its values) is older than this is dropped, its rows' `-D` in the "
+        "log, in a snapshot of its own (Paimon's option; default: partitions never expire; primary-key tables).",
+        to_duration,
+    )
+    partition_expiration_check_interval: datetime.timedelta = option(
+        "partition.expiration-check-interval", datetime.timedelta(hours=1),
+        "A writing process looks for expired partitions after a commit at most this often (Paimon's option).",
+        to_positive_duration,
+    )
+    partition_timestamp_formatter: str | None = option(
+        "partition.timestamp-formatter", None,
+        "How a partition's timestamp text is parsed, in Java letters (`yyyyMMdd`, `yyyy-MM-dd HH`; "
+        "default: `yyyy-MM-dd` or `yyyy-MM-dd HH:mm:ss`). Paimon's option.",
+        to_timestamp_formatter,
+    )
+    partition_timestamp_pattern: str | None = option(
+        "partition.timestamp-pattern", None,
+        "A partition's timestamp text from its values: `$dt`, `$dt $hour:00:00` (default: the first "
+        "partition column's value). Paimon's option.",
+        to_optional_text,
+    )
     bucket: int = option(
         "bucket", 1,
         "Number of buckets (table creation); bucket b maps to log partition b. `-1`: Paimon's "
@@ -284,7 +315,7 @@ class TableOptions:
         for field in attrs.fields(type(self)):
             value = getattr(self, field.name)
             # consumer-id names one reader: a stored one would make every reader that consumer.
-            if value == field.default or field.name in ("primary_key", "bucket", "consumer_id"):
+            if value == field.default or field.name in ("primary_key", "partition", "bucket", "consumer_id"):
                 continue
             result[field.metadata["key"]] = as_text(value)
         return result

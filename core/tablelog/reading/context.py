@@ -36,6 +36,7 @@ from tablelog.records import FetchResult, ValuesResult
 if TYPE_CHECKING:
     from tablelog.logs.client import LogClient
     from tablelog.options import TableOptions
+    from tablelog.reading.table_partitions import PartitionFilter
     from tablelog.store import SchemaMapping
     from tablelog.table_view import TableView
 
@@ -46,6 +47,7 @@ class ReadContext:
     def __init__(
         self, table: TableView, options: TableOptions, partitions: frozenset[int] | None,
         changes_from_table: bool = True, schema_id: int | None = None, columns: frozenset[str] | None = None,
+        table_partitions: PartitionFilter | None = None,
     ) -> None:
         """``schema_id``: pin the reader to this schema (default: the table's latest, then
         the newest the reader meets). ``columns``: the only columns a reader returns (its
@@ -72,6 +74,8 @@ class ReadContext:
         self.decoder = Decoder(table, options, self)
         #: The log partitions read (None: all of them).
         self.partitions = partitions
+        #: The table partitions read (None: all of them).
+        self.table_partitions = table_partitions
         #: What the building of each batch is wrapped in (``log.reader.pause-gc``).
         self.building_batch = batch_guard(options.log_reader_pause_gc)
         self._log: LogClient | None = None
@@ -118,7 +122,8 @@ class ReadContext:
         snapshot = self.table.files.snapshot(snapshot_id)
         if snapshot is not None:
             self.upgrade(snapshot.schema_id)
-        return self.table.log_partition_rows(snapshot_id, partitions, self.schema_id)
+        specs = None if self.table_partitions is None else self.table_partitions.specs
+        return self.table.log_partition_rows(snapshot_id, partitions, self.schema_id, table_partitions=specs)
 
     @property
     def log(self) -> LogClient:

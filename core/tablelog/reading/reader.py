@@ -25,6 +25,7 @@ from tablelog.reading.decode import Change
 from tablelog.reading.eventual import EventualRead
 from tablelog.reading.full_scan import FullScan
 from tablelog.reading.start import check_ends, check_given_position, initial_position
+from tablelog.reading.table_partitions import PartitionFilter
 from tablelog.reading.transactional import TransactionalRead
 
 if TYPE_CHECKING:
@@ -46,7 +47,8 @@ class ChangelogReader:
         timestamp_millis: int | None = None,
         consumer_id: str | None = None,
         columns: Sequence[str] | None = None,
-        partitions: Iterable[int] | None = None,
+        partitions: Iterable[int] | Iterable[Mapping[str, Any]] | None = None,
+        table_partitions: Iterable[Mapping[str, Any]] | None = None,
         options: Mapping[str, Any] | None = None,
         until_snapshot: int | None = None,
         until_positions: Mapping[int, int] | None = None,
@@ -63,12 +65,12 @@ class ChangelogReader:
         partition is read at least once if the log loses its rest."""
         self.table = table
         self.options = _read_options(table, options, consistency, scan_mode, timestamp_millis, consumer_id)
-        only = None if partitions is None else frozenset(partitions)
+        only, self._table_partitions = _split_partitions(table, partitions, table_partitions)
         _check_partitions(table, only)
-        self._columns = selected_columns(table, columns)
+        self._columns = selected_columns(table, columns, of_some_partitions=self._table_partitions is not None)
         self._context = ReadContext(
             table, self.options, only, changes_from_table, schema_id,
-            None if self._columns is None else frozenset(self._columns),
+            None if self._columns is None else frozenset(self._columns), self._table_partitions,
         )
         self._position: ReaderPosition | None = None
         # A saved position (its JSON, or a dict) is checked against the log's ends when
@@ -153,6 +155,8 @@ class ChangelogReader:
                 return []  # its rows were all there is (see __init__)
             else:
                 changes = self._read.poll(position, max_records, timeout_s)
+                if self._table_partitions is not None:
+                    changes = self._in_table_partitions(self._table_partitions, position, changes, max_records)
         if self._columns is None:
             return changes
         names = [f.name for f in self.schema]
@@ -173,7 +177,26 @@ class ChangelogReader:
                 return self.to_arrow(self._full_scan.poll(position, max_records))
             if not self.table.options.log_enabled:
                 return self.to_arrow([])
-            return self._selected(self._read.poll_arrow(position, max_records, timeout_s))
+            result = self._read.poll_arrow(position, max_records, timeout_s)
+            only = self._table_partitions
+            if only is not None:
+                kept = result.filter(only.mask(result)) if result.num_rows else result
+                while result.num_rows and not kept.num_rows:  # see _in_table_partitions
+                    result = self._read.poll_arrow(position, max_records, 0.0)
+                    kept = result.filter(only.mask(result)) if result.num_rows else result
+                result = kept
+            return self._selected(result)
+
+    def _in_table_partitions(
+        self, only: PartitionFilter, position: ReaderPosition, changes: list[Change], max_records: int
+    ) -> list[Change]:
+        """The ``changes`` of the table partitions read. A poll returning nothing means
+        "nothing new", so while the log had only other partitions' changes it reads on."""
+        kept = [c for c in changes if only.matches(c.row)]
+        while changes and not kept:
+            changes = self._read.poll(position, max_records, 0.0)
+            kept = [c for c in changes if only.matches(c.row)]
+        return kept
 
     @contextlib.contextmanager
     def _undone_on_failure(self, position: ReaderPosition) -> Iterator[None]:
@@ -253,9 +276,13 @@ class ChangelogReader:
         return position
 
 
-def selected_columns(table: TableView, columns: Sequence[str] | None) -> tuple[str, ...] | None:
+def selected_columns(
+    table: TableView, columns: Sequence[str] | None, *, of_some_partitions: bool = False
+) -> tuple[str, ...] | None:
     """The columns a reader asked for, with the primary key's, in the table's order;
-    None for all. An unknown name is an error naming it and the table's columns."""
+    None for all. An unknown name is an error naming it and the table's columns.
+    ``of_some_partitions``: the reader reads some table partitions, told apart by their
+    partition columns: those are decoded, and returned, too."""
     if columns is None:
         return None
     if isinstance(columns, str):
@@ -267,7 +294,7 @@ def selected_columns(table: TableView, columns: Sequence[str] | None) -> tuple[s
             f"columns={list(columns)}: table {table.identifier!r} has no column "
             f"{', '.join(map(repr, unknown))}; its columns: {', '.join(names)}"
         )
-    wanted = {*columns, *table.primary_key}
+    wanted = {*columns, *table.primary_key, *(table.files.partition_keys if of_some_partitions else ())}
     return tuple(name for name in names if name in wanted)
 
 
@@ -292,6 +319,30 @@ def _read_options(
             "log.system to keep its changes"
         )
     return result
+
+
+def _split_partitions(
+    table: TableView, partitions: Iterable[int] | Iterable[Mapping[str, Any]] | None,
+    table_partitions: Iterable[Mapping[str, Any]] | None,
+) -> tuple[frozenset[int] | None, PartitionFilter | None]:
+    """The log partitions and the table partitions read: ``partitions`` are log partitions
+    (numbers) or table partitions (mappings of partition column to value), never both;
+    ``table_partitions`` table partitions (with log partitions in ``partitions``)."""
+    given: list[Any] | None = None if partitions is None else list(partitions)
+    mappings = [p for p in given or () if isinstance(p, Mapping)]
+    if mappings and len(mappings) != len(given or ()):
+        raise OptionError(
+            f"partitions={given}: give log partitions (numbers) or table partitions (mappings of partition "
+            "column to value), not both"
+        )
+    if mappings and table_partitions is not None:
+        raise OptionError("table partitions are given twice: in partitions= and in table_partitions=; give them once")
+    logs = None if given is None or mappings else frozenset(int(p) for p in given)
+    wanted = mappings or (None if table_partitions is None else list(table_partitions))
+    if wanted is None:
+        return logs, None
+    files = table.files
+    return logs, PartitionFilter.parse(table.identifier, files.partition_keys, files.schema, wanted)
 
 
 def _check_partitions(table: TableView, only: frozenset[int] | None) -> None:

@@ -37,7 +37,9 @@ class TablelogDataSource(DataSource):
 
         options = self._options()
         table = open_table(options.warehouse, options.table, options.runtime)
-        columns = selected_columns(internals(table), options.columns)  # an unknown name: an error naming the table's
+        # An unknown name: an error naming the table's columns.
+        columns = selected_columns(internals(table), options.columns,
+                                   of_some_partitions=options.table_partitions is not None)
         if columns is None:
             return output_schema(table.schema)
         return output_schema(pa.schema([f for f in table.schema if f.name in columns]))

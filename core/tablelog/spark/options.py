@@ -18,6 +18,7 @@ import attrs
 
 from tablelog.errors import OptionError
 from tablelog.options import GivenOptions
+from tablelog.reading.table_partitions import parse_partition_specs
 from tablelog.redaction import redact
 from tablelog.store import warehouse_path
 
@@ -28,10 +29,14 @@ MERGE_SCHEMA = "mergeschema"
 #: no projection: a query's ``select`` cannot prune what the source decodes).
 COLUMNS = "columns"
 
+#: The source option that limits a read to table partitions, as Paimon's procedures write
+#: them: ``dt=2026-11-24;dt=2026-11-25``, columns of one partition separated by commas.
+PARTITIONS = "partitions"
+
 #: Keys that configure the data source (or Spark itself), never the table.
 ENGINE_KEYS = frozenset({
     "warehouse", "table", "path", "checkpointlocation", "queryname", "writer.id", "consumer-id", MERGE_SCHEMA,
-    COLUMNS,
+    COLUMNS, PARTITIONS,
 })
 
 #: Reader-side overrides of table options.
@@ -62,6 +67,9 @@ class SourceOptions:
     merge_schema: bool = False
     #: ``columns = "a,b"``: reads return only these (and the primary key's) columns.
     columns: tuple[str, ...] | None = None
+    #: ``partitions = "dt=2026-11-24;dt=2026-11-25"``: reads return only these table partitions'
+    #: rows and changes (values as text; the table's reader checks and types them).
+    table_partitions: tuple[dict[str, str], ...] | None = None
     #: ``table_options`` parsed, once, on the driver: what every layer below takes, down
     #: to the executors (:mod:`tablelog.options.given`).
     given: GivenOptions = attrs.field(kw_only=True, repr=False)
@@ -93,8 +101,9 @@ class SourceOptions:
             columns = tuple(c.strip() for c in raw[COLUMNS].split(",") if c.strip())
             if not columns:
                 raise OptionError(f"option columns={raw[COLUMNS]!r}: expected column names separated by commas")
+        table_partitions = parse_partition_specs(raw[PARTITIONS], "option partitions") if PARTITIONS in raw else None
         return cls(warehouse_path(warehouse), table, table_options, writer_id, raw.get("consumer-id"),
-                   merge == "true", columns, given=GivenOptions.parse(table_options))
+                   merge == "true", columns, table_partitions, given=GivenOptions.parse(table_options))
 
     @property
     def runtime_options(self) -> dict[str, str]:

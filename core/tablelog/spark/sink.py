@@ -91,7 +91,11 @@ def plan_write(options: Mapping[str, str], schema: StructType, overwrite: bool, 
     if overwrite:
         raise OptionError(
             f"table {parsed.table!r}: the tablelog sink only appends changes (save mode 'append', "
-            "output mode 'append' or 'update'); to remove rows, write them with _kind '-D'"
+            "output mode 'append' or 'update'); an overwrite (mode('overwrite'), INSERT OVERWRITE of the "
+            "table or of a partition) is refused: the log would have to carry a -D of every row it replaces, "
+            "and rows other writers commit meanwhile would be replaced without one, leaving a log that "
+            "disagrees with the table. To replace rows, write their -D (column _kind) and the new rows; to "
+            "drop old partitions, set partition.expiration-time"
         )
     data_schema = to_arrow(schema)
     table = open_or_create(parsed, data_schema)

@@ -25,7 +25,7 @@ executors): a log partition's rows (:class:`FullScanPartition`), its committed c
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ from tablelog.formats.codec import KIND_COLUMN
 from tablelog.options import Consistency
 from tablelog.positions import ReaderPosition, check_not_past_ends
 from tablelog.reading.reader import selected_columns
+from tablelog.reading.table_partitions import table_partitions
 from tablelog.records import RowKind
 from tablelog.spark import offsets
 from tablelog.spark.options import SourceOptions
@@ -65,9 +66,12 @@ def _batches(data: pa.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
 
 def read_full(
     table: Table, snapshot: int, partition: int, schema_id: int, columns: Sequence[str] | None = None,
+    only: Sequence[Mapping[str, Any]] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of ``snapshot`` in log ``partition``, as ``+I``."""
-    rows = internals(table).log_partition_rows(snapshot, [partition], schema_id)
+    """The rows of ``snapshot`` in log ``partition`` (of the table partitions ``only``), as ``+I``."""
+    files = internals(table).files
+    typed = None if only is None else table_partitions(table.identifier, files.partition_keys, files.schema, only)
+    rows = internals(table).log_partition_rows(snapshot, [partition], schema_id, typed)
     if columns is not None:
         rows = rows.select([name for name in rows.column_names if name in columns])
     kinds = pa.array([RowKind.INSERT.value] * rows.num_rows, pa.string())
@@ -76,11 +80,13 @@ def read_full(
 
 def read_committed(
     table: Table, partition: int, start: int, end: int, schema_id: int, columns: Sequence[str] | None = None,
+    only: Sequence[Mapping[str, Any]] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The committed changes of snapshots ``start+1 .. end`` in log partition ``partition``."""
+    """The committed changes of snapshots ``start+1 .. end`` in log partition ``partition``
+    (of the table partitions ``only``)."""
     position = ReaderPosition(Consistency.TRANSACTIONAL, snapshot=start)
     schema = output_arrow_schema(table, schema_id, columns)
-    with table.reader(position=position, partitions=[partition], until_snapshot=end,
+    with table.reader(position=position, partitions=[partition], table_partitions=only, until_snapshot=end,
                       schema_id=schema_id, columns=columns) as reader:
         stalled_since = time.monotonic()
         while reader.position.snapshot < end:
@@ -97,16 +103,17 @@ def read_committed(
 
 def read_log(
     table: Table, partition: int, start: int, end: int, schema_id: int, columns: Sequence[str] | None = None,
-    snapshots: tuple[int, int] | None = None,
+    snapshots: tuple[int, int] | None = None, only: Sequence[Mapping[str, Any]] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Every record of log partition ``partition`` in ``[start, end)`` (eventual: at least once),
     as Arrow: an ``arrow`` log's batches as they are, no Python row. ``snapshots``: the
     changes other writers committed in the partition in snapshots ``first+1 .. last``
-    too, in their place among the records (:mod:`tablelog.reading.foreign`)."""
+    too, in their place among the records (:mod:`tablelog.reading.foreign`); of the table
+    partitions ``only`` (None: all)."""
     first, last = snapshots if snapshots is not None else (0, None)
     position = ReaderPosition(Consistency.EVENTUAL, snapshot=first, offsets={partition: start})
     schema = output_arrow_schema(table, schema_id, columns)
-    with table.reader(position=position, partitions=[partition], schema_id=schema_id,
+    with table.reader(position=position, partitions=[partition], table_partitions=only, schema_id=schema_id,
                       until_positions={partition: end}, until_snapshot=last, columns=columns) as reader:
         stalled_since, reached = time.monotonic(), start
         while (now_at := reader.position.offsets.get(partition, start)) < end or (
@@ -132,8 +139,9 @@ class FullScanPartition(InputPartition):
     snapshot: int
     partition: int
 
-    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        return read_full(table, self.snapshot, self.partition, schema_id, columns)
+    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None,
+             only: Sequence[Mapping[str, Any]] | None = None) -> Iterator[pa.RecordBatch]:
+        return read_full(table, self.snapshot, self.partition, schema_id, columns, only)
 
 
 def full_scan(table: Table, snapshot: int) -> list[InputPartition]:
@@ -156,8 +164,9 @@ class _LogPartitionSpan(InputPartition):
 class CommittedChanges(_LogPartitionSpan):
     """The committed changes of snapshots ``start+1 .. end`` in log partition ``partition``."""
 
-    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        return read_committed(table, self.partition, self.start, self.end, schema_id, columns)
+    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None,
+             only: Sequence[Mapping[str, Any]] | None = None) -> Iterator[pa.RecordBatch]:
+        return read_committed(table, self.partition, self.start, self.end, schema_id, columns, only)
 
 
 @dataclass(frozen=True)
@@ -167,8 +176,9 @@ class LogRecords(_LogPartitionSpan):
 
     snapshots: tuple[int, int] | None = None
 
-    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        return read_log(table, self.partition, self.start, self.end, schema_id, columns, self.snapshots)
+    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None,
+             only: Sequence[Mapping[str, Any]] | None = None) -> Iterator[pa.RecordBatch]:
+        return read_log(table, self.partition, self.start, self.end, schema_id, columns, self.snapshots, only)
 
 
 @dataclass(frozen=True)
@@ -178,7 +188,8 @@ class NoRows(InputPartition):
     def __init__(self) -> None:  # no value: InputPartition's constructor takes one
         pass
 
-    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+    def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None,
+             only: Sequence[Mapping[str, Any]] | None = None) -> Iterator[pa.RecordBatch]:
         return iter(())
 
 
@@ -188,7 +199,8 @@ SourcePartition = FullScanPartition | CommittedChanges | LogRecords | NoRows
 def read_partition(options: SourceOptions, partition: SourcePartition, schema_id: int) -> Iterator[pa.RecordBatch]:
     """A partition's rows in schema ``schema_id``: the columns the query was planned with."""
     table = open_table(options.warehouse, options.table, options.runtime)
-    yield from partition.read(table, schema_id, selected_columns(internals(table), options.columns))
+    columns = selected_columns(internals(table), options.columns, of_some_partitions=options.table_partitions is not None)
+    yield from partition.read(table, schema_id, columns, options.table_partitions)
 
 
 class _TableHolder:
@@ -223,7 +235,8 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
                 "create the table with a log.system, or read it with spark.read"
             )
         with table.reader(options=options.read_options, consumer_id=options.consumer_id, schema_id=self.schema_id,
-                          columns=options.columns) as reader:  # checks the read options now
+                          columns=options.columns, table_partitions=options.table_partitions) as reader:
+            # checks the read options now
             self.consistency = reader.consistency
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (Spark's names)
@@ -314,6 +327,9 @@ class TablelogBatchReader(_TableHolder, DataSourceReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self.schema_id = self.table.schema_id
+        if options.table_partitions is not None:  # a wrong column or value fails now, on the driver
+            files = internals(self.table).files
+            table_partitions(self.table.identifier, files.partition_keys, files.schema, options.table_partitions)
 
     def partitions(self) -> list[InputPartition]:
         latest = internals(self.table).files.latest_snapshot()

@@ -23,6 +23,7 @@ follow from them.
 from tablelog.store.deltas import DeltaRemovesFilesError
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.files import TableFiles
+from tablelog.store.partitions import PartitionDrop
 from tablelog.store.schema import (
     KIND_FIELD,
     as_stored,
@@ -65,6 +66,7 @@ __all__ = [
     "paimon_immutable_option_keys",
     "SUPPORTED_WAREHOUSES",
     "PaimonTable",
+    "PartitionDrop",
     "SnapshotInfo",
     "TableFiles",
     "TableWrite",

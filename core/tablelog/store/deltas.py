@@ -5,10 +5,16 @@ them (``changelog-producer = none``: the delta files are the changelog).
 An append table's delta rows are exactly the rows written. A primary-key table's delta
 holds what each write left per key, with its kind (``+I``, ``+U``, ``-D``, ``-U``): the
 writer merges the changes of one key within one commit into the last of them.
+
+An ``OVERWRITE`` snapshot (a dropped or overwritten partition) removes files rather than
+adding changes: its delta is the difference of the rows before and after it, a ``-D``
+of each row it removed, then a ``+I`` of each it added (:func:`overwrite_delta`).
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -77,3 +83,31 @@ def _empty(paimon: Any) -> pa.Table:
 
     fields = [f for f in PyarrowFieldParser.from_paimon_schema(paimon.table_schema.fields) if f.name != KIND_FIELD]
     return pa.schema([pa.field(ROW_KIND, pa.string()), *fields]).empty_table()
+
+
+def overwrite_delta(before: pa.Table, after: pa.Table) -> pa.Table:
+    """The changes from the rows ``before`` to the rows ``after`` (one schema): a ``-D``
+    of each row only ``before`` has, then a ``+I`` of each row only ``after`` has."""
+    rows_before, rows_after = before.to_pylist(), after.to_pylist()
+    kept = Counter(_row_text(row) for row in rows_after) & Counter(_row_text(row) for row in rows_before)
+    removed = _without(rows_before, Counter(kept))
+    added = _without(rows_after, Counter(kept))
+    kinds = ["-D"] * len(removed) + ["+I"] * len(added)
+    rows = pa.Table.from_pylist(removed + added, before.schema)
+    return rows.add_column(0, pa.field(ROW_KIND, pa.string()), pa.array(kinds, pa.string()))
+
+
+def _row_text(row: dict[str, Any]) -> str:
+    return json.dumps(row, sort_keys=True, default=repr)
+
+
+def _without(rows: list[dict[str, Any]], kept: Counter[str]) -> list[dict[str, Any]]:
+    """``rows`` but as many of each row as ``kept`` counts (it is used up)."""
+    result = []
+    for row in rows:
+        text = _row_text(row)
+        if kept[text]:
+            kept[text] -= 1
+        else:
+            result.append(row)
+    return result

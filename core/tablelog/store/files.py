@@ -44,6 +44,9 @@ class TableFiles(Protocol):
     def primary_key(self) -> tuple[str, ...]: ...
 
     @property
+    def partition_keys(self) -> tuple[str, ...]: ...
+
+    @property
     def bucket(self) -> int:
         """The number of buckets; ``-1``: dynamic buckets."""
 
@@ -101,7 +104,8 @@ class TableFiles(Protocol):
     # -- rows and deltas -------------------------------------------------------
 
     def read_rows(
-        self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None
+        self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None,
+        *, partitions: Sequence[Mapping[str, Any]] | None = None,
     ) -> pa.Table: ...
 
     def read_delta(
@@ -128,6 +132,8 @@ class TableFiles(Protocol):
     ) -> bool: ...
 
     def written_buckets(self, messages: Sequence[Any]) -> list[int]: ...
+
+    def partitions(self, snapshot_id: int) -> list[dict[str, Any]]: ...
 
     def abort(self, messages: Sequence[Any]) -> None: ...
 

@@ -1,4 +1,4 @@
-"""How many rows a table has at a snapshot.
+"""A table's rows at a snapshot, and how many it has.
 
 A snapshot's ``total_record_count`` counts the records in its data files: in a
 primary-key table every version of a key until a compaction merges them (3 inserts, an
@@ -8,7 +8,34 @@ files tells the rows; it reads the key columns alone, batch by batch.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import pyarrow as pa
+
+from tablelog.store.partitions import partition_predicate
+from tablelog.store.schema import KIND_FIELD
+
+
+def read_snapshot_rows(
+    paimon: Any, snapshot_id: int, buckets: Iterable[int] | None, partitions: Sequence[Mapping[str, Any]] | None,
+) -> tuple[pa.Table | None, int]:
+    """The rows of ``paimon`` (pypaimon's table) at ``snapshot_id``, without the kind
+    column, in the schema the snapshot was committed with (and that schema's id); with
+    ``buckets``, only those buckets' rows (in every table partition); with
+    ``partitions``, only those table partitions' files are read. None: no rows."""
+    table = paimon.copy({"scan.snapshot-id": str(snapshot_id)})
+    builder = table.new_read_builder()
+    if partitions:
+        builder = builder.with_filter(partition_predicate(builder, partitions))
+    splits = builder.new_scan().plan().splits()
+    if buckets is not None:
+        wanted = set(buckets)
+        splits = [s for s in splits if s.bucket in wanted]
+    result = builder.new_read().to_arrow(splits)
+    if result is not None and KIND_FIELD in result.schema.names:
+        result = result.drop_columns([KIND_FIELD])
+    return result, int(table.table_schema.id)
 
 
 def count_rows(paimon: Any, snapshot_id: int) -> int:
@@ -17,3 +44,4 @@ def count_rows(paimon: Any, snapshot_id: int) -> int:
     builder = table.new_read_builder().with_projection(list(table.table_schema.primary_keys))
     splits = builder.new_scan().plan().splits()
     return sum(batch.num_rows for batch in builder.new_read().to_arrow_batch_reader(splits))
+

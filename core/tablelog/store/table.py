@@ -23,7 +23,7 @@ from tablelog.store import snapshots
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
 from tablelog.store.data_files import DataFiles
-from tablelog.store.deltas import read_delta
+from tablelog.store.deltas import overwrite_delta, read_delta
 from tablelog.store.dynamic_index import reconcile_hash_indexes
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
@@ -31,8 +31,9 @@ from tablelog.store.key_hash import key_hash_rows
 from tablelog.store.leases import Leases
 from tablelog.store.locks import try_lock
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
+from tablelog.store.partitions import list_partitions
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
-from tablelog.store.row_count import count_rows
+from tablelog.store.row_count import count_rows, read_snapshot_rows
 from tablelog.store.schema import KIND_FIELD
 from tablelog.store.schema_changes import SchemaChange, commit_changes
 from tablelog.store.schema_files import schema_files
@@ -82,6 +83,11 @@ class PaimonTable:
     @property
     def primary_key(self) -> tuple[str, ...]:
         return tuple(self.table_schema.primary_keys or ())
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        """The table's partition columns (none: an unpartitioned table)."""
+        return tuple(self.table_schema.partition_keys or ())
 
     @property
     def properties(self) -> dict[str, str]:
@@ -273,17 +279,33 @@ class PaimonTable:
     @staticmethod
     def written_buckets(messages: Sequence[Any]) -> list[int]:
         """The buckets the prepared data files ``messages`` add files to."""
-        return sorted({int(m.bucket) for m in messages if m.new_files})
+        return sorted({int(m.bucket) for m in messages if getattr(m, "new_files", None)})
+
+    # -- table partitions ----------------------------------------------------
+
+    def partitions(self, snapshot_id: int) -> list[dict[str, Any]]:
+        """The table partitions with files at ``snapshot_id`` (values by partition column)."""
+        return list_partitions(self.paimon, snapshot_id)
 
     def abort(self, messages: Sequence[Any]) -> None:
         """Delete the prepared data files ``messages``, which no snapshot will reference."""
         abort_files(self.paimon, messages)
 
-    def read_delta(self, snapshot_id: int, buckets: Iterable[int] | None, schema_id: int | None = None) -> pa.Table | None:
-        """The rows snapshot ``snapshot_id`` added to ``buckets`` (None: to every bucket), with their row kinds, in
-        schema ``schema_id`` (default this object's; :mod:`tablelog.store.deltas`); None
-        when the snapshot has expired."""
+    def read_delta(
+        self, snapshot_id: int, buckets: Iterable[int] | None, schema_id: int | None = None
+    ) -> pa.Table | None:
+        """The rows snapshot ``snapshot_id`` added to ``buckets`` (None: to every bucket), with
+        their row kinds, in schema ``schema_id`` (default this object's;
+        :mod:`tablelog.store.deltas`); None when the snapshot has expired. An overwrite's rows
+        are those it removed (``-D``) and added (``+I``)."""
         target = self.schema_id if schema_id is None else schema_id
+        snapshot = self.snapshot(snapshot_id)
+        if snapshot is not None and snapshot.commit_kind == "OVERWRITE":
+            if self.snapshot(snapshot_id - 1) is None:
+                return None
+            wanted = None if buckets is None else list(buckets)
+            return overwrite_delta(self.read_rows(snapshot_id - 1, wanted, target),
+                                   self.read_rows(snapshot_id, wanted, target))
         return read_delta(self.paimon, snapshot_id, buckets, lambda source: self.mapping(source, target))
 
     # -- compaction (tablelog.commit.compaction decides when) ------------------
@@ -320,30 +342,23 @@ class PaimonTable:
         return count_rows(self.paimon, snapshot.id)
 
     def read_rows(
-        self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None
+        self, snapshot_id: int | None = None, buckets: Iterable[int] | None = None, schema_id: int | None = None,
+        *, partitions: Sequence[Mapping[str, Any]] | None = None,
     ) -> pa.Table:
         """Every row of the table at ``snapshot_id`` (default latest), without the kind column,
         in schema ``schema_id`` (default this object's; rows of a snapshot taken under
-        another schema are mapped); with ``buckets``, only the rows of those buckets."""
+        another schema are mapped); with ``buckets``, only the rows of those buckets (in
+        every table partition); with ``partitions`` (mappings of partition column to
+        value), only the files of those table partitions are read."""
         target = self.schema_id if schema_id is None else schema_id
         if snapshot_id is None:
             latest = self.latest_snapshot()
             if latest is None:
                 return self.schema_version(target).schema.empty_table()
             snapshot_id = latest.id
-        # Paimon reads a snapshot in the schema it was committed with.
-        table = self.paimon.copy({"scan.snapshot-id": str(snapshot_id)})
-        snapshot_schema = int(table.table_schema.id)
-        builder = table.new_read_builder()
-        splits = builder.new_scan().plan().splits()
-        if buckets is not None:
-            wanted = set(buckets)
-            splits = [s for s in splits if s.bucket in wanted]
-        result = builder.new_read().to_arrow(splits)
+        result, snapshot_schema = read_snapshot_rows(self.paimon, snapshot_id, buckets, partitions)
         if result is None:
             return self.schema_version(target).schema.empty_table()
-        if KIND_FIELD in result.schema.names:
-            result = result.drop_columns([KIND_FIELD])
         if snapshot_schema != target:
             return self.mapping(snapshot_schema, target).arrow(result)
         return result.cast(self.schema_version(target).schema)

@@ -244,6 +244,8 @@ class Warehouse:
         primary_key: tuple[str, ...],
         bucket: int,
         properties: Mapping[str, str],
+        *,
+        partition_keys: tuple[str, ...] = (),
     ) -> PaimonTable:
         from pypaimon import Schema
 
@@ -267,11 +269,13 @@ class Warehouse:
             # (or pypaimon needs them: it reads `row` files by position).
             options.setdefault(THIN_MODE, "false" if options.get("file.format") == "row" else "true")
         elif bucket > 0:  # Paimon allows no bucket key with dynamic buckets
-            options.setdefault("bucket-key", ",".join(schema.names))
+            # Paimon refuses partition columns in the bucket key.
+            options.setdefault("bucket-key", ",".join(n for n in schema.names if n not in partition_keys))
         if native_write_available():
             options.setdefault("write.native.enabled", "true")
         paimon_schema = Schema.from_pyarrow_schema(
-            pa.schema(fields), primary_keys=list(primary_key) or None, options=options
+            pa.schema(fields), partition_keys=list(partition_keys) or None, primary_keys=list(primary_key) or None,
+            options=options,
         )
         try:
             self.catalog.create_database(db, True)

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from tablelog.store.layout import VALUE_KIND, writes_thin
+from tablelog.store.partitions import PartitionDrop, check_unchanged_since
 from tablelog.store.pypaimon_internals import (
     use_tablelog_key_value_writer,
     with_commit_user,
@@ -121,10 +122,18 @@ def commit_files(
     """Commit ``messages`` as one snapshot. With ``snapshot_commit`` (an object-store
     warehouse's conditional commit), that creates the snapshot file, in one attempt:
     a lost race raises, and the caller re-reads the table before trying again.
+    A :class:`~tablelog.store.partitions.PartitionDrop` among ``messages`` (then alone)
+    commits the drop of its partition instead.
 
     No ``messages`` still commits a snapshot (pypaimon skips an empty commit unless
     ``snapshot.ignore-empty-commit`` is false): the committer asks for one only to record
     log records without data files, such as a relay's (:mod:`tablelog.relay`)."""
+    drops = [m for m in messages if isinstance(m, PartitionDrop)]
+    if drops:
+        if len(drops) != len(messages) or len(drops) != 1:
+            raise ValueError("a partition drop is committed alone: one PartitionDrop and no data files")
+        _drop_partition(paimon, drops[0], commit_user, commit_identifier, properties, snapshot_commit)
+        return
     if not messages:
         paimon = paimon.copy({"snapshot.ignore-empty-commit": "false"})
     builder = with_commit_user(paimon.new_stream_write_builder(), commit_user)
@@ -140,7 +149,34 @@ def commit_files(
         commit.close()
 
 
+def _drop_partition(
+    paimon: Any, drop: PartitionDrop, commit_user: str, commit_identifier: int, properties: Mapping[str, str],
+    snapshot_commit: Any,
+) -> None:
+    """Commit Paimon's overwrite of ``drop``'s partition with no files: an ``OVERWRITE``
+    snapshot removing every file of it, as Paimon's own partition expiry does."""
+    check_unchanged_since(paimon, drop)  # under the commit lock, or before a conditional commit
+    # Static: with dynamic-partition-overwrite (Paimon's default) an overwrite without files changes nothing.
+    table = paimon.copy({"dynamic-partition-overwrite": "false"})
+    commit = with_commit_user(table.new_batch_write_builder().overwrite(drop.partition), commit_user).new_commit()
+    if snapshot_commit is not None:
+        commit.file_store_commit.snapshot_commit = snapshot_commit
+        commit.file_store_commit.commit_max_retries = 0
+    try:
+        # The file-store commit, not the batch commit: that one commits under Paimon's batch
+        # identifier, and tablelog finds a commit again by its writer's identifier.
+        commit.file_store_commit.overwrite(
+            overwrite_partition=drop.partition, commit_messages=[], commit_identifier=commit_identifier,
+            snapshot_properties=dict(properties),
+        )
+    finally:
+        commit.close()
+
+
 def abort_files(paimon: Any, messages: Sequence[Any]) -> None:
+    messages = [m for m in messages if not isinstance(m, PartitionDrop)]  # no files of its own
+    if not messages:
+        return
     commit = paimon.new_stream_write_builder().new_commit()
     try:
         commit.abort(list(messages))

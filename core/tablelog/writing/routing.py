@@ -16,7 +16,7 @@ agree, so tablelog's partitions stay identical to the buckets every Paimon engin
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -75,16 +75,18 @@ def partition_order(
 
 def log_partition_rows(
     store: TableFiles, log_partitions: int, snapshot_id: int | None, wanted: Collection[int] | None,
-    schema_id: int | None = None,
+    schema_id: int | None = None, table_partitions: Sequence[Mapping[str, Any]] | None = None,
 ) -> pa.Table:
     """The table's rows at ``snapshot_id`` (default the latest) whose log partition is in
-    ``wanted`` (None: every row), in schema ``schema_id``: fixed buckets read only those
-    buckets' files; dynamic buckets read every row and keep those whose key hashes there."""
+    ``wanted`` (None: every row), in schema ``schema_id``, in ``table_partitions`` (None:
+    all): fixed buckets read only those buckets' files; dynamic buckets read every row and
+    keep those whose key hashes there."""
     if wanted is None:
-        return store.read_rows(snapshot_id, None, schema_id)
+        return store.read_rows(snapshot_id, None, schema_id, partitions=table_partitions)
     if store.bucket > 0:
-        return store.read_rows(snapshot_id, sorted(wanted), schema_id)
-    return _keep(store, store.read_rows(snapshot_id, None, schema_id), wanted, log_partitions)
+        return store.read_rows(snapshot_id, sorted(wanted), schema_id, partitions=table_partitions)
+    rows = store.read_rows(snapshot_id, None, schema_id, partitions=table_partitions)
+    return _keep(store, rows, wanted, log_partitions)
 
 
 def log_partition_delta(

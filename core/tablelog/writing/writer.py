@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -26,7 +26,7 @@ from tablelog.formats.arrow import kind_array
 from tablelog.logs.pool import LogPool, release
 from tablelog.options import ChangelogMode
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
-from tablelog.store import KIND_FIELD
+from tablelog.store import KIND_FIELD, PartitionDrop
 from tablelog.writing import inputs
 from tablelog.writing.routing import partition_order
 
@@ -62,13 +62,15 @@ class WriteTask:
         self._projection_log: LogClient | None = None
         self._log_pool = log_pool
         self._paimon_write: Any = None  # a TableWrite, opened on first use
+        #: In place of data files, the drop of a table partition (:meth:`drop_partition`).
+        self._drop: PartitionDrop | None = None
         self._finished = False
         #: Keeps log retention off this attempt's records until it commits (where the log deletes).
         self._lease = AttemptLease(table, self.token)
 
     # Paimon and the log are opened on first use: an empty task costs nothing.
-    def _open(self) -> None:
-        if self._paimon_write is None:
+    def _open(self, *, files: bool = True) -> None:
+        if self._paimon_write is None and files:
             self._paimon_write = self.table.files.new_write()
         if self._log is None and self.table.options.log_enabled:
             self._log = self._connect(projection=False)
@@ -93,6 +95,8 @@ class WriteTask:
         """
         if self._finished:
             raise RuntimeError("this write task is finished; start a new one")
+        if self._drop is not None:
+            raise RuntimeError("this write task drops a partition; write rows in another one")
         if self._paimon_write is None:
             # An attempt writes with the table's latest schema: one altered since the table
             # was opened is read again (data without an added column writes nulls there).
@@ -111,6 +115,11 @@ class WriteTask:
             self._paimon_write.write_arrow(self._with_kind_column(arrow, kinds))
         else:  # the kinds go to Paimon's own _VALUE_KIND
             self._paimon_write.write_arrow(arrow, kinds if table.primary_key else None)
+        self._produce(batches, projected)
+        self.rows += arrow.num_rows
+        return arrow.num_rows
+
+    def _produce(self, batches: list[ProduceBatch], projected: list[ProduceBatch]) -> None:
         assert self._log is not None or not batches
         if batches:  # the lease first: a retention that runs after a produce sees it
             self._lease.hold(self._log, self._projection_log)  # type: ignore[arg-type]
@@ -118,7 +127,24 @@ class WriteTask:
             self._log.produce(batch)  # type: ignore[union-attr]
         for batch in projected:
             self._projection_log.produce(batch)  # type: ignore[union-attr]
+
+    def drop_partition(self, drop: PartitionDrop, rows: pa.Table) -> int:
+        """Retract ``rows`` in the log (``-D`` records): every row of the table partition
+        ``drop`` names, as its snapshot holds them; committed, this task's snapshot drops
+        the partition's files instead of adding any (:class:`~tablelog.store.PartitionDrop`;
+        partition expiry, :mod:`tablelog.partition_expiry`). Returns the rows retracted."""
+        if self._finished or self._paimon_write is not None or self._drop is not None:
+            raise RuntimeError("a partition drop is a write task of its own: start a new one")
+        table = self.table
+        arrow, kinds = inputs.prepare(rows, table.codec.schema, table.primary_key, RowKind.DELETE,
+                                      table=table.identifier)
+        self._drop = drop
         self.rows += arrow.num_rows
+        if arrow.num_rows == 0 or not table.options.log_enabled:
+            return arrow.num_rows
+        batches, projected = self._encode(arrow, kinds)
+        self._open(files=False)
+        self._produce(batches, projected)
         return arrow.num_rows
 
     @staticmethod
@@ -200,6 +226,8 @@ class WriteTask:
                 own_only = own_only and projection_own
             if self._paimon_write is not None:
                 messages = list(self._paimon_write.prepare_commit(self.commit_identifier))
+            if self._drop is not None:
+                messages = [self._drop]
             if ranges or projection_ranges:
                 self._lease.refresh()  # live from the flush on: the commit may come a while later
             reusable = own_only  # only a task that finished cleanly hands its connection on
@@ -266,8 +294,13 @@ class Writer:
     never commits a round twice.
     """
 
-    def __init__(self, table: TableView, writer_id: str | None = None) -> None:
+    def __init__(
+        self, table: TableView, writer_id: str | None = None,
+        *, after_commit: Callable[[CommitResult], None] | None = None,
+    ) -> None:
+        """``after_commit``: called with every commit's result (the facade's maintenance)."""
         self.table = table
+        self._after_commit = after_commit
         self.writer_id = writer_id or uuid.uuid4().hex
         # A fresh id has committed nothing: skip reading the table's snapshots.
         last = history.last_commit_identifier(table.files, writer_id) if writer_id else None
@@ -292,6 +325,8 @@ class Writer:
         receipt = task.finish()
         result = committer.commit(self.table, self.writer_id, self.commit_identifier, [receipt], self._log_pool)
         self.commit_identifier += 1
+        if self._after_commit is not None:
+            self._after_commit(result)
         return result
 
     def close(self) -> None:

@@ -48,7 +48,8 @@ The tests are grouped by hook, one module each: topics, producing (produce and f
 fetching, waiting (``wait_for_records``), positions (end positions, seek and
 delete_before), sizes (large records against the log's limit), unreachable (an outage),
 committing (commit and close), retention (whole tables on the log: retention after
-commits, with writers committing in another order than they wrote);
+commits, with writers committing in another order than they wrote), partitioned (a table
+partitioned by day: every change counted, reads of some of its partitions);
 :class:`LogSystemConformance` combines them all.
 """
 
@@ -57,6 +58,7 @@ from __future__ import annotations
 from tablelog.testing.conformance.base import ClientOpener, ConfigFactory, opened_clients
 from tablelog.testing.conformance.committing import CommitCloseTests
 from tablelog.testing.conformance.fetching import FetchTests
+from tablelog.testing.conformance.partitioned import PartitionedTableTests
 from tablelog.testing.conformance.positions import PositionTests
 from tablelog.testing.conformance.producing import ProduceFlushTests
 from tablelog.testing.conformance.retention import RetentionTests
@@ -71,6 +73,7 @@ __all__ = ["ClientOpener", "ConfigFactory", "LogSystemConformance", "opened_clie
 # pytest collects inherited tests base class first (reverse MRO), so listing the groups
 # last-to-first keeps the suite's order: topics, producing, ..., committing.
 class LogSystemConformance(
+    PartitionedTableTests,
     RetentionTests,
     CommitCloseTests,
     UnreachableLogTests,

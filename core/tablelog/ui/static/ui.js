@@ -111,7 +111,8 @@ async function showTable(name) {
   $("latest-snapshot").textContent = latest === null ? "none" : String(latest);
   $("table-rate").textContent = doc.snapshots_per_minute === null ? "-" : String(doc.snapshots_per_minute);
   $("primary-key").textContent = doc.primary_key.join(", ") || "(none)";
-  $("buckets").textContent = doc.buckets === -1 ? "dynamic" : String(doc.buckets);
+  $("partition-keys").textContent = (doc.partition_keys || []).join(", ") || "(none)";
+    $("buckets").textContent = doc.buckets === -1 ? "dynamic" : String(doc.buckets);
   $("table-rows").textContent = rowsText(doc.rows, doc.row_count);
   $("verify-result").replaceChildren(...verifyNodes(doc.verify));
 
