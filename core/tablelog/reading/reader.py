@@ -25,7 +25,10 @@ from tablelog.reading.decode import Change
 from tablelog.reading.eventual import EventualRead
 from tablelog.reading.full_scan import FullScan
 from tablelog.reading.start import check_ends, check_given_position, initial_position
-from tablelog.reading.table_partitions import PartitionFilter
+from tablelog.reading.table_partitions import (
+    PartitionFilter,
+    check_log_partitions,
+)
 from tablelog.reading.transactional import TransactionalRead
 
 if TYPE_CHECKING:
@@ -65,8 +68,8 @@ class ChangelogReader:
         partition is read at least once if the log loses its rest."""
         self.table = table
         self.options = _read_options(table, options, consistency, scan_mode, timestamp_millis, consumer_id)
-        only, self._table_partitions = _split_partitions(table, partitions, table_partitions)
-        _check_partitions(table, only)
+        only, self._table_partitions = split_partitions(table, partitions, table_partitions)
+        check_log_partitions(table, only)
         self._columns = selected_columns(table, columns, of_some_partitions=self._table_partitions is not None)
         self._context = ReadContext(
             table, self.options, only, changes_from_table, schema_id,
@@ -319,36 +322,3 @@ def _read_options(
             "log.system to keep its changes"
         )
     return result
-
-
-def _split_partitions(
-    table: TableView, partitions: Iterable[int] | Iterable[Mapping[str, Any]] | None,
-    table_partitions: Iterable[Mapping[str, Any]] | None,
-) -> tuple[frozenset[int] | None, PartitionFilter | None]:
-    """The log partitions and the table partitions read: ``partitions`` are log partitions
-    (numbers) or table partitions (mappings of partition column to value), never both;
-    ``table_partitions`` table partitions (with log partitions in ``partitions``)."""
-    given: list[Any] | None = None if partitions is None else list(partitions)
-    mappings = [p for p in given or () if isinstance(p, Mapping)]
-    if mappings and len(mappings) != len(given or ()):
-        raise OptionError(
-            f"partitions={given}: give log partitions (numbers) or table partitions (mappings of partition "
-            "column to value), not both"
-        )
-    if mappings and table_partitions is not None:
-        raise OptionError("table partitions are given twice: in partitions= and in table_partitions=; give them once")
-    logs = None if given is None or mappings else frozenset(int(p) for p in given)
-    wanted = mappings or (None if table_partitions is None else list(table_partitions))
-    if wanted is None:
-        return logs, None
-    files = table.files
-    return logs, PartitionFilter.parse(table.identifier, files.partition_keys, files.schema, wanted)
-
-
-def _check_partitions(table: TableView, only: frozenset[int] | None) -> None:
-    unknown = sorted(p for p in only or () if not 0 <= p < table.log_partitions)
-    if unknown:  # they would be read as empty partitions
-        raise OptionError(
-            f"partitions={unknown}: the log of table {table.identifier!r} has partitions "
-            f"0..{table.log_partitions - 1}"
-        )

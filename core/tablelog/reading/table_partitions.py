@@ -9,12 +9,15 @@ a partition column is part of every change's row.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablelog.errors import OptionError
+
+if TYPE_CHECKING:
+    from tablelog.table_view import TableView
 
 
 class PartitionFilter:
@@ -109,3 +112,37 @@ def _typed(column: str, value: Any, data_type: pa.DataType, specs: list[Mapping[
         raise OptionError(
             f"partitions={specs}: value {value!r} of partition column {column!r} is not a {data_type} ({err})"
         ) from err
+
+
+def split_partitions(
+    table: TableView, partitions: Iterable[int] | Iterable[Mapping[str, Any]] | None,
+    table_partitions: Iterable[Mapping[str, Any]] | None,
+) -> tuple[frozenset[int] | None, PartitionFilter | None]:
+    """The log partitions and the table partitions read: ``partitions`` are log partitions
+    (numbers) or table partitions (mappings of partition column to value), never both;
+    ``table_partitions`` table partitions (with log partitions in ``partitions``)."""
+    given: list[Any] | None = None if partitions is None else list(partitions)
+    mappings = [p for p in given or () if isinstance(p, Mapping)]
+    if mappings and len(mappings) != len(given or ()):
+        raise OptionError(
+            f"partitions={given}: give log partitions (numbers) or table partitions (mappings of partition "
+            "column to value), not both"
+        )
+    if mappings and table_partitions is not None:
+        raise OptionError("table partitions are given twice: in partitions= and in table_partitions=; give them once")
+    logs = None if given is None or mappings else frozenset(int(p) for p in given)
+    wanted = mappings or (None if table_partitions is None else list(table_partitions))
+    if wanted is None:
+        return logs, None
+    files = table.files
+    return logs, PartitionFilter.parse(table.identifier, files.partition_keys, files.schema, wanted)
+
+
+def check_log_partitions(table: TableView, only: frozenset[int] | None) -> None:
+    """Refuse log partitions the table's log does not have (they would read as empty)."""
+    unknown = sorted(p for p in only or () if not 0 <= p < table.log_partitions)
+    if unknown:  # they would be read as empty partitions
+        raise OptionError(
+            f"partitions={unknown}: the log of table {table.identifier!r} has partitions "
+            f"0..{table.log_partitions - 1}"
+        )

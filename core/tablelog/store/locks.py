@@ -1,4 +1,5 @@
-"""Per-table locks that a process holds or does without (never waits for)."""
+"""Per-table lock files: held until released (commits), or taken only when free
+(expiry, the relay: a process that finds one held does without)."""
 
 from __future__ import annotations
 
@@ -20,5 +21,17 @@ def try_lock(directory: str, name: str) -> Iterator[bool]:
             yield False
             return
         yield True
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def hold_lock(directory: str, name: str) -> Iterator[None]:
+    """The exclusive lock file ``name`` in ``directory`` (a local table directory), waited
+    for while another process holds it. Released on exit."""
+    fd = os.open(os.path.join(directory, name), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
         os.close(fd)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -116,3 +116,19 @@ def snapshot_at_or_before(manager: Any, millis: int) -> SnapshotInfo | None:
     """The newest snapshot taken at or before ``millis`` (None: none)."""
     found = manager.earlier_or_equal_time_mills(millis)
     return None if found is None else _info(found)
+
+
+def snapshot_range(
+    manager: Any, latest: SnapshotInfo | None, newest_first: bool, after: int, upto: int | None
+) -> Iterator[SnapshotInfo]:
+    """The kept snapshots with ``after < id <= upto`` (None: up to ``latest``), oldest first
+    (or newest first); ``latest``: the table's latest snapshot, read by the caller."""
+    if latest is None:
+        return
+    first = max(earliest_id_of_non_empty(manager, lambda: latest) or 1, after + 1)
+    last = latest.id if upto is None else min(upto, latest.id)
+    ids = range(last, first - 1, -1) if newest_first else range(first, last + 1)
+    for snapshot_id in ids:
+        found = latest if snapshot_id == latest.id else snapshot(manager, snapshot_id)
+        if found is not None:
+            yield found

@@ -10,8 +10,6 @@ pandas, seconds in a fresh process: a process that only follows snapshots and th
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -29,7 +27,7 @@ from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.key_hash import key_hash_rows
 from tablelog.store.leases import Leases
-from tablelog.store.locks import try_lock
+from tablelog.store.locks import hold_lock, try_lock
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
 from tablelog.store.partitions import list_partitions
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
@@ -169,12 +167,8 @@ class PaimonTable:
         if self.on_object_store:
             yield
             return
-        fd = os.open(os.path.join(self.path, ".tablelog-commit.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with hold_lock(self.path, ".tablelog-commit.lock"):
             yield
-        finally:
-            os.close(fd)
 
     def expire_lock(self) -> AbstractContextManager[bool]:
         """Whether this process may expire snapshots now: True unless another process
@@ -228,16 +222,7 @@ class PaimonTable:
     ) -> Iterator[SnapshotInfo]:
         """The snapshots the table keeps, oldest first (or newest first); with ``after`` and
         ``upto``, only those with ``after < id <= upto``."""
-        latest = self.latest_snapshot()
-        if latest is None:
-            return
-        first = max(self._earliest_id_of_non_empty() or 1, after + 1)
-        last = latest.id if upto is None else min(upto, latest.id)
-        ids = range(last, first - 1, -1) if newest_first else range(first, last + 1)
-        for snapshot_id in ids:
-            snapshot = latest if snapshot_id == latest.id else self.snapshot(snapshot_id)
-            if snapshot is not None:
-                yield snapshot
+        return snapshots.snapshot_range(self._snapshots, self.latest_snapshot(), newest_first, after, upto)
 
     # -- writes and commits of data files ------------------------------------
 
