@@ -33,8 +33,18 @@ P_RANGES = "tablelog.log.ranges"
 P_CONTIGUOUS = "tablelog.log.contiguous-ranges"
 # The projection stream's part (tablelog.formats.projection): its topic, columns and ranges.
 P_PROJECTION = "tablelog.log.projection"
+# A snapshot that attaches the log it names to the table (a log attached to a table that had
+# none, or moved from another log system or topic, or detached: system "none"); it commits no
+# data. Snapshots before it were not committed to this log (docs/attaching.md).
+P_ATTACHED = "tablelog.log.attached"
 # When the committer began (epoch ms): with the snapshot's own time, the commit's latency.
 P_COMMIT_STARTED = "tablelog.commit.started-ms"
+
+
+def shown_log(log: tuple[str, str]) -> str:
+    """A log (system, topic) as errors name it."""
+    system, topic = log
+    return "no log (log.system=none)" if system == "none" else f"{system} topic {topic!r}"
 
 
 def new_token(prefix: str = "") -> str:
@@ -91,6 +101,13 @@ class LogCommitRecord:
     #: The projection stream's records of this snapshot (None: the table has none, or
     #: the snapshot was written without it).
     projection: LogProjection | None = None
+    #: Whether this snapshot attached its log to the table (:data:`P_ATTACHED`).
+    attached: bool = False
+
+    def is_of(self, system: str, topic: str) -> bool:
+        """Whether this snapshot committed to the log ``system`` topic ``topic``: a table's log
+        changes only by an alter, which commits a snapshot whose record names the new one."""
+        return self.system == system and self.topic == (topic if system != "none" else "")
 
     def tokens(self) -> set[str]:
         return {r.token for r in self.ranges}
@@ -117,6 +134,7 @@ class LogCommitRecord:
             **({P_CONTIGUOUS: json.dumps(contiguous, separators=(",", ":"))} if contiguous else {}),
             **({P_COMMIT_STARTED: str(self.commit_started_ms)} if self.commit_started_ms is not None else {}),
             **({P_PROJECTION: self.projection.to_json()} if self.projection is not None else {}),
+            **({P_ATTACHED: self.system} if self.attached else {}),
         }
 
     def in_projection(self) -> LogCommitRecord:
@@ -140,6 +158,7 @@ class LogCommitRecord:
             end_positions={int(p): int(e) for p, e in json.loads(properties.get(P_END, "{}")).items()},
             commit_started_ms=int(properties[P_COMMIT_STARTED]) if P_COMMIT_STARTED in properties else None,
             projection=LogProjection.from_json(projection) if projection else None,
+            attached=P_ATTACHED in properties,
         )
 
 
@@ -158,6 +177,9 @@ class WriteReceipt:
     paimon_messages: Sequence[Any] = attrs.field(repr=False)
     #: Where its records of the log's projection stream landed (:mod:`tablelog.formats.projection`).
     projection_ranges: tuple[ProducedRange, ...] = ()
+    #: The log it wrote to, (system, topic) (the topic empty without a log): a commit into a
+    #: table whose log changed since is refused (None: a receipt that does not say).
+    log: tuple[str, str] | None = None
 
 
 @attrs.frozen

@@ -11,6 +11,8 @@ from tablelog.options.definitions import TableOptions
 
 #: Appended to the doc line of an option that defines the table, in the option listings.
 DEFINES_TABLE = " **Defines the table**: may be given again later, not changed."
+#: Appended to the doc line of an option of the log's records, in the option listings.
+SET_WITH_LOG = " Set anew when a log is attached or moved (docs/attaching.md)."
 
 
 @attrs.frozen
@@ -28,6 +30,8 @@ def option_docs() -> list[OptionDoc]:
         doc = field.metadata["doc"]
         if field.metadata["fixed"]:
             doc += DEFINES_TABLE
+        if field.metadata["of_log"]:
+            doc += SET_WITH_LOG
         docs.append(OptionDoc(field.metadata["key"], default, doc))
     from tablelog.store.s3 import S3_OPTION_DOCS
 

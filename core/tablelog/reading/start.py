@@ -69,7 +69,8 @@ def initial_position(context: ReadContext) -> ReaderPosition:
 def _eventual_start(context: ReadContext, mode: ScanMode, snapshot: int) -> dict[int, int]:
     partitions = [p for p in range(context.table.log_partitions) if context.reads(p)]
     if mode is ScanMode.LATEST_FULL:
-        ends = last_end_positions(context.table.files, upto=snapshot)
+        table = context.table
+        ends = last_end_positions(table.files, table.options.log_system, table.topic, upto=snapshot)
         return {p: ends[p] if p in ends else context.log.seek(p, SeekSpec.earliest()) for p in partitions}
     if mode is ScanMode.LATEST:
         spec = SeekSpec.latest()

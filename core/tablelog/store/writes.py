@@ -64,7 +64,11 @@ def commit_files(
 ) -> None:
     """Commit ``messages`` as one snapshot. With ``snapshot_commit`` (an object-store
     warehouse's conditional commit), that creates the snapshot file, in one attempt:
-    a lost race raises, and the caller re-reads the table before trying again."""
+    a lost race raises, and the caller re-reads the table before trying again. No
+    ``messages``: a snapshot of properties alone (a log attached to the table,
+    :mod:`tablelog.log_change`), which Paimon otherwise skips as an empty commit."""
+    if not messages:
+        paimon = paimon.copy({"snapshot.ignore-empty-commit": "false"})
     builder = with_commit_user(paimon.new_stream_write_builder(), commit_user)
     commit = builder.new_commit()
     if snapshot_commit is not None:
