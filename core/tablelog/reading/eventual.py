@@ -27,6 +27,7 @@ from tablelog.positions import ReaderPosition
 from tablelog.reading.batch import Batch
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
+from tablelog.reading.log_eras import LogEras
 from tablelog.reading.lost_range import committed_changes_lost_from_log, snapshot_changes_from_table
 from tablelog.records import FetchResult, LogRecord, ProducedRange, SeekSpec
 
@@ -43,6 +44,7 @@ class EventualRead:
         self._own_prefix = context.table.token_prefix
         #: Records of other tables that share this table's topic, left out.
         self.other_tables_skipped = 0
+        self._eras = LogEras(context.table)
 
     def restart(self, position: ReaderPosition) -> None:
         """The position was put back (a poll failed): nothing of it is kept here."""
@@ -56,6 +58,12 @@ class EventualRead:
         return self._poll(position, budget, timeout_s, Batch(arrow=False)).in_schema(self._context).to_changes()
 
     def _poll(self, position: ReaderPosition, budget: int, timeout_s: float, out: Batch) -> Batch:
+        self._poll_log(position, budget, timeout_s, out)
+        if not out:  # idle: has the table's log changed since the reader opened it?
+            self._eras.check_eventual(position)
+        return out
+
+    def _poll_log(self, position: ReaderPosition, budget: int, timeout_s: float, out: Batch) -> Batch:
         context = self._context
         if position.horizon:
             self._late_writes(position, out)
@@ -168,6 +176,8 @@ class EventualRead:
         store = self._context.table.files
         while (snapshot := store.snapshot(position.snapshot + 1)) is not None:
             record = LogCommitRecord.from_properties(snapshot.properties)
+            if record is not None and not record.is_of(*self._context.table.log_name):
+                record = None  # its records are in another log (the table's log changed: log_eras)
             from_table: set[int] = set()  # partitions whose late records the log lost
             for r in record.ranges if record is not None else ():
                 horizon = position.horizon.get(r.partition, 0)

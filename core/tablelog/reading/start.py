@@ -13,6 +13,7 @@ from tablelog.positions import (
     check_snapshot,
     check_transactional,
     log_name,
+    topic_to_check,
 )
 from tablelog.reading.context import ReadContext
 from tablelog.records import SeekSpec
@@ -21,7 +22,7 @@ from tablelog.records import SeekSpec
 def check_given_position(context: ReadContext, position: ReaderPosition) -> None:
     """Refuse a position of another table or topic, or one ahead of the table."""
     table = context.table
-    check_identity(table, position.table, position.topic)
+    check_identity(table, position.table, topic_to_check(position))
     check_snapshot(table, position.snapshot)
     check_partitions(table, {**position.offsets, **position.horizon})
     if position.consistency is Consistency.TRANSACTIONAL:

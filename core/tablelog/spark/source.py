@@ -38,7 +38,8 @@ from tablelog.commit.history import log_commits
 from tablelog.errors import OptionError, TablelogError
 from tablelog.formats.codec import KIND_COLUMN
 from tablelog.options import Consistency
-from tablelog.positions import ReaderPosition, check_not_past_ends
+from tablelog.positions import ReaderPosition, check_not_past_ends, log_name
+from tablelog.reading.log_eras import LogEras
 from tablelog.reading.reader import selected_columns
 from tablelog.records import RowKind
 from tablelog.spark import offsets
@@ -95,10 +96,12 @@ def read_committed(
 
 def read_log(
     table: Table, partition: int, start: int, end: int, schema_id: int, columns: Sequence[str] | None = None,
+    log: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Every record of log partition ``partition`` in ``[start, end)`` (eventual: at least once),
     as Arrow: an ``arrow`` log's batches as they are, no Python row."""
-    position = ReaderPosition(Consistency.EVENTUAL, offsets={partition: start})
+    # The log the driver planned the span in: a table whose log moved since refuses it.
+    position = ReaderPosition(Consistency.EVENTUAL, offsets={partition: start}, table=table.table_id, topic=log)
     schema = output_arrow_schema(table, schema_id, columns)
     with table.reader(position=position, partitions=[partition], schema_id=schema_id,
                       until_positions={partition: end}, columns=columns) as reader:
@@ -147,10 +150,13 @@ class CommittedChanges(_LogPartitionSpan):
 
 @dataclass(frozen=True)
 class LogRecords(_LogPartitionSpan):
-    """Every record of log partition ``partition`` in ``[start, end)``."""
+    """Every record of log partition ``partition`` in ``[start, end)`` of log ``log``
+    (``<system>:<topic>``: :func:`tablelog.positions.log_name`)."""
+
+    log: str | None = None
 
     def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        return read_log(table, self.partition, self.start, self.end, schema_id, columns)
+        return read_log(table, self.partition, self.start, self.end, schema_id, columns, self.log)
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,7 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._target: ReaderPosition | None = None
+        self._log_eras: LogEras | None = None
         table = self.table
         self.schema_id = table.schema_id
         if not table.options.log_enabled:
@@ -237,10 +244,20 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
             return offsets.to_offset(attrs.evolve(begin, full_pending=False))
         available = self._available()
         if begin.consistency is Consistency.TRANSACTIONAL:
-            return offsets.to_offset(attrs.evolve(begin, snapshot=max(begin.snapshot, available.snapshot)))
+            # A batch ends before the snapshot at which the table's log moved (log_eras).
+            end = self._eras.last_before_change(begin, max(begin.snapshot, available.snapshot))
+            return offsets.to_offset(attrs.evolve(begin, snapshot=end))
+        if available.offsets == {p: begin.offsets.get(p, 0) for p in available.offsets}:
+            self._eras.check_eventual(begin)  # nothing new: has the table's log moved away?
         check_not_past_ends(internals(self.table), begin.offsets, available.offsets, offsets.WHAT)
         ends = {p: max(pos, begin.offsets.get(p, 0)) for p, pos in available.offsets.items()}
         return offsets.to_offset(attrs.evolve(begin, offsets={**begin.offsets, **ends}))
+
+    @property
+    def _eras(self) -> LogEras:
+        if self._log_eras is None:
+            self._log_eras = LogEras(internals(self.table))
+        return self._log_eras
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
         self._target = self._available()
@@ -256,13 +273,16 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
             # partition gets a task.
             expired = (internals(table).files.earliest_snapshot_id() or 1) > begin.snapshot + 1
             touched: set[int] = set(range(table.log_partitions)) if expired else set()
+            log = internals(table).log_name
             for _, record in log_commits(internals(table).files, after=begin.snapshot, upto=stop.snapshot):
-                touched.update(record.ranges_by_partition())
+                if record.is_of(*log):
+                    touched.update(record.ranges_by_partition())
             result += [CommittedChanges(p, begin.snapshot, stop.snapshot) for p in sorted(touched)]
         else:
+            log_name_now = log_name(internals(table))
             for p, pos in sorted(stop.offsets.items()):
                 if pos > begin.offsets.get(p, 0):
-                    result.append(LogRecords(p, begin.offsets.get(p, 0), pos))
+                    result.append(LogRecords(p, begin.offsets.get(p, 0), pos, log_name_now))
         return result
 
     def read(self, partition: SourcePartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
