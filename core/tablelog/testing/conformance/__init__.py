@@ -48,12 +48,15 @@ The tests are grouped by hook, one module each: topics, producing (produce and f
 fetching, waiting (``wait_for_records``), positions (end positions, seek and
 delete_before), sizes (large records against the log's limit), unreachable (an outage),
 committing (commit and close), retention (whole tables on the log: retention after
-commits, with writers committing in another order than they wrote);
+commits, with writers committing in another order than they wrote), attached (the log
+attached to a table another Paimon writer created and filled, a table moved to it from
+the file log and detached from it while readers run);
 :class:`LogSystemConformance` combines them all.
 """
 
 from __future__ import annotations
 
+from tablelog.testing.conformance.attached import AttachedLogTests
 from tablelog.testing.conformance.base import ClientOpener, ConfigFactory, opened_clients
 from tablelog.testing.conformance.committing import CommitCloseTests
 from tablelog.testing.conformance.fetching import FetchTests
@@ -71,6 +74,7 @@ __all__ = ["ClientOpener", "ConfigFactory", "LogSystemConformance", "opened_clie
 # pytest collects inherited tests base class first (reverse MRO), so listing the groups
 # last-to-first keeps the suite's order: topics, producing, ..., committing.
 class LogSystemConformance(
+    AttachedLogTests,
     RetentionTests,
     CommitCloseTests,
     UnreachableLogTests,
