@@ -148,8 +148,10 @@ class Table:
             check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes,
                           projected=projected, log_change=log is not None)
 
-        check(files)  # before a topic is created for an alter that is refused
-        ends = log_change.prepare(self._internals, log) if log is not None else {}
+        ends: dict[int, int] = {}
+        if log is not None:
+            check(self.warehouse.open(self.identifier))  # before a topic is created for an alter that is refused
+            ends = log_change.prepare(self._internals, log)
         with files.commit_lock():
             latest = self.warehouse.open(self.identifier)
             check(latest)
