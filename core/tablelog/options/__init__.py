@@ -32,7 +32,7 @@ from tablelog.options.definitions import (
     option_fields,
     same_value,
 )
-from tablelog.options.docs import DEFINES_TABLE, OptionDoc, option_docs
+from tablelog.options.docs import DEFINES_LOG, DEFINES_TABLE, OptionDoc, option_docs
 from tablelog.options.given import GivenOptions
 from tablelog.options.keys import WAREHOUSE_PREFIX, split_system_options, split_warehouse_options
 
@@ -40,6 +40,7 @@ from tablelog.options.keys import WAREHOUSE_PREFIX, split_system_options, split_
 from tablelog.redaction import REDACTED, declare_secret_keys, is_secret, redact
 
 __all__ = [
+    "DEFINES_LOG",
     "DEFINES_TABLE",
     "NO_MAXIMUM",
     "REDACTED",
