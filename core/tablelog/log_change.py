@@ -38,10 +38,8 @@ from tablelog.options import (
     is_secret,
     log_option_keys,
     option_fields,
-    split_system_options,
 )
 from tablelog.options.converters import to_system_name
-from tablelog.records import LogConfig
 from tablelog.store import TableFiles
 from tablelog.table_internals import TableInternals
 from tablelog.topic_owners import (
@@ -84,8 +82,12 @@ def planned_change(table: TableInternals, sets: Mapping[str, str]) -> LogChange 
     fields = option_fields()
     stored_options = {k: v for k, v in files.properties.items() if k in fields and k not in ("primary-key", "bucket")}
     log_sets = {k: v for k, v in sets.items() if k in log_option_keys()}
-    options, _, _ = GivenOptions.read({**stored_options, **log_sets}).check(log_systems=discovery.known_names())
-    options = attrs.evolve(options, primary_key=files.primary_key, bucket=files.bucket)
+    given = {k: v for k, v in sets.items() if k in fields}
+    options, _, _ = GivenOptions.read({**stored_options, **given}).check(log_systems=discovery.known_names())
+    # The runtime options this object was opened with (log.system.auto-register=false...), but those set now.
+    runtime = {f.name: getattr(table.options, f.name) for f in attrs.fields(TableOptions)
+               if not f.metadata["of_log"] and f.metadata["key"] not in given}
+    options = attrs.evolve(options, **{**runtime, "primary_key": files.primary_key, "bucket": files.bucket})
     stored = {"log.system": system, **log_sets}
     if system == "none":
         return LogChange(options, {}, stored)
@@ -125,21 +127,18 @@ def prepare(table: TableInternals, change: LogChange) -> dict[int, int]:
     begins for this table (empty for a detach)."""
     if change.system == "none":
         return {}
-    options = change.options
-    topic = default_topic(table.identifier, change.system, change.system_options)
-    register_topic(table.warehouse, table.identifier, options, change.system_options, topic,
-                   create=options.log_system_auto_register)
-    partitions = options.log_system_partitions or table.files.bucket
-    config = LogConfig(change.system, table.identifier, topic, partitions, options.log_system_auto_register,
-                       split_system_options(change.system, change.system_options), table.warehouse.path)
+    attached = TableInternals(table.warehouse, table.files, change.options, change.system_options)
+    config = attached.log_config()
+    register_topic(table.warehouse, table.identifier, change.options, change.system_options, config.topic,
+                   create=change.options.log_system_auto_register)
     with discovery.load_log_system(change.system).open(config) as log:
         try:
-            return log.end_positions(list(range(partitions)))
+            return log.end_positions(list(range(config.partitions)))
         except LogSystemError as err:
             raise OptionError(
-                f"table {table.identifier!r}: the {change.system} topic {topic!r} of the log to attach cannot be "
-                f"read ({err}); with log.system.auto-register=false it must exist with {partitions} partition(s). "
-                "Nothing was changed"
+                f"table {table.identifier!r}: the {change.system} topic {config.topic!r} of the log to attach cannot "
+                f"be read ({err}); with log.system.auto-register=false it must exist with {config.partitions} "
+                "partition(s). Nothing was changed"
             ) from err
 
 
@@ -177,7 +176,5 @@ def commit_attaching_snapshot(files: TableFiles, change: LogChange, ends: Mappin
 
 def reopened(table: TableInternals, change: LogChange) -> TableInternals:
     """``table`` after the change: its runtime options, the new log's options."""
-    log_fields = {f.name for f in attrs.fields(TableOptions) if f.metadata["of_log"]}
-    options = attrs.evolve(table.options, **{name: getattr(change.options, name) for name in log_fields})
     files = table.warehouse.open(table.identifier)
-    return TableInternals(table.warehouse, files, options, {**table.system_options, **change.system_options})
+    return TableInternals(table.warehouse, files, change.options, {**table.system_options, **change.system_options})

@@ -209,3 +209,15 @@ def test_a_reader_stopped_by_a_move_first_returns_what_its_poll_took_before_it(t
     assert ids(reader.poll(max_records=1000)) == Counter(range(5))
     with reader, pytest.raises(LogMovedError, match="moved at snapshot 2"):
         reader.poll()
+
+
+def test_an_attach_without_auto_register_to_a_topic_that_does_not_exist_is_refused_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    paimon_alone(tmp_path, rows(3))
+    before = state(tmp_path)
+    table = tablelog.open_table(str(tmp_path), "db.t", {"log.system.auto-register": "false"})
+    with pytest.raises(OptionError, match=r"the filesystem topic 'db.t' of the log to attach cannot be read .* "
+                                          r"with log.system.auto-register=false it must exist with 2 partition"):
+        table.alter(SetOption("log.system", "filesystem"))
+    assert state(tmp_path) == before
