@@ -44,6 +44,7 @@ class LogEras:
         #: Snapshots below this id that committed to another log are history (see the module).
         self._history_before = 0
         self._checked_at = 0.0
+        self._looked_upto = 0  # the newest snapshot an eventual reader's look found no change up to
 
     def record_of(self, snapshot: SnapshotInfo, position: ReaderPosition) -> LogCommitRecord | None:
         """What ``snapshot`` committed to the reader's log: its log-commit record, or None
@@ -96,12 +97,17 @@ class LogEras:
         self._checked_at = now
         table = self._table
         log = table.log_name
+        latest = table.files.latest_snapshot()
         change: tuple[SnapshotInfo, LogCommitRecord] | None = None
-        for snapshot, record in log_commits(table.files, newest_first=True):
+        # Only the snapshots since the last look: those up to it held no change.
+        for snapshot, record in log_commits(table.files, newest_first=True, after=self._looked_upto):
             if record.is_of(*log):
                 break
             change = (snapshot, record)
-        if change is None or table.current_log() == log:
+        if change is None:
+            self._looked_upto = latest.id if latest is not None else 0
+            return
+        if table.current_log() == log:
             return
         snapshot, record = change
         committed = last_end_positions(table.files, *log, upto=snapshot.id - 1)
