@@ -18,6 +18,7 @@ import pytest
 from tablelog.commit.log_commit import LogCommitRecord
 from tablelog.errors import LogChangedError, LogDetachedError, LogMovedError
 from tablelog.reading import ChangelogReader
+from tablelog.records import SeekSpec
 from tablelog.store import SetOption, Warehouse, commit_rows, create_paimon_table
 from tablelog.table import Table, internals
 from tablelog.tables import create_table, open_table
@@ -51,6 +52,21 @@ class AttachedLogTests(ConformanceBase):
         table.alter(*(SetOption(key, options[key]) for key in setting))
         return table
 
+    def _records_in_log(self, table: Table) -> int:
+        """How many records the table's topic holds, read with the log client alone."""
+        with internals(table).open_log() as log:
+            partitions = list(range(table.log_partitions))
+            ends = log.end_positions(partitions)
+            count = 0
+            for partition in partitions:
+                position = log.seek(partition, SeekSpec.earliest())
+                while position < ends[partition]:
+                    records, position = self.read(log, partition, position, 1000)
+                    count += len(records)
+                    if not records:
+                        break
+            return count
+
     def test_a_log_attached_to_a_table_another_writer_filled_carries_every_later_change_once(
         self, attach_warehouse: str, attach_options: dict[str, str]
     ) -> None:
@@ -81,8 +97,7 @@ class AttachedLogTests(ConformanceBase):
             assert ids(changes) == after, "every change after the attach from the log, once"
         state = table_state(table)
         assert len(state) == 70 and state[25]["name"] == "v3-25" and state[5]["name"] == "v2-5"
-        with table.reader(consistency="eventual", scan_mode="earliest") as log_side:
-            assert ids(log_side.read_all(idle_timeout_s=1.0)) == after, "the log holds nothing from before the attach"
+        assert self._records_in_log(table) == sum(after.values()), "the log holds nothing from before the attach"
 
     def test_a_writer_that_opened_the_table_before_the_attach_commits_nothing(
         self, attach_warehouse: str, attach_options: dict[str, str]
