@@ -177,7 +177,9 @@ class EventualRead:
         while (snapshot := store.snapshot(position.snapshot + 1)) is not None:
             record = LogCommitRecord.from_properties(snapshot.properties)
             if record is not None and not record.is_of(*self._context.table.log_name):
-                record = None  # its records are in another log (the table's log changed: log_eras)
+                if not self._eras.is_history(snapshot.id):
+                    return  # the table's log changed after the reader's: its idle look says so (log_eras)
+                record = None  # committed before the reader's log was attached: no record of it there
             from_table: set[int] = set()  # partitions whose late records the log lost
             for r in record.ranges if record is not None else ():
                 horizon = position.horizon.get(r.partition, 0)

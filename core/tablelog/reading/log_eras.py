@@ -54,13 +54,19 @@ class LogEras:
         record = LogCommitRecord.from_properties(snapshot.properties)
         if record is None or record.is_of(*self._table.log_name):
             return record
-        if snapshot.id < self._history_before:
-            return None
-        attached = self._reader_log_after(snapshot.id)
-        if attached is None:
+        if not self.is_history(snapshot.id):
             raise changed_error(self._table, snapshot, record, position)
-        self._history_before = attached
         return None
+
+    def is_history(self, snapshot_id: int) -> bool:
+        """Whether snapshot ``snapshot_id``, committed to another log than the reader's, was
+        committed before the reader's log was attached (else the table's log changed after it)."""
+        if snapshot_id < self._history_before:
+            return True
+        attached = self._reader_log_after(snapshot_id)
+        if attached is not None:
+            self._history_before = attached
+        return attached is not None
 
     def last_before_change(self, position: ReaderPosition, upto: int) -> int:
         """The last snapshot up to ``upto`` a transactional reader at ``position`` may read
