@@ -16,13 +16,14 @@ from click.testing import CliRunner
 from pypaimon import CatalogFactory, Schema
 
 import tablelog
-from tablelog import SetOption
+from tablelog import SetOption, log_change
 from tablelog.cli import cli
 from tablelog.commit import log_commits
 from tablelog.commit.log_commit import LogCommitRecord
 from tablelog.errors import (
     LogChangedError,
     LogMovedError,
+    LogUnavailableError,
     OptionError,
     PluginNotFoundError,
     ReaderPositionError,
@@ -224,3 +225,27 @@ def test_an_attach_without_auto_register_to_a_topic_that_does_not_exist_is_refus
                                           r"with log.system.auto-register=false it must exist with 2 partition"):
         table.alter(SetOption("log.system", "filesystem"))
     assert state(tmp_path) == before
+
+
+def test_an_attach_to_a_log_that_cannot_be_reached_names_it_and_changes_nothing(tmp_path: Path) -> None:
+    paimon_alone(tmp_path, rows(3))
+    before = state(tmp_path)
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    table = tablelog.open_table(str(tmp_path), "db.t", {"filesystem.path": str(blocker / "log")})
+    with pytest.raises(LogUnavailableError, match="must be a directory this process can create and write"):
+        table.alter(SetOption("log.system", "filesystem"))
+    assert state(tmp_path) == before
+
+
+def test_secrets_given_to_an_attach_open_the_new_log_and_are_never_stored(tmp_path: Path) -> None:
+    paimon_alone(tmp_path, rows(3))
+    table = tablelog.open_table(str(tmp_path), "db.t", {
+        "kafka.bootstrap.servers": "broker:9092", "kafka.sasl.password": "hunter2", "kafka.security.protocol": "SASL_SSL",
+    })
+    change = log_change.planned_change(internals(table), {"log.system": "kafka"})
+    assert change is not None and change.system_options["kafka.sasl.password"] == "hunter2"
+    assert "kafka.sasl.password" not in change.stored and "hunter2" not in repr(change)
+    assert change.stored["kafka.bootstrap.servers"] == "broker:9092"
+    with pytest.raises(SchemaChangeError, match="'kafka.sasl.password' is a secret; secrets are never stored"):
+        table.alter(SetOption("log.system", "kafka"), SetOption("kafka.sasl.password", "hunter2"))
