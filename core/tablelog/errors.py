@@ -99,6 +99,27 @@ class LogDataLostError(TablelogError):
         self.table, self.topic, self.partition, self.first, self.last = table, topic, partition, first, last
 
 
+class LogChangedError(TablelogError):
+    """The table's log was attached, moved to another log system or topic, or detached
+    (``alter --set log.system=...``) after this writer or reader opened it, at snapshot
+    ``snapshot``: what it holds of the old log no longer continues there. ``position``: where
+    a reader resumes exactly once the table is opened again (None: nothing to resume)."""
+
+    def __init__(self, message: str, *, snapshot: int | None = None, position: str | None = None):
+        super().__init__(message)
+        self.snapshot, self.position = snapshot, position
+
+
+class LogMovedError(LogChangedError):
+    """A reader reached the snapshot at which the table's log moved to another log system
+    or topic; it has returned every change before it."""
+
+
+class LogDetachedError(LogChangedError):
+    """A reader reached the snapshot at which the table's log was detached
+    (``log.system=none``); it has returned every change before it, and no log holds the later ones."""
+
+
 class ForeignRecordError(TablelogError):
     """A record on the topic was not written by tablelog (no writer token, or undecodable)."""
 

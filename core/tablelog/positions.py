@@ -107,6 +107,15 @@ def log_name(table: TableView) -> str:
     return f"{table.options.log_system}:{table.topic}" if table.options.log_enabled else ""
 
 
+def topic_to_check(position: ReaderPosition) -> str | None:
+    """The topic a position given back must be of: its own, but for a transactional position
+    between snapshots, which names no log position and so resumes in whatever log the
+    table has now (its log attached or moved since: :mod:`tablelog.log_change`)."""
+    if position.consistency is Consistency.TRANSACTIONAL and not position.offsets:
+        return None
+    return position.topic
+
+
 def check_identity(table: TableView, owner: str | None, topic: str | None, what: str = "reader position") -> None:
     """Refuse a position saved from another table (``owner``: its table id) or topic."""
     if owner is not None and owner != table.table_id:

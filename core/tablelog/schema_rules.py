@@ -17,7 +17,8 @@ beyond what Paimon itself refuses:
   topic would keep the old key's last record for ever;
 - dropping or retyping a bucket-key column: a row's bucket (and so its log partition)
   is a hash of those columns' values;
-- changing the primary key, the bucket count or any option that defines the table.
+- changing the primary key, the bucket count or any option that defines the table; the
+  options of the log's records change only with the log itself (:mod:`tablelog.log_change`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import pyarrow as pa
 from tablelog.definition import check_column_types, check_columns
 from tablelog.errors import SchemaChangeError
 from tablelog.formats.codec import check_loggable
-from tablelog.options import fixed_option_keys
+from tablelog.options import fixed_option_keys, log_option_keys
 from tablelog.store import (
     AddColumn,
     DropColumn,
@@ -66,9 +67,12 @@ def check_changes(
     bucket_key: Sequence[str],
     changes: Sequence[SchemaChange],
     projected: Sequence[str] = (),
+    log_change: bool = False,
 ) -> None:
     """Raise :class:`SchemaChangeError` for the first change the table cannot take.
-    ``projected``: the columns named in ``log.arrow.projection``."""
+    ``projected``: the columns named in ``log.arrow.projection``. ``log_change``: the alter
+    attaches, moves or detaches the table's log (:mod:`tablelog.log_change`), and may set the
+    options of the log's records with it."""
     if not changes:
         raise SchemaChangeError(f"table {identifier!r}: the alter names no change")
     fields = {f.name: f for f in schema}
@@ -147,7 +151,7 @@ def check_changes(
                 raise refuse(change, f"{field.type} -> {change.type} is not a widening; allowed: {WIDENINGS}")
             fields[change.name] = field.with_type(change.type)
         elif isinstance(change, SetOption):
-            _check_option(change, refuse)
+            _check_option(change, refuse, log_change)
         else:  # pragma: no cover - a programming error
             raise TypeError(f"not a schema change: {change!r}")
 
@@ -157,8 +161,12 @@ def _projected_why(projected: Sequence[str]) -> str:
             "projection stream and is fixed when the table is created")
 
 
-def _check_option(change: SetOption, refuse: Callable[[SchemaChange, str], SchemaChangeError]) -> None:
+def _check_option(
+    change: SetOption, refuse: Callable[[SchemaChange, str], SchemaChangeError], log_change: bool
+) -> None:
     key = change.key.strip().lower()
+    if log_change and key in log_option_keys():
+        return
     reasons = {
         "bucket": "the bucket count is fixed: bucket b is log partition b, so a key's later changes "
                   "would go to another partition than its earlier ones",
@@ -168,6 +176,9 @@ def _check_option(change: SetOption, refuse: Callable[[SchemaChange, str], Schem
     why = reasons.get(key)
     if why is None and (key in fixed_option_keys() or key in paimon_immutable_option_keys()):
         why = "it defines the table (its log records or files depend on it) and is fixed when the table is created"
+        if key in log_option_keys():
+            why = ("it defines the records of the table's log: it may be set only together with a new log.system "
+                   "or topic, which attaches a new log (docs/attaching.md)")
     if why is not None:
         raise refuse(change, why)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pyarrow as pa
 
-from tablelog import definition, expiry
+from tablelog import definition, expiry, log_change
 from tablelog.commit import committer, compaction, history
 from tablelog.commit.compaction import CompactionResult
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
@@ -30,6 +30,7 @@ from tablelog.store import (
     SchemaChange,
     SetOption,
     SnapshotInfo,
+    TableFiles,
     Warehouse,
     paimon_option_keys,
 )
@@ -117,10 +118,16 @@ class Table:
         schema; returns its id. What is allowed is :mod:`tablelog.schema_rules`'s; a refused
         change raises :class:`~tablelog.errors.SchemaChangeError` and changes nothing.
         Records and files written before keep their schema; every reader returns them in
-        its own (see docs/schema-evolution.md)."""
+        its own (see docs/schema-evolution.md).
+
+        ``SetOption("log.system", ...)`` (or the topic's option) with another value than the
+        table's attaches a log to it, moves it to another one, or detaches it (``none``):
+        the options of the new log are those this object was opened with and those set
+        (:mod:`tablelog.log_change`, docs/attaching.md). This object then writes to the new log."""
         from tablelog.schema_rules import check_changes
 
         set_options: dict[str, str] = {}
+        sets: dict[str, str] = {}
         for change in changes:
             if isinstance(change, SetOption):
                 if is_secret(change.key):
@@ -128,6 +135,7 @@ class Table:
                                             "secrets are never stored in a table; nothing was changed")
                 _, _, paimon_options = _check(GivenOptions.read({change.key: change.value}))  # unknown keys, bad values
                 set_options.update(paimon_options)
+                sets[change.key.strip().lower()] = change.value
         # together: one alter may set file.format and a file.compression only it allows
         files = self._internals.files
         definition.check_paimon_options(set_options, self.schema, self.primary_key, files.properties,
@@ -138,17 +146,35 @@ class Table:
                 definition.check_partition_expiry(self.options.with_overrides(stored))
             except OptionError as err:
                 raise SchemaChangeError(f"table {self.identifier!r}: {err}; nothing was changed") from err
+        log = log_change.planned_change(self._internals, sets)
+        if log is not None:
+            changes = (*(c for c in changes if not isinstance(c, SetOption) or c.key.strip().lower() not in log.stored),
+                       *(SetOption(k, v) for k, v in log.stored.items()))
+        projected = self.options.log_arrow_projection
+
+        def check(latest: TableFiles) -> None:
+            check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes,
+                          projected=projected, log_change=log is not None)
+
+        ends: dict[int, int] = {}
+        if log is not None:
+            check(self.warehouse.open(self.identifier))  # before a topic is created for an alter that is refused
+            ends = log_change.prepare(self._internals, log)
         with files.commit_lock():
             latest = self.warehouse.open(self.identifier)
-            check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes,
-                          projected=self.options.log_arrow_projection)
+            check(latest)
             try:
                 schema_id = latest.alter(list(changes))
             except Exception as err:  # pypaimon's own refusal (its RuntimeError wraps a ValueError)
                 raise SchemaChangeError(
                     f"table {self.identifier!r}: Paimon refused the alter: {err}; nothing was changed"
                 ) from err
-        self._internals.refresh_schema()
+            if log is not None:
+                log_change.commit_attaching_snapshot(self.warehouse.open(self.identifier), log, ends)
+        if log is not None:
+            self._internals = log_change.reopened(self._internals, log)
+        else:
+            self._internals.refresh_schema()
         return schema_id
 
     # -- the log ---------------------------------------------------------------

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pyarrow as pa
 
-from tablelog.errors import OptionError
+from tablelog.commit.log_commit import shown_log
+from tablelog.errors import LogChangedError, OptionError
 from tablelog.formats import record_codec
 from tablelog.formats.codec import RecordCodec
 from tablelog.formats.projection import TOPIC_SUFFIX, projected_columns
@@ -100,6 +101,36 @@ class TableInternals:
     def topic(self) -> str:
         """The table's topic: fixed with the table (readers compare it at every snapshot)."""
         return default_topic(self.identifier, self.options.log_system, self.system_options)
+
+    @property
+    def log_name(self) -> tuple[str, str]:
+        """The log this object writes and reads: (system, topic); the topic is empty without one."""
+        system = self.options.log_system
+        return system, self.topic if system != "none" else ""
+
+    def current_log(self) -> tuple[str, str]:
+        """The log the table has now, as :attr:`log_name`: its latest stored options, which an
+        alter may have changed since this object was opened (:mod:`tablelog.log_change`)."""
+        files = self.warehouse.open(self.identifier) if self.files.has_newer_schema() else self.files
+        properties = files.properties
+        system = properties.get("log.system", "none").strip().lower()
+        if system == "none":
+            return system, ""
+        return system, default_topic(self.identifier, system, {
+            k: v for k, v in properties.items() if k.startswith(system + ".")
+        })
+
+    def check_log_unchanged(self, who: str) -> None:
+        """Refuse to write or commit when the table's log was attached, moved or detached
+        since this object was opened: what ``who`` produced went to the old log (or to none),
+        and committed after the change it would be in no reader's log."""
+        now = self.current_log()
+        if now != self.log_name:
+            raise LogChangedError(
+                f"table {self.identifier!r}: its log is now {shown_log(now)}, changed by an alter after "
+                f"this {who} opened the table with {shown_log(self.log_name)}; nothing was committed. "
+                "Open the table again and write the data again"
+            )
 
     @property
     def log_partitions(self) -> int:

@@ -11,7 +11,7 @@ import pyarrow as pa
 from tablelog import definition
 from tablelog.errors import OptionError, TableExistsError
 from tablelog.formats import record_codec
-from tablelog.formats.projection import TOPIC_SUFFIX, check_projection
+from tablelog.formats.projection import check_projection
 from tablelog.identity import TABLE_ID_PROPERTY, new_table_id
 from tablelog.logs import discovery
 from tablelog.options import (
@@ -19,13 +19,16 @@ from tablelog.options import (
     GivenOptions,
     TableOptions,
     is_secret,
-    split_system_options,
 )
-from tablelog.records import LogConfig
 from tablelog.store import Warehouse
 from tablelog.table import Table, _check
 from tablelog.table_internals import TableInternals
-from tablelog.topic_owners import default_topic, refuse_shared_topic, stream_config
+from tablelog.topic_owners import (
+    check_system_options,
+    default_topic,
+    refuse_shared_topic,
+    register_topic,
+)
 
 
 def _given(options: Mapping[str, Any] | GivenOptions | None) -> GivenOptions:
@@ -90,7 +93,7 @@ def create_table(
         )
     # Check the log system and the data types now, before a table exists.
     if parsed.log_enabled:
-        _check_system_options(parsed, system_options)
+        check_system_options(parsed, system_options)
     record_codec(schema, tuple(parsed.primary_key), parsed.log_format)
     if parsed.log_enabled:
         system_options = {**definition.defining_defaults(parsed.log_system, system_options), **system_options}
@@ -103,7 +106,7 @@ def create_table(
     if parsed.log_enabled:
         topic = default_topic(identifier, parsed.log_system, system_options)
         refuse_shared_topic(wh, identifier, parsed.log_system, system_options, topic)
-        _register_topic(wh, identifier, parsed, system_options, topic, create=parsed.log_system_auto_register)
+        register_topic(wh, identifier, parsed, system_options, topic, create=parsed.log_system_auto_register)
     try:
         files = wh.create(identifier, schema, tuple(parsed.primary_key), parsed.bucket, stored,
                           partition_keys=tuple(parsed.partition))
@@ -119,32 +122,6 @@ def _existing_table(wh: Warehouse, identifier: str, schema: pa.Schema, given: Gi
     existing = _open(wh, identifier, given)
     definition.check_same_schema(identifier, existing.schema, schema)
     return existing
-
-
-def _register_topic(
-    wh: Warehouse, identifier: str, options: TableOptions, system_options: dict[str, str], topic: str,
-    *, create: bool,
-) -> None:
-    """Open the log, which validates its options (topic name...), and with ``create``
-    create the table's topic now: a wrong option or address fails before the table
-    exists, and readers can start before the first write."""
-    system = options.log_system
-    config = LogConfig(
-        system=system,
-        table=identifier,
-        topic=topic,
-        partitions=options.log_partition_count,
-        auto_register=True,
-        options=split_system_options(system, system_options),
-        warehouse=wh.path,
-    )
-    system_plugin = discovery.load_log_system(system)
-    with system_plugin.open(config) as log:
-        if create:
-            log.ensure_topic()
-    if create and options.log_arrow_projection:
-        with system_plugin.open(stream_config(config, TOPIC_SUFFIX)) as log:
-            log.ensure_topic()
 
 
 def open_table(
@@ -184,13 +161,3 @@ def _tablelog_keys(properties: Mapping[str, str]) -> dict[str, str]:
     ours = {f.metadata["key"] for f in attrs.fields(TableOptions)}
     prefixes = tuple(n + "." for n in discovery.known_names())
     return {k: v for k, v in properties.items() if k in ours or k.startswith(prefixes)}
-
-
-def _check_system_options(options: TableOptions, system_options: Mapping[str, str]) -> None:
-    system = discovery.load_log_system(options.log_system)
-    for spec in system.option_specs():
-        if spec.required and spec.key not in system_options:
-            raise OptionError(
-                f"log.system={options.log_system!r} needs option {spec.key!r}: {spec.doc}"
-            )
-

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 import attrs
 
 from tablelog.errors import OptionError, TablelogError
+from tablelog.formats.projection import TOPIC_SUFFIX
 from tablelog.logs import discovery
-from tablelog.options import split_system_options
+from tablelog.options import TableOptions, split_system_options
 from tablelog.records import LogConfig
 from tablelog.store import Warehouse, parse_identifier
 
@@ -52,6 +53,8 @@ def refuse_shared_topic(
     naming that table and the option that chooses another topic."""
     location = log_location(wh, identifier, system, system_options, topic)
     for other in wh.tables():
+        if other == identifier:  # its own log, being attached or moved
+            continue
         try:
             properties = wh.open(other).properties
         except (TablelogError, OSError, RuntimeError, ValueError):
@@ -81,3 +84,39 @@ def log_location(
         return (system, str(topic_directory(config).resolve()))
     required = sorted(spec.key for spec in discovery.load_log_system(system).option_specs() if spec.required)
     return (system, topic, *(str(system_options.get(key)) for key in required))
+
+
+def check_system_options(options: TableOptions, system_options: Mapping[str, str]) -> None:
+    """Refuse a log system's options that lack one it requires, naming it."""
+    system = discovery.load_log_system(options.log_system)
+    for spec in system.option_specs():
+        if spec.required and spec.key not in system_options:
+            raise OptionError(
+                f"log.system={options.log_system!r} needs option {spec.key!r}: {spec.doc}"
+            )
+
+
+def register_topic(
+    wh: Warehouse, identifier: str, options: TableOptions, system_options: dict[str, str], topic: str,
+    *, create: bool,
+) -> None:
+    """Open the log, which validates its options (topic name...), and with ``create``
+    create the table's topic now: a wrong option or address fails before the table
+    exists, and readers can start before the first write."""
+    system = options.log_system
+    config = LogConfig(
+        system=system,
+        table=identifier,
+        topic=topic,
+        partitions=options.log_partition_count,
+        auto_register=True,
+        options=split_system_options(system, system_options),
+        warehouse=wh.path,
+    )
+    system_plugin = discovery.load_log_system(system)
+    with system_plugin.open(config) as log:
+        if create:
+            log.ensure_topic()
+    if create and options.log_arrow_projection:
+        with system_plugin.open(stream_config(config, TOPIC_SUFFIX)) as log:
+            log.ensure_topic()

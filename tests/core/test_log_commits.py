@@ -52,7 +52,8 @@ def test_after_and_upto_bound_the_walk_to_the_snapshots_between(table: Table) ->
 
 
 def test_the_end_positions_up_to_a_snapshot_are_those_of_the_newest_log_commit_up_to_it(table: Table) -> None:
-    second = dict(next(r for s, r in log_commits(internals(table).files) if s.id == 2).end_positions)
-    assert last_end_positions(internals(table).files, upto=3) == second
-    assert last_end_positions(internals(table).files) == dict(next(log_commits(internals(table).files, newest_first=True))[1].end_positions)
-    assert last_end_positions(internals(table).files)[0] > second[0]  # snapshot 4 committed one more record
+    files, log = internals(table).files, (table.options.log_system, table.topic)
+    second = dict(next(r for s, r in log_commits(files) if s.id == 2).end_positions)
+    assert last_end_positions(files, *log, upto=3) == second
+    assert last_end_positions(files, *log) == dict(next(log_commits(files, newest_first=True))[1].end_positions)
+    assert last_end_positions(files, *log)[0] > second[0]  # snapshot 4 committed one more record

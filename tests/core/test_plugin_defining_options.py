@@ -104,5 +104,5 @@ def test_the_spark_source_and_sink_refuse_a_different_plugin_defining_option(tab
 
 def test_the_option_listing_marks_the_defining_option(layoutlog: None) -> None:
     result = CliRunner().invoke(cli, ["options", "--markdown", "--log-system", "layoutlog"])
-    assert "| `layoutlog.layout` | `v1` |  | How records are laid out. **Defines the table**" in result.output
+    assert "| `layoutlog.layout` | `v1` |  | How records are laid out. **Defines the table's log**" in result.output
     assert "| `layoutlog.batch-size` | `500` |  | Records per request. |" in result.output

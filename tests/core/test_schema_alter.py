@@ -116,7 +116,8 @@ REFUSED = {
     "changing_the_primary_key": (SetOption("primary-key", "id,name"), "the primary key is fixed"),
     "changing_the_bucket_count": (SetOption("bucket", "4"), "the bucket count is fixed"),
     "changing_the_bucket_key": (SetOption("bucket-key", "id"), "the bucket key is fixed"),
-    "changing_the_log_format": (SetOption("log.format", "json"), "defines the table"),
+    "changing_the_log_format": (SetOption("log.format", "json"), "defines the records of the table.s log: it may "
+                                "be set only together with a new log.system"),
     "dropping_a_key_column": (DropColumn("id"), "it is a primary-key column"),
     "renaming_a_key_column": (RenameColumn("id", "key"), "one row would have two keys in the log"),
     "adding_a_non_nullable_column": (AddColumn("c", pa.int64(), nullable=False), "must be nullable"),

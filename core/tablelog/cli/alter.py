@@ -8,9 +8,11 @@ import click
 
 from tablelog.cli.common import console, friendly_errors, table_argument, warehouse_option
 from tablelog.cli.tables import parse_schema
+from tablelog.commit.log_commit import shown_log
 from tablelog.errors import OptionError
 from tablelog.schema_rules import describe
 from tablelog.store import AddColumn, DropColumn, RenameColumn, SchemaChange, SetOption, WidenColumn
+from tablelog.table import internals
 from tablelog.tables import open_table
 
 _ADD = re.compile(
@@ -48,7 +50,8 @@ def parse_pair(flag: str, text: str, separator: str) -> tuple[str, str]:
 @click.option("--drop", "drops", multiple=True, metavar="NAME", help="Drop a column (repeatable).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set a table option (repeatable).")
 @click.option("--option", "-o", "raw_options", multiple=True, metavar="KEY=VALUE",
-              help="A runtime option to open the table with (s3.*, secrets), repeatable.")
+              help="A runtime option to open the table with (s3.*, secrets, the address of a log "
+                   "being attached), repeatable.")
 @friendly_errors
 def alter(warehouse: str, table: str, adds: tuple[str, ...], renames: tuple[str, ...], widens: tuple[str, ...],
           drops: tuple[str, ...], sets: tuple[str, ...], raw_options: tuple[str, ...]) -> None:
@@ -57,6 +60,12 @@ def alter(warehouse: str, table: str, adds: tuple[str, ...], renames: tuple[str,
     All changes become one new schema, or none does: a change that is not allowed (a
     narrowing type, a primary-key column, the bucket count...) is an error and nothing
     changes. Records written before keep their schema; readers return them in theirs.
+
+    --set log.system=SYSTEM (or the topic's option) attaches a log to the table, moves it
+    to another one, or detaches it (none): the new log's options come from -o (stored but
+    for secrets) and --set, its topic is created, and every later commit writes to it
+    (docs/attaching.md). With it, --set may give log.format, log.changelog-mode,
+    log.key.format, log.system.partitions and log.arrow.projection of the new log.
     """
     from tablelog.cli.common import parse_options
 
@@ -70,8 +79,13 @@ def alter(warehouse: str, table: str, adds: tuple[str, ...], renames: tuple[str,
     if not changes:
         raise click.UsageError("name at least one change: --add, --rename, --widen, --drop or --set")
     opened = open_table(warehouse, table, parse_options(raw_options))
+    log_before = internals(opened).log_name
     schema_id = opened.alter(*changes)
     for change in changes:
         console.print(f"{describe(change)}")
+    if internals(opened).log_name != log_before:
+        latest = internals(opened).files.latest_snapshot()
+        console.print(f"log: {shown_log(internals(opened).log_name)}, from snapshot "
+                      f"{latest.id if latest else 0} on (before: {shown_log(log_before)})")
     console.print(f"altered {opened.identifier}: schema {schema_id}, columns "
                   f"{', '.join(f'{f.name} {f.type}' for f in opened.schema)}")

@@ -127,8 +127,10 @@ def describe(warehouse: str, table: str, raw_options: tuple[str, ...], limit: in
         relayed = ", ".join(map(str, record.relayed_snapshots))
         snaps.add_row(
             str(snapshot.id), when, snapshot.commit_kind, str(snapshot.total_record_count),
-            f"relay of {relayed}" if relayed else record.writer[:12], str(record.commit_identifier),
-            str(len(record.tokens())), str(sum(r.count for r in record.ranges)),
+            f"relay of {relayed}" if relayed else f"(log {record.system} attached)" if record.attached
+            else record.writer[:12],
+            str(record.commit_identifier), str(len(record.tokens())),
+            str(sum(r.count for r in record.ranges)),
             _or_dash(commit_latency_ms(snapshot, record)),
             json.dumps({str(p): e for p, e in sorted(record.end_positions.items())}),
         )

@@ -11,7 +11,7 @@ from rich.table import Table as RichTable
 from tablelog.cli.common import console
 from tablelog.errors import TablelogError
 from tablelog.logs import discovery
-from tablelog.options import DEFINES_TABLE, option_docs
+from tablelog.options import DEFINES_LOG, option_docs
 from tablelog.records import OptionSpec
 
 
@@ -37,8 +37,8 @@ def spec_meaning(spec: OptionSpec) -> str:
     names the topic (each further stream's is its value with the stream's suffix) or
     otherwise defines the table."""
     if spec.names_topic:
-        return spec.doc + " **Names the topic** (the projection stream's is `<value>.projection`);" + DEFINES_TABLE
-    return spec.doc + (DEFINES_TABLE if spec.defines_table else "")
+        return spec.doc + " **Names the topic** (the projection stream's is `<value>.projection`);" + DEFINES_LOG
+    return spec.doc + (DEFINES_LOG if spec.defines_table else "")
 
 
 def option_spec_table(specs: Iterable[OptionSpec]) -> str:

@@ -25,9 +25,15 @@ from tablelog.commit.compaction import compact_after_commit
 from tablelog.commit.history import find_commit, find_commit_or_expired, last_end_positions
 from tablelog.commit.hook import rerun_commit_hook, run_commit_hook
 from tablelog.commit.leases import log_deletes_before, release_leases
-from tablelog.commit.log_commit import CommitResult, LogCommitRecord, LogProjection, WriteReceipt
+from tablelog.commit.log_commit import (
+    CommitResult,
+    LogCommitRecord,
+    LogProjection,
+    WriteReceipt,
+    shown_log,
+)
 from tablelog.commit.retention import truncate_log_after_commit
-from tablelog.errors import CommitError
+from tablelog.errors import CommitError, LogChangedError
 from tablelog.expiry import expire_after_commit
 from tablelog.logs.pool import release
 from tablelog.records import CommittedLog, ProducedRange, SeekSpec
@@ -119,6 +125,9 @@ def _commit_once(
     messages = [m for r in receipts for m in r.paimon_messages]
     if not messages and not ranges and not relayed:
         return CommitResult(None, committed=True, rows=0, records=0)
+    # Checked with the commit lock held: an alter of the log commits its snapshot under it too.
+    table.check_log_unchanged("writer")
+    _check_same_log(table, receipts)
     log: LogClient | None = None
     if table.options.log_enabled:
         log = log_pool.checkout(table) if log_pool is not None else table.open_log()
@@ -198,6 +207,18 @@ def _commit_snapshot(
     return snapshot
 
 
+def _check_same_log(table: TableView, receipts: Sequence[WriteReceipt]) -> None:
+    """Refuse receipts of write attempts that wrote to another log than the table's now (a
+    distributed writer's tasks opened the table before an alter of its log, its committer after)."""
+    for receipt in receipts:
+        if receipt.log is not None and (receipt.log[0], receipt.log[1]) != table.log_name:
+            raise LogChangedError(
+                f"table {table.identifier!r}: write task {receipt.task} wrote to {shown_log((receipt.log[0], receipt.log[1]))}, "
+                f"but the table's log is now {shown_log(table.log_name)} (changed by an alter); nothing was "
+                "committed. Write the data again"
+            )
+
+
 def _check_not_deleted(table: TableView, log: LogClient, ranges: Sequence[ProducedRange]) -> None:
     """Refuse to commit records that log retention deleted before the commit (a write
     attempt that stayed uncommitted while the snapshots before it expired): readers would
@@ -220,7 +241,7 @@ def _end_positions(table: TableView, log: LogClient | None) -> dict[int, int]:
     """The log's end per partition now, after every committed record: where an
     eventual hybrid read of this snapshot continues. Records of other writers'
     attempts may lie before it; readers catch those up when they commit."""
-    previous = last_end_positions(table.files)
+    previous = last_end_positions(table.files, table.options.log_system, table.topic)
     if log is None:
         return previous
     ends = log.end_positions(list(range(table.log_partitions)))

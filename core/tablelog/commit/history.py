@@ -78,11 +78,13 @@ def last_commit_identifier(store: TableFiles, writer_id: str) -> int | None:
     return None
 
 
-def last_end_positions(store: TableFiles, upto: int | None = None) -> dict[int, int]:
-    """The log end positions the newest log commit recorded (with ``upto``: the newest up to
-    that snapshot); empty when there is none."""
+def last_end_positions(store: TableFiles, system: str, topic: str, upto: int | None = None) -> dict[int, int]:
+    """The end positions of log ``system`` topic ``topic`` the newest log commit recorded (with
+    ``upto``: the newest up to that snapshot); empty when there is none, or when that commit
+    is of another log (the table's log was attached or moved since: positions of another
+    log say nothing of this one)."""
     for _, record in log_commits(store, newest_first=True, upto=upto):
-        return dict(record.end_positions)
+        return dict(record.end_positions) if record.is_of(system, topic) else {}
     return {}
 
 

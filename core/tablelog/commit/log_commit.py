@@ -33,6 +33,10 @@ P_RANGES = "tablelog.log.ranges"
 P_CONTIGUOUS = "tablelog.log.contiguous-ranges"
 # The projection stream's part (tablelog.formats.projection): its topic, columns and ranges.
 P_PROJECTION = "tablelog.log.projection"
+# A snapshot that attaches the log it names to the table (a log attached to a table that had
+# none, or moved from another log system or topic, or detached: system "none"); it commits no
+# data. Snapshots before it were not committed to this log (docs/attaching.md).
+P_ATTACHED = "tablelog.log.attached"
 # When the committer began (epoch ms): with the snapshot's own time, the commit's latency.
 P_COMMIT_STARTED = "tablelog.commit.started-ms"
 # A relay's commit: the ids of the snapshots other writers committed whose changes its
@@ -50,6 +54,12 @@ def is_foreign(properties: Mapping[str, str], commit_kind: str) -> bool:
     a compaction. Readers take its changes from the table files
     (:mod:`tablelog.reading.foreign`)."""
     return P_VERSION not in properties and commit_kind not in _KINDS_WITHOUT_CHANGES
+
+
+def shown_log(log: tuple[str, str]) -> str:
+    """A log (system, topic) as errors name it."""
+    system, topic = log
+    return "no log (log.system=none)" if system == "none" else f"{system} topic {topic!r}"
 
 
 def new_token(prefix: str = "") -> str:
@@ -132,6 +142,13 @@ class LogCommitRecord:
     projection: LogProjection | None = None
     #: A relay's commit: the foreign snapshots whose changes its ranges carry (see :data:`P_RELAYED`).
     relayed_snapshots: tuple[int, ...] = ()
+    #: Whether this snapshot attached its log to the table (:data:`P_ATTACHED`).
+    attached: bool = False
+
+    def is_of(self, system: str, topic: str) -> bool:
+        """Whether this snapshot committed to the log ``system`` topic ``topic``: a table's log
+        changes only by an alter, which commits a snapshot whose record names the new one."""
+        return self.system == system and self.topic == (topic if system != "none" else "")
 
     def tokens(self) -> set[str]:
         return {r.token for r in self.ranges}
@@ -159,6 +176,7 @@ class LogCommitRecord:
             **({P_COMMIT_STARTED: str(self.commit_started_ms)} if self.commit_started_ms is not None else {}),
             **({P_PROJECTION: self.projection.to_json()} if self.projection is not None else {}),
             **({P_RELAYED: ",".join(map(str, self.relayed_snapshots))} if self.relayed_snapshots else {}),
+            **({P_ATTACHED: self.system} if self.attached else {}),
         }
 
     def in_projection(self) -> LogCommitRecord:
@@ -184,6 +202,7 @@ class LogCommitRecord:
             commit_started_ms=int(properties[P_COMMIT_STARTED]) if P_COMMIT_STARTED in properties else None,
             projection=LogProjection.from_json(projection) if projection else None,
             relayed_snapshots=tuple(int(i) for i in relayed.split(",") if i.strip()),
+            attached=P_ATTACHED in properties,
         )
 
 
@@ -202,6 +221,9 @@ class WriteReceipt:
     paimon_messages: Sequence[Any] = attrs.field(repr=False)
     #: Where its records of the log's projection stream landed (:mod:`tablelog.formats.projection`).
     projection_ranges: tuple[ProducedRange, ...] = ()
+    #: The log it wrote to, (system, topic) (the topic empty without a log): a commit into a
+    #: table whose log changed since is refused (None: a receipt that does not say).
+    log: tuple[str, str] | None = None
 
 
 @attrs.frozen

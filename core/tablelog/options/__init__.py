@@ -29,11 +29,12 @@ from tablelog.options.definitions import (
     ScanMode,
     TableOptions,
     fixed_option_keys,
+    log_option_keys,
     option,
     option_fields,
     same_value,
 )
-from tablelog.options.docs import DEFINES_TABLE, OptionDoc, option_docs
+from tablelog.options.docs import DEFINES_LOG, DEFINES_TABLE, OptionDoc, option_docs
 from tablelog.options.given import GivenOptions
 from tablelog.options.keys import WAREHOUSE_PREFIX, split_system_options, split_warehouse_options
 
@@ -41,6 +42,7 @@ from tablelog.options.keys import WAREHOUSE_PREFIX, split_system_options, split_
 from tablelog.redaction import REDACTED, declare_secret_keys, is_secret, redact
 
 __all__ = [
+    "DEFINES_LOG",
     "DEFINES_TABLE",
     "DYNAMIC_BUCKET",
     "DYNAMIC_BUCKET_LOG_PARTITIONS",
@@ -60,6 +62,7 @@ __all__ = [
     "declare_secret_keys",
     "fixed_option_keys",
     "is_secret",
+    "log_option_keys",
     "option",
     "option_docs",
     "option_fields",

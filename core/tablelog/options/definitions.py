@@ -77,13 +77,16 @@ class ForeignRecords(str, enum.Enum):
     SKIP = "skip"
 
 
-def option(key: str, default: Any, doc: str, convert: Any = str, *, fixed: bool = False) -> Any:
+def option(key: str, default: Any, doc: str, convert: Any = str, *, fixed: bool = False, of_log: bool = False) -> Any:
     """Declare one option: its key, default (already converted) and doc line.
 
     ``fixed``: the option defines the table (its log records or files depend on it):
     set when the table is created, it may be repeated but not changed afterwards
-    (:mod:`tablelog.definition`)."""
-    return attrs.field(default=default, metadata={"key": key, "doc": doc, "convert": convert, "fixed": fixed})
+    (:mod:`tablelog.definition`). ``of_log``: it defines only the log's records, so an alter
+    that attaches or moves the table's log sets it anew (:mod:`tablelog.log_change`)."""
+    return attrs.field(default=default, metadata={
+        "key": key, "doc": doc, "convert": convert, "fixed": fixed, "of_log": of_log,
+    })
 
 
 @attrs.frozen(kw_only=True)
@@ -93,7 +96,7 @@ class TableOptions:
     log_system: str = option(
         "log.system", "none",
         "`none`, `filesystem` (built-in), `kafka`, `pulsar`, or any installed plugin name.",
-        to_system_name, fixed=True,
+        to_system_name, fixed=True, of_log=True,
     )
     log_consistency: Consistency = option(
         "log.consistency", Consistency.TRANSACTIONAL,
@@ -104,13 +107,13 @@ class TableOptions:
     log_changelog_mode: ChangelogMode = option(
         "log.changelog-mode", ChangelogMode.AUTO,
         "`auto` (upsert with a primary key, all without), `all`, `upsert` (no `-U` records).",
-        to_enum(ChangelogMode), fixed=True,
+        to_enum(ChangelogMode), fixed=True, of_log=True,
     )
     log_format: LogFormat = option(
         "log.format", LogFormat.DEBEZIUM_JSON,
         "Record value format: `debezium-json`, `json` (a record per row) or `arrow` (a record per "
         "batch of rows of one partition, an Arrow IPC stream).",
-        to_enum(LogFormat), fixed=True,
+        to_enum(LogFormat), fixed=True, of_log=True,
     )
     log_arrow_compression: ArrowCompression = option(
         "log.arrow.compression", ArrowCompression.LZ4,
@@ -123,18 +126,18 @@ class TableOptions:
         "Columns, comma-separated, of a narrow second stream of an `arrow` log (topic "
         "`<topic>.projection`, with the key and row kind): a transactional reader asking only for "
         "these columns reads it and fetches only their bytes. Costs the writer their bytes again.",
-        to_columns, fixed=True,
+        to_columns, fixed=True, of_log=True,
     )
     log_key_format: KeyFormat = option(
         "log.key.format", KeyFormat.JSON, "Record key format (the primary key): `json`.",
-        to_enum(KeyFormat), fixed=True,
+        to_enum(KeyFormat), fixed=True, of_log=True,
     )
     log_system_partitions: int | None = option(
         "log.system.partitions", None,
         "Partitions of a created topic; default the bucket count (fixed buckets: bucket b goes to "
         "partition b), or 4 with dynamic buckets (`bucket = -1`: a key goes to partition "
         "hash(key) mod this).",
-        to_int(1), fixed=True,
+        to_int(1), fixed=True, of_log=True,
     )
     log_system_auto_register: bool = option(
         "log.system.auto-register", True,
@@ -346,3 +349,8 @@ def same_value(key: str, a: Any, b: Any) -> bool:
 def fixed_option_keys() -> list[str]:
     """The tablelog option keys that define a table (fixed at creation)."""
     return [f.metadata["key"] for f in attrs.fields(TableOptions) if f.metadata["fixed"]]
+
+
+def log_option_keys() -> list[str]:
+    """The option keys an alter that attaches or moves the table's log may set (fixed otherwise)."""
+    return [f.metadata["key"] for f in attrs.fields(TableOptions) if f.metadata["of_log"]]

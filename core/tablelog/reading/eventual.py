@@ -30,6 +30,7 @@ from tablelog.reading.batch import Batch
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
 from tablelog.reading.foreign import ForeignSnapshotsSeen
+from tablelog.reading.log_eras import LogEras
 from tablelog.reading.lost_range import committed_changes_lost_from_log, snapshot_changes_from_table
 from tablelog.records import FetchResult, LogRecord, ProducedRange, SeekSpec
 
@@ -64,6 +65,7 @@ class EventualRead:
         self._expiry_checked = 0.0  # when the reader last checked that no snapshot expired unread
         #: Where the log's read stops until another writer's snapshot is returned (see :meth:`_new_snapshots`).
         self._barrier: dict[int, int] = {}
+        self._eras = LogEras(context.table)
 
     def restart(self, position: ReaderPosition) -> None:
         """The position was put back (a poll failed): what was known of the snapshots
@@ -84,6 +86,8 @@ class EventualRead:
         self._read_log(position, budget, timeout_s, out)
         if self._barrier and self._foreign.ready(position):
             self._new_snapshots(position, out, look_now=True)
+        if not out:  # idle: has the table's log changed since the reader opened it?
+            self._eras.check_eventual(position)
         return out
 
     def _read_log(self, position: ReaderPosition, budget: int, timeout_s: float, out: Batch) -> Batch:
@@ -221,7 +225,12 @@ class EventualRead:
             self._until_snapshot is None or position.snapshot < self._until_snapshot
         ) and (snapshot := store.snapshot(position.snapshot + 1)) is not None:
             record = LogCommitRecord.from_properties(snapshot.properties)
-            if record is None and is_foreign(snapshot.properties, snapshot.commit_kind):
+            before_attach = False
+            if record is not None and not record.is_of(*self._context.table.log_name):
+                if not self._eras.is_history(snapshot.id):
+                    return  # the table's log changed after the reader's: log_eras.check_eventual says so
+                record, before_attach = None, True
+            if record is None and (before_attach or is_foreign(snapshot.properties, snapshot.commit_kind)):
                 if not self._foreign.ready(position):
                     self._barrier = self._foreign.ends_before()
                     return  # the log's records committed before it are not all read yet

@@ -172,7 +172,8 @@ class ForeignSnapshotsSeen:
         """Whether the reader at ``position`` has read every record committed before the
         next snapshot (``position.snapshot + 1``)."""
         if self._ends is None:
-            self._ends = last_end_positions(self._context.table.files, upto=position.snapshot)
+            table = self._context.table
+            self._ends = last_end_positions(table.files, *table.log_name, upto=position.snapshot)
         return all(position.offsets.get(p, 0) >= end for p, end in self._ends.items() if self._context.reads(p))
 
     def ends_before(self) -> dict[int, int]:
@@ -181,7 +182,7 @@ class ForeignSnapshotsSeen:
 
     def passed(self, record: LogCommitRecord | None) -> None:
         """The reader walked past a snapshot (``record``: its log commit, if it has one)."""
-        if record is not None:
+        if record is not None and record.is_of(*self._context.table.log_name):  # another log's say nothing here
             self._ends = dict(record.end_positions)
 
     def read(self, snapshot: SnapshotInfo, out: Batch) -> None:

@@ -43,7 +43,10 @@ def committed_changes_lost_from_log(
     store = context.table.files
     proven_start = False  # a retained snapshot ended at or before ``first``
     owners = []
+    log = context.table.log_name
     for snapshot, record in log_commits(store):
+        if not record.is_of(*log):
+            continue  # its positions are another log's (the table's log changed: log_eras)
         recorded_end = record.end_positions.get(partition)
         if recorded_end is not None and recorded_end <= first:
             proven_start = True

@@ -14,6 +14,7 @@ from tablelog.positions import (
     check_transactional,
     inside_foreign_snapshot,
     log_name,
+    topic_to_check,
 )
 from tablelog.reading.context import ReadContext
 from tablelog.records import SeekSpec
@@ -22,7 +23,7 @@ from tablelog.records import SeekSpec
 def check_given_position(context: ReadContext, position: ReaderPosition) -> None:
     """Refuse a position of another table or topic, or one ahead of the table."""
     table = context.table
-    check_identity(table, position.table, position.topic)
+    check_identity(table, position.table, topic_to_check(position))
     check_snapshot(table, position.snapshot)
     check_partitions(table, {**position.offsets, **position.horizon})
     if position.consistency is Consistency.TRANSACTIONAL:
@@ -70,7 +71,8 @@ def initial_position(context: ReadContext) -> ReaderPosition:
 def _eventual_start(context: ReadContext, mode: ScanMode, snapshot: int) -> dict[int, int]:
     partitions = [p for p in range(context.table.log_partitions) if context.reads(p)]
     if mode is ScanMode.LATEST_FULL:
-        ends = last_end_positions(context.table.files, upto=snapshot)
+        table = context.table
+        ends = last_end_positions(table.files, table.options.log_system, table.topic, upto=snapshot)
         return {p: ends[p] if p in ends else context.log.seek(p, SeekSpec.earliest()) for p in partitions}
     if mode is ScanMode.LATEST:
         spec = SeekSpec.latest()

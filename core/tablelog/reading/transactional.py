@@ -22,7 +22,7 @@ import time
 import pyarrow as pa
 
 from tablelog.commit.log_commit import LogCommitRecord, is_foreign
-from tablelog.errors import LogDataLostError, TablelogError
+from tablelog.errors import LogChangedError, LogDataLostError, TablelogError
 from tablelog.formats.projection import reads_projection
 from tablelog.positions import ReaderPosition
 from tablelog.reading.batch import Batch
@@ -30,6 +30,7 @@ from tablelog.reading.committed import CommittedRecords, dense
 from tablelog.reading.context import ReadContext
 from tablelog.reading.decode import Change
 from tablelog.reading.foreign import ForeignSnapshotRead
+from tablelog.reading.log_eras import LogEras
 from tablelog.reading.table_changes import changes_from_table
 from tablelog.records import ProducedRange
 
@@ -69,6 +70,7 @@ class TransactionalRead:
         self._records = CommittedRecords(context)
         self._foreign = ForeignSnapshotRead(context)
         self._counted_from_start = counted_from_start
+        self._eras = LogEras(context.table)
         self._idle_since: float | None = None  # when the reader last found no next snapshot
         self._expiry_checked = 0.0
 
@@ -96,9 +98,16 @@ class TransactionalRead:
                 time.sleep(min(self._idle_look_s(now), max(0.0, deadline - now)))
                 continue
             self._idle_since = None
-            record = LogCommitRecord.from_properties(snapshot.properties)
-            if record is None and is_foreign(snapshot.properties, snapshot.commit_kind):
-                # Another writer's commit: its changes are in the table files only.
+            try:
+                record = self._eras.record_of(snapshot, position)
+            except LogChangedError:
+                if out:
+                    break  # what this poll took first is returned; the next poll raises
+                raise
+            # None: not in the reader's log (another writer's, or before its log was attached)
+            before_attach = record is None and LogCommitRecord.from_properties(snapshot.properties) is not None
+            if record is None and (before_attach or is_foreign(snapshot.properties, snapshot.commit_kind)):
+                # Its changes are in the table files only.
                 if self._context.upgrade(snapshot.schema_id):
                     out.in_schema(self._context)
                 if not self._foreign.read(position, snapshot, out, budget):
@@ -109,7 +118,6 @@ class TransactionalRead:
                 # A relay's ranges carry foreign snapshots' changes, read from the files at those snapshots.
                 self._advance(position, snapshot.id)
                 continue
-            self._check_same_log(record)
             # A snapshot committed under a newer schema: its changes and all after them in it.
             if self._context.upgrade(snapshot.schema_id):
                 out.in_schema(self._context)
@@ -160,15 +168,6 @@ class TransactionalRead:
                 f"read it (earliest kept: {earliest}); changes committed there cannot be returned. "
                 "Restart the reader with scan.mode=latest-full, and give readers a consumer-id so that "
                 "expiry keeps the snapshots they still need"
-            )
-
-    def _check_same_log(self, record: LogCommitRecord) -> None:
-        table = self._context.table
-        if record.system != table.options.log_system or record.topic != table.topic:
-            raise TablelogError(
-                f"table {table.identifier!r}: a snapshot committed records to log "
-                f"{record.system!r} topic {record.topic!r}, but this reader reads "
-                f"{table.options.log_system!r} topic {table.topic!r}"
             )
 
     def _advance(self, position: ReaderPosition, snapshot_id: int) -> None:

@@ -29,6 +29,7 @@ from tablelog.positions import (
     check_partitions,
     check_snapshot,
     log_name,
+    topic_to_check,
 )
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def checked(table: Table, position: ReaderPosition) -> ReaderPosition:
     from tablelog.table import internals
 
     view = internals(table)
-    check_identity(view, position.table, position.topic, WHAT)
+    check_identity(view, position.table, topic_to_check(position), WHAT)
     check_snapshot(view, position.snapshot, WHAT)
     check_partitions(view, position.offsets, WHAT)
     return attrs.evolve(position, table=table.table_id, topic=log_name(view))

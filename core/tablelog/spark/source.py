@@ -39,7 +39,8 @@ from tablelog.commit.log_commit import is_foreign
 from tablelog.errors import OptionError, TablelogError
 from tablelog.formats.codec import KIND_COLUMN
 from tablelog.options import Consistency
-from tablelog.positions import ReaderPosition, check_not_past_ends
+from tablelog.positions import ReaderPosition, check_not_past_ends, log_name
+from tablelog.reading.log_eras import LogEras
 from tablelog.reading.reader import selected_columns
 from tablelog.reading.table_partitions import table_partitions
 from tablelog.records import RowKind
@@ -104,14 +105,17 @@ def read_committed(
 def read_log(
     table: Table, partition: int, start: int, end: int, schema_id: int, columns: Sequence[str] | None = None,
     snapshots: tuple[int, int] | None = None, only: Sequence[Mapping[str, Any]] | None = None,
+    log: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Every record of log partition ``partition`` in ``[start, end)`` (eventual: at least once),
     as Arrow: an ``arrow`` log's batches as they are, no Python row. ``snapshots``: the
     changes other writers committed in the partition in snapshots ``first+1 .. last``
     too, in their place among the records (:mod:`tablelog.reading.foreign`); of the table
-    partitions ``only`` (None: all)."""
+    partitions ``only`` (None: all). ``log``: the log the driver planned the span in
+    (``<system>:<topic>``): a table whose log moved since refuses it."""
     first, last = snapshots if snapshots is not None else (0, None)
-    position = ReaderPosition(Consistency.EVENTUAL, snapshot=first, offsets={partition: start})
+    position = ReaderPosition(Consistency.EVENTUAL, snapshot=first, offsets={partition: start},
+                              table=table.table_id, topic=log)
     schema = output_arrow_schema(table, schema_id, columns)
     with table.reader(position=position, partitions=[partition], table_partitions=only, schema_id=schema_id,
                       until_positions={partition: end}, until_snapshot=last, columns=columns) as reader:
@@ -171,14 +175,17 @@ class CommittedChanges(_LogPartitionSpan):
 
 @dataclass(frozen=True)
 class LogRecords(_LogPartitionSpan):
-    """Every record of log partition ``partition`` in ``[start, end)``, and the partition's
+    """Every record of log partition ``partition`` in ``[start, end)`` of log ``log``
+    (``<system>:<topic>``: :func:`tablelog.positions.log_name`), and the partition's
     changes of other writers' snapshots ``snapshots[0]+1 .. snapshots[1]`` (None: none)."""
 
     snapshots: tuple[int, int] | None = None
+    log: str | None = None
 
     def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None,
              only: Sequence[Mapping[str, Any]] | None = None) -> Iterator[pa.RecordBatch]:
-        return read_log(table, self.partition, self.start, self.end, schema_id, columns, self.snapshots, only)
+        return read_log(table, self.partition, self.start, self.end, schema_id, columns, self.snapshots, only,
+                        self.log)
 
 
 @dataclass(frozen=True)
@@ -227,6 +234,7 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._target: ReaderPosition | None = None
+        self._log_eras: LogEras | None = None
         table = self.table
         self.schema_id = table.schema_id
         if not table.options.log_enabled:
@@ -268,12 +276,22 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
             return offsets.to_offset(attrs.evolve(begin, full_pending=False))
         available = self._available()
         if begin.consistency is Consistency.TRANSACTIONAL:
-            return offsets.to_offset(attrs.evolve(begin, snapshot=max(begin.snapshot, available.snapshot)))
+            # A batch ends before the snapshot at which the table's log moved (log_eras).
+            end = self._eras.last_before_change(begin, max(begin.snapshot, available.snapshot))
+            return offsets.to_offset(attrs.evolve(begin, snapshot=end))
+        if available.offsets == {p: begin.offsets.get(p, 0) for p in available.offsets}:
+            self._eras.check_eventual(begin)  # nothing new: has the table's log moved away?
         check_not_past_ends(internals(self.table), begin.offsets, available.offsets, offsets.WHAT)
         ends = {p: max(pos, begin.offsets.get(p, 0)) for p, pos in available.offsets.items()}
         # The snapshots too: other writers' changes of those in between come from the files.
         return offsets.to_offset(attrs.evolve(
             begin, snapshot=max(begin.snapshot, available.snapshot), offsets={**begin.offsets, **ends}))
+
+    @property
+    def _eras(self) -> LogEras:
+        if self._log_eras is None:
+            self._log_eras = LogEras(internals(self.table))
+        return self._log_eras
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
         self._target = self._available()
@@ -289,11 +307,12 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
             # partition gets a task.
             expired = (internals(table).files.earliest_snapshot_id() or 1) > begin.snapshot + 1
             touched: set[int] = set(range(table.log_partitions)) if expired else set()
+            log = internals(table).log_name
             for snapshot, record in snapshot_commits(internals(table).files, after=begin.snapshot, upto=stop.snapshot):
-                if record is not None:
+                if record is not None and record.is_of(*log):
                     touched.update(record.ranges_by_partition())
-                elif is_foreign(snapshot.properties, snapshot.commit_kind):  # read from the files, any partition
-                    touched.update(range(table.log_partitions))
+                elif record is not None or is_foreign(snapshot.properties, snapshot.commit_kind):
+                    touched.update(range(table.log_partitions))  # read from the files, any partition
             result += [CommittedChanges(p, begin.snapshot, stop.snapshot) for p in sorted(touched)]
         else:
             foreign = stop.snapshot > begin.snapshot and any(
@@ -301,10 +320,11 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
                 for snapshot, record in snapshot_commits(internals(table).files, after=begin.snapshot,
                                                          upto=stop.snapshot)
             )
+            log_name_now = log_name(internals(table))
             for p, pos in sorted(stop.offsets.items()):
                 if pos > begin.offsets.get(p, 0) or foreign:
                     result.append(LogRecords(p, begin.offsets.get(p, 0), pos,
-                                             (begin.snapshot, stop.snapshot) if foreign else None))
+                                             (begin.snapshot, stop.snapshot) if foreign else None, log_name_now))
         return result
 
     def read(self, partition: SourcePartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]

@@ -127,7 +127,8 @@ def commit_files(
 
     No ``messages`` still commits a snapshot (pypaimon skips an empty commit unless
     ``snapshot.ignore-empty-commit`` is false): the committer asks for one only to record
-    log records without data files, such as a relay's (:mod:`tablelog.relay`)."""
+    log records without data files, such as a relay's (:mod:`tablelog.relay`) or a log
+    attached to the table (:mod:`tablelog.log_change`)."""
     drops = [m for m in messages if isinstance(m, PartitionDrop)]
     if drops:
         if len(drops) != len(messages) or len(drops) != 1:

@@ -101,6 +101,7 @@ class WriteTask:
             # An attempt writes with the table's latest schema: one altered since the table
             # was opened is read again (data without an added column writes nulls there).
             self.table.refresh_schema()
+            self.table.check_log_unchanged("writer")  # before anything goes to the old log
         table = self.table
         arrow, kinds = inputs.prepare(
             data, table.codec.schema, table.primary_key, kind, table=table.identifier
@@ -240,7 +241,7 @@ class WriteTask:
                     self._lease.release()  # no receipt, or one with no records: nothing to keep
         return WriteReceipt(
             token=self.token, task=self.task, rows=self.rows, ranges=tuple(ranges),
-            paimon_messages=messages, projection_ranges=tuple(projection_ranges),
+            paimon_messages=messages, projection_ranges=tuple(projection_ranges), log=self.table.log_name,
         )
 
     def _flush(self, client: LogClient) -> tuple[list[ProducedRange], bool]:

@@ -49,12 +49,15 @@ fetching, waiting (``wait_for_records``), positions (end positions, seek and
 delete_before), sizes (large records against the log's limit), unreachable (an outage),
 committing (commit and close), retention (whole tables on the log: retention after
 commits, with writers committing in another order than they wrote), partitioned (a table
-partitioned by day: every change counted, reads of some of its partitions);
+partitioned by day: every change counted, reads of some of its partitions), attached (the log
+attached to a table another Paimon writer created and filled, a table moved to it from
+the file log and detached from it while readers run);
 :class:`LogSystemConformance` combines them all.
 """
 
 from __future__ import annotations
 
+from tablelog.testing.conformance.attached import AttachedLogTests
 from tablelog.testing.conformance.base import ClientOpener, ConfigFactory, opened_clients
 from tablelog.testing.conformance.committing import CommitCloseTests
 from tablelog.testing.conformance.fetching import FetchTests
@@ -74,6 +77,7 @@ __all__ = ["ClientOpener", "ConfigFactory", "LogSystemConformance", "opened_clie
 # last-to-first keeps the suite's order: topics, producing, ..., committing.
 class LogSystemConformance(
     PartitionedTableTests,
+    AttachedLogTests,
     RetentionTests,
     CommitCloseTests,
     UnreachableLogTests,

@@ -1,0 +1,43 @@
+"""What another Paimon writer (pypaimon alone, a Flink or Spark Paimon job) does to a
+table, for tests and the conformance kit: create a plain Paimon table, without anything of
+tablelog's (no table id, no log options, no row-kind column), and commit rows to it as
+such a writer does (a snapshot without a log-commit record). Only public pypaimon API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+
+from tablelog.store.warehouse import Warehouse
+
+
+def create_paimon_table(
+    wh: Warehouse, identifier: str, schema: pa.Schema, primary_key: Sequence[str] = (), bucket: int = 1,
+    options: Mapping[str, str] | None = None,
+) -> None:
+    """Create ``identifier`` as pypaimon alone does."""
+    from pypaimon import Schema
+
+    fields = [f.with_nullable(False) if f.name in primary_key else f for f in schema]
+    paimon_schema = Schema.from_pyarrow_schema(
+        pa.schema(fields), primary_keys=list(primary_key) or None, options={"bucket": str(bucket), **(options or {})},
+    )
+    wh.catalog.create_database(identifier.split(".", 1)[0], True)
+    wh.catalog.create_table(identifier, paimon_schema, False)
+
+
+def commit_rows(wh: Warehouse, identifier: str, rows: pa.Table | Sequence[Mapping[str, object]]) -> None:
+    """Write ``rows`` (upserts of a primary-key table) and commit them in one snapshot, as
+    pypaimon alone does: a snapshot without any of tablelog's properties."""
+    schema = wh.open(identifier).schema
+    data = rows.cast(schema) if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
+    builder = wh.catalog.get_table(identifier).new_batch_write_builder()
+    write, commit = builder.new_write(), builder.new_commit()
+    try:
+        write.write_arrow(data)
+        commit.commit(write.prepare_commit())
+    finally:
+        write.close()
+        commit.close()
