@@ -28,6 +28,7 @@ from tablelog.reading.start import check_ends, check_given_position, initial_pos
 from tablelog.reading.table_partitions import (
     PartitionFilter,
     check_log_partitions,
+    partition_arguments,
 )
 from tablelog.reading.transactional import TransactionalRead
 
@@ -68,7 +69,7 @@ class ChangelogReader:
         partition is read at least once if the log loses its rest."""
         self.table = table
         self.options = _read_options(table, options, consistency, scan_mode, timestamp_millis, consumer_id)
-        only, self._table_partitions = split_partitions(table, partitions, table_partitions)
+        only, self._table_partitions = partition_arguments(table, partitions, table_partitions)
         check_log_partitions(table, only)
         self._columns = selected_columns(table, columns, of_some_partitions=self._table_partitions is not None)
         self._context = ReadContext(

@@ -114,7 +114,7 @@ def _typed(column: str, value: Any, data_type: pa.DataType, specs: list[Mapping[
         ) from err
 
 
-def split_partitions(
+def partition_arguments(
     table: TableView, partitions: Iterable[int] | Iterable[Mapping[str, Any]] | None,
     table_partitions: Iterable[Mapping[str, Any]] | None,
 ) -> tuple[frozenset[int] | None, PartitionFilter | None]:

@@ -261,7 +261,7 @@ class Relay:
     def _own_records(self, log: LogClient, pending: Sequence[SnapshotInfo]) -> dict[str, FoundRecords]:
         """What a killed earlier run produced of the ``pending`` snapshots' changes: it
         produced them after the snapshots existed, so after the end positions committed before."""
-        start = last_end_positions(self.table.files, upto=pending[0].id)
+        start = last_end_positions(self.table.files, *self.table.log_name, upto=pending[0].id)
         return find_own_records(log, self.table.log_partitions, start, [self._token(s.id) for s in pending])
 
     def _produce(
