@@ -39,8 +39,10 @@ def reconcile_hash_indexes(paimon: Any, messages: Sequence[Any], base_snapshot: 
     an empty table; asked only when there is an index to reconcile), in place; raises
     :class:`KeyInTwoBuckets`. Like Paimon's own writer, which reads the key index of the
     partition to place new keys, it reads the index of each partition the commit adds keys to."""
-    if not any(m.index_adds for m in messages):
-        return  # fixed buckets, or no new key: nothing to read
+    # A partition drop (store.partitions.PartitionDrop) adds no index: Paimon's overwrite drops the partition's.
+    messages = [m for m in messages if getattr(m, "index_adds", None)]
+    if not messages:
+        return  # fixed buckets, no new key, or a partition drop: nothing to read
     from pypaimon.index.dynamic_bucket import HASH_INDEX
     from pypaimon.index.index_file_handler import IndexFileHandler
 
