@@ -98,6 +98,8 @@ def planned_change(table: TableInternals, sets: Mapping[str, str]) -> LogChange 
             "bucket b is written to partition b, so the topic needs at least one partition per bucket"
         )
     record_codec(table.schema, files.primary_key, options.log_format)  # the columns the format can carry
+    if files.bucket < 1:  # dynamic buckets: a key's log partition is its hash mod this, fixed for good
+        stored.setdefault("log.system.partitions", str(options.log_partition_count))
     check_projection(options, table.schema, files.primary_key)
     system_options = {**definition.defining_defaults(system, system_options), **system_options}
     stored.update({k: v for k, v in system_options.items() if not is_secret(k)})

@@ -97,8 +97,6 @@ def test_tablelog_alter_gives_a_log_to_a_table_pypaimon_alone_created_and_filled
     assert sorted(json.loads(r.value)["after"]["id"] for r in records) == list(range(25, 35))
 
 
-@pytest.mark.xfail(strict=False, reason="needs snapshots without a log-commit record read from the table files "
-                                        "(issue 28 item 4: the foreign branch)")
 def test_a_transactional_reader_from_earliest_gets_the_changes_before_the_attach_from_the_table_files(
     tmp_path: Path,
 ) -> None:

@@ -98,8 +98,6 @@ def test_a_kafka_log_attached_to_a_table_pypaimon_alone_filled_carries_every_lat
     assert len(state) == 70 and state[5]["name"] == "v2-5" and state[25]["name"] == "v3-25"
 
 
-@pytest.mark.xfail(strict=False, reason="needs snapshots without a log-commit record read from the table files "
-                                        "(issue 28 item 4: the foreign branch)")
 def test_a_transactional_reader_from_earliest_gets_the_changes_before_the_kafka_attach_from_the_table_files(
     tmp_path: Path, kafka_bootstrap: str, identifier: str
 ) -> None:
