@@ -93,7 +93,7 @@ def test_the_cli_refuses_a_different_plugin_defining_option(table: Table, comman
 def test_the_spark_source_and_sink_refuse_a_different_plugin_defining_option(table: Table) -> None:
     from tablelog.spark.options import SourceOptions
     from tablelog.spark.sink import open_or_create
-    from tablelog.spark.source import NoRows, read_partition
+    from tablelog.spark.source_tasks import NoRows, read_partition
 
     options = SourceOptions.parse({"warehouse": table.warehouse.path, "table": "db.t", "layoutlog.layout": "v3"})
     with pytest.raises(OptionError, match=REFUSED):

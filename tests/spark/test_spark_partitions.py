@@ -1,7 +1,7 @@
 """A partitioned primary-key table through Spark: written by a stream across three days'
 partitions (``.option("partition", "dt")``), read back exactly once by the source, whole
-and limited to partitions (``.option("partitions", "dt=...")``), in streaming and batch
-reads; an overwrite refused with its reason; pypaimon alone reads the table."""
+and limited to partitions (``.option("partitions", "dt=...")``, or a batch read's filter on
+the partition column, pushed down), in streaming and batch reads; an overwrite refused with its reason; pypaimon alone reads the table."""
 
 from __future__ import annotations
 
@@ -93,6 +93,12 @@ def test_a_partitioned_table_written_by_a_spark_stream_across_three_days_is_read
     batch = (spark.read.format("tablelog").option("warehouse", warehouse)
              .option("partitions", f"dt={DAYS[0]};dt={DAYS[1]}").load(name).collect())
     assert {(r["dt"], r["id"]): r["v"] for r in batch} == {k: v for k, v in rows.items() if k[0] != DAYS[2]}
+    # A filter on the partition column is pushed down: no Filter is left in Spark's plan.
+    one_day_batch = (spark.read.format("tablelog").option("warehouse", warehouse).load(name)
+                     .where(f"dt = '{DAYS[1]}'"))
+    assert "Filter" not in one_day_batch._jdf.queryExecution().executedPlan().toString()
+    assert {(r["dt"], r["id"]): r["v"] for r in one_day_batch.collect()} == {
+        k: v for k, v in rows.items() if k[0] == DAYS[1]}
     partitions, found = read_with_pypaimon(warehouse, name)
     assert partitions == ["dt"] and {(r["dt"], r["id"]): r["v"] for r in found} == rows
     frame = spark.createDataFrame([(DAYS[0], 1, "new")], "dt string, id long, v string")

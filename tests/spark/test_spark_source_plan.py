@@ -18,14 +18,8 @@ from tablelog.errors import OptionError
 from tablelog.positions import ReaderPosition
 from tablelog.spark import offsets
 from tablelog.spark.options import SourceOptions
-from tablelog.spark.source import (
-    CommittedChanges,
-    FullScanPartition,
-    LogRecords,
-    NoRows,
-    TablelogBatchReader,
-    TablelogStreamReader,
-)
+from tablelog.spark.source import TablelogBatchReader, TablelogStreamReader
+from tablelog.spark.source_tasks import CommittedChanges, FullScanPartition, LogRecords, NoRows
 from tablelog.table import Table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

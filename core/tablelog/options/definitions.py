@@ -1,6 +1,9 @@
 """The tablelog options: one place defines each key, its default, its conversion and its
 doc line (:class:`TableOptions`); the docs' option table is generated from it
 (:mod:`tablelog.options.docs`). Keys follow Paimon's names where Paimon had them.
+
+Long because: every option is defined here, once, with its default, converter and doc
+line, so that the docs' table and the code cannot disagree.
 """
 
 from __future__ import annotations

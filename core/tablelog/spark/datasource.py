@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSource
 
 from tablelog.spark.options import SourceOptions
+from tablelog.spark.pushdown import FILTER_PUSHDOWN_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,3 +72,5 @@ def register(spark: SparkSession) -> None:
     ``spark`` is a classic session or a Spark Connect one: the class goes to the server by
     reference to this module, so the server's Python must have tablelog (docs/spark.md)."""
     spark.dataSource.register(TablelogDataSource)
+    # Lets a batch read of a partitioned table prune by its partition columns (spark.pushdown).
+    spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
