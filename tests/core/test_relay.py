@@ -3,6 +3,7 @@ log exactly once (:mod:`tablelog.testing.relay_scenarios`), and what the relay r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,28 @@ def test_a_relay_going_on_from_where_it_stopped_passes_over_what_another_relay_p
     with Relay(internals(table), resume_from=stopped_at) as relay:
         assert relay.step().relayed == ()
     assert len(log_values(table)) == 2
+
+
+def test_an_eventual_reader_leaves_out_the_relays_copy_that_would_undo_later_changes(tmp_path: Path) -> None:
+    """The relay publishes another writer's commit after tablelog's later writes of the same
+    key; an eventual reader takes that commit from the table files in its place and leaves
+    the relay's copy out, so its normalized result is the table, not the older value."""
+    import tablelog
+
+    table = TestRelayOnTheFileLog().make_table(tmp_path, {"log.system": "filesystem"})
+    with table.writer() as writer:
+        writer.write([row(1, "a")])
+        writer.commit()
+    foreign_commit(table, [("+U", row(1, "b"))])
+    with table.writer() as writer:
+        writer.write([row(1, "c")])
+        writer.commit()
+    with Relay(internals(table)) as relay:
+        relay.step()
+    assert [json.loads(v)["after"]["name"] for v in log_values(table)] == ["a", "c", "b"]  # the relay's copy last
+    with table.reader(consistency="eventual", scan_mode="earliest") as reader:
+        changes = reader.read_all(idle_timeout_s=1.0)
+    assert [c.row["name"] for c in changes] == ["a", "b", "c"]
+    normalized = tablelog.Normalizer(table.primary_key)
+    normalized.apply(changes)
+    assert {k: r["name"] for k, r in normalized.state.items()} == {(1,): "c"}

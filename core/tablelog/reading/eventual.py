@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from tablelog.commit.log_commit import LogCommitRecord, is_foreign
+from tablelog.commit.log_commit import RELAY_TOKEN_TAG, LogCommitRecord, is_foreign
 from tablelog.errors import LogDataLostError, PositionOutOfRangeError, TablelogError
 from tablelog.identity import TAG_SEPARATOR
 from tablelog.logs.client import IDLE_LOOK_S
@@ -58,6 +58,9 @@ class EventualRead:
         #: ``until``, none of them).
         self._until_snapshot = until_snapshot
         self._own_prefix = context.table.token_prefix
+        self._relay_prefix = context.table.token_prefix + RELAY_TOKEN_TAG
+        #: Records of relay commits left out: their changes come from the table files.
+        self.relayed_skipped = 0
         #: Records of other tables that share this table's topic, left out.
         self.other_tables_skipped = 0
         self._foreign = ForeignSnapshotsSeen(context)
@@ -178,9 +181,9 @@ class EventualRead:
         one that carries no table tag, are foreign; records whose token carries another
         table's tag are left out (they share the topic). The tokens are looked at once per distinct token, not per
         record: a fetch usually holds a few writes' records."""
-        own = self._own_prefix
+        own, relay = self._own_prefix, self._relay_prefix
         tokens = set(map(_TOKEN, records))
-        if None in tokens or any(not t.startswith(own) for t in tokens if t is not None):
+        if None in tokens or any(not t.startswith(own) or t.startswith(relay) for t in tokens if t is not None):
             records = self._own_records(records, partition)
         if records:
             out.take_records(self._context, [r.value for r in records], [r.position for r in records], partition, None)
@@ -197,6 +200,11 @@ class EventualRead:
                 foreign(partition, rec.position, f"its writer token {token!r} carries no table tag")
             elif not token.startswith(own):
                 self.other_tables_skipped += 1
+            elif token.startswith(self._relay_prefix):
+                # A relay's copy of another writer's snapshot: this reader takes those changes
+                # from the table files in their place (reading.foreign); the copy, published
+                # later, would come after changes committed since and undo them.
+                self.relayed_skipped += 1
             else:
                 kept.append(rec)
         return kept
