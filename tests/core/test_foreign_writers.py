@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pypaimon
 import pytest
 
 import tablelog
 from tablelog.commit.log_commit import LogCommitRecord
 from tablelog.positions import ReaderPosition
-from tablelog.store import KIND_FIELD
+from tablelog.store import commit_changes
 from tablelog.table import Table, internals
 from tablelog.verify import verify
 
@@ -48,48 +47,13 @@ def write(table: Table, changes: list[tuple[str, dict[str, Any]]]) -> None:
 
 
 def foreign_write(table: Table, changes: list[tuple[str, dict[str, Any]]], *, overwrite: bool = False) -> int:
-    """One commit by another writer, with no log-commit record; returns its snapshot id.
-
-    Inserts go through pypaimon alone. pypaimon writes other row kinds only into a table's
-    ``rowkind.field`` column, so where the table has none (tables tablelog creates now keep
-    row kinds in Paimon's ``_VALUE_KIND``), updates and deletes are written as a Java
-    engine writes them (``DELETE FROM``, a Flink changelog): through pypaimon's writer with
-    each row's kind in ``_VALUE_KIND`` (the store's write), committed without properties."""
-    paimon = pypaimon.CatalogFactory.create({"warehouse": table.warehouse.path}).get_table(table.identifier)
-    has_kind_column = any(f.name == KIND_FIELD for f in paimon.table_schema.fields)
-    if not has_kind_column and any(kind != "+I" for kind, _ in changes):
-        assert not overwrite
-        return _commit_kinds_as_a_java_engine(table, changes)
-    builder = paimon.new_batch_write_builder()
-    if overwrite:
-        builder = builder.overwrite()
-    columns: dict[str, list[Any]] = {name: [row[name] for _, row in changes] for name in SCHEMA.names}
-    if has_kind_column:
-        columns[KIND_FIELD] = [kind for kind, _ in changes]
-    batch_write, batch_commit = builder.new_write(), builder.new_commit()
-    try:
-        batch_write.write_arrow(pa.table(columns))
-        batch_commit.commit(batch_write.prepare_commit())
-    finally:
-        batch_write.close()
-        batch_commit.close()
-    latest = internals(table).files.latest_snapshot()
+    """One commit by another writer, with no log-commit record; returns its snapshot id
+    (:func:`tablelog.store.commit_changes`: pypaimon alone, or the kinds in ``_VALUE_KIND``
+    as a Java engine writes them)."""
+    snapshot_id = commit_changes(table.warehouse, table.identifier, changes, overwrite=overwrite)
+    latest = internals(table).files.snapshot(snapshot_id)
     assert latest is not None and LogCommitRecord.from_properties(latest.properties) is None
-    return latest.id
-
-
-def _commit_kinds_as_a_java_engine(table: Table, changes: list[tuple[str, dict[str, Any]]]) -> int:
-    files = internals(table).files
-    write = files.new_write()
-    try:
-        write.write_arrow(pa.Table.from_pylist([row for _, row in changes], schema=SCHEMA), [k for k, _ in changes])
-        messages = write.prepare_commit(1)
-    finally:
-        write.close()
-    files.commit(messages, commit_user=f"engine-{time.time_ns()}", commit_identifier=1, properties={})
-    latest = files.latest_snapshot()
-    assert latest is not None and LogCommitRecord.from_properties(latest.properties) is None
-    return latest.id
+    return snapshot_id
 
 
 def as_tuples(changes: list[Any]) -> list[tuple[str, int, str]]:
@@ -287,14 +251,5 @@ def test_another_writers_commit_under_a_newer_schema_keeps_its_new_columns_value
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
         assert as_tuples(reader.poll()) == [("+I", 1, "a")]
         tablelog.open_table(table.warehouse.path, table.identifier).alter(tablelog.AddColumn("extra", pa.string()))
-        paimon = pypaimon.CatalogFactory.create({"warehouse": table.warehouse.path}).get_table(table.identifier)
-        builder = paimon.new_batch_write_builder()
-        batch_write, batch_commit = builder.new_write(), builder.new_commit()
-        columns: dict[str, list[Any]] = {"id": [2], "name": ["b"], "extra": ["X"]}
-        if any(f.name == KIND_FIELD for f in paimon.table_schema.fields):
-            columns[KIND_FIELD] = ["+I"]
-        batch_write.write_arrow(pa.table(columns))
-        batch_commit.commit(batch_write.prepare_commit())
-        batch_write.close()
-        batch_commit.close()
+        commit_changes(table.warehouse, table.identifier, [("+I", {"id": 2, "name": "b", "extra": "X"})])
         assert [c.row for c in reader.poll(timeout_s=1)] == [{"id": 2, "name": "b", "extra": "X"}]

@@ -9,29 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pypaimon
 
 import tablelog
-from tablelog.store import KIND_FIELD
+from tablelog.store import commit_changes
 from tablelog.table import Table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
 
 def foreign_write(table: Table, changes: list[tuple[str, dict[str, Any]]]) -> None:
-    """One commit through pypaimon alone (the row-kind column supplied, where the table has one)."""
-    paimon = pypaimon.CatalogFactory.create({"warehouse": table.warehouse.path}).get_table(table.identifier)
-    builder = paimon.new_batch_write_builder()
-    columns: dict[str, list[Any]] = {name: [row[name] for _, row in changes] for name in SCHEMA.names}
-    if any(f.name == KIND_FIELD for f in paimon.table_schema.fields):
-        columns[KIND_FIELD] = [kind for kind, _ in changes]
-    batch_write, batch_commit = builder.new_write(), builder.new_commit()
-    try:
-        batch_write.write_arrow(pa.table(columns))
-        batch_commit.commit(batch_write.prepare_commit())
-    finally:
-        batch_write.close()
-        batch_commit.close()
+    """One commit by another writer (:func:`tablelog.store.commit_changes`)."""
+    commit_changes(table.warehouse, table.identifier, changes)
 
 
 def test_stream_reads_return_every_change_of_tablelog_and_of_another_writer(

@@ -23,7 +23,7 @@ follow from them.
 from tablelog.store.deltas import DeltaRemovesFilesError
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.files import TableFiles
-from tablelog.store.other_writers import commit_rows, create_paimon_table
+from tablelog.store.other_writers import commit_changes, commit_rows, create_paimon_table
 from tablelog.store.partitions import PartitionDrop
 from tablelog.store.schema import (
     KIND_FIELD,
@@ -64,6 +64,7 @@ __all__ = [
     "SchemaVersion",
     "SetOption",
     "WidenColumn",
+    "commit_changes",
     "commit_rows",
     "create_paimon_table",
     "paimon_immutable_option_keys",

@@ -41,3 +41,45 @@ def commit_rows(wh: Warehouse, identifier: str, rows: pa.Table | Sequence[Mappin
     finally:
         write.close()
         commit.close()
+
+
+def commit_changes(
+    wh: Warehouse, identifier: str, changes: Sequence[tuple[str, Mapping[str, object]]], *, overwrite: bool = False,
+) -> int:
+    """Commit ``changes`` (row kind, row) in one snapshot as another Paimon writer does, and
+    return the snapshot's id. Inserts, and an overwrite, go through pypaimon alone. pypaimon
+    writes other row kinds only into a ``rowkind.field`` column: where the table has one
+    (tables of earlier tablelog versions) the kinds go there; elsewhere the rows are written
+    with their kinds in Paimon's ``_VALUE_KIND``, as a Java engine's ``DELETE FROM`` or
+    changelog stream writes them, and committed without a property."""
+    import uuid
+
+    files = wh.open(identifier)
+    kinds = [kind for kind, _ in changes]
+    data = pa.Table.from_pylist([dict(row) for _, row in changes], schema=files.schema)
+    kind_column = files.properties.get("rowkind.field")
+    if kind_column or overwrite or all(kind == "+I" for kind in kinds):
+        if kind_column:
+            data = data.append_column(pa.field(kind_column, pa.string()), pa.array(kinds, pa.string()))
+        builder = wh.catalog.get_table(identifier).new_batch_write_builder()
+        if overwrite:
+            builder = builder.overwrite()
+        write, commit = builder.new_write(), builder.new_commit()
+        try:
+            write.write_arrow(data)
+            commit.commit(write.prepare_commit())
+        finally:
+            write.close()
+            commit.close()
+    else:
+        table_write = files.new_write()
+        try:
+            table_write.write_arrow(data, kinds)
+            messages = table_write.prepare_commit(1)
+        finally:
+            table_write.close()
+        files.commit(messages, commit_user=f"another-writer-{uuid.uuid4().hex[:8]}", commit_identifier=1,
+                     properties={})
+    latest = files.latest_snapshot()
+    assert latest is not None
+    return latest.id

@@ -30,6 +30,7 @@ import pytest
 from tablelog.cli import cli
 from tablelog.records import SeekSpec
 from tablelog.relay import Relay
+from tablelog.store import commit_changes
 from tablelog.table import Table, internals
 from tablelog.tables import create_table, open_table
 from tablelog.testing.processes import start_python
@@ -73,19 +74,8 @@ def log_values(table: Table) -> list[bytes]:
 
 
 def foreign_commit(table: Table, changes: list[tuple[str, dict[str, Any]]]) -> int:
-    """Commit ``changes`` (kind, row) as another pypaimon writer does; returns the snapshot id."""
-    files = internals(table).files
-    write = files.new_write()
-    try:
-        write.write_arrow(pa.Table.from_pylist([r for _, r in changes], schema=SCHEMA), [k for k, _ in changes])
-        messages = write.prepare_commit(1)
-    finally:
-        write.close()
-    user = f"engine-{time.time_ns()}"
-    files.commit(messages, commit_user=user, commit_identifier=1, properties={})
-    latest = files.latest_snapshot()
-    assert latest is not None and latest.commit_user == user
-    return latest.id
+    """Commit ``changes`` (kind, row) as another Paimon writer does; returns the snapshot id."""
+    return commit_changes(table.warehouse, table.identifier, changes)
 
 
 def row(i: int, name: str) -> dict[str, Any]:
