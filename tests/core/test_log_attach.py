@@ -13,7 +13,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
-from pypaimon import CatalogFactory, Schema
 
 import tablelog
 from tablelog import SetOption, log_change
@@ -30,6 +29,7 @@ from tablelog.errors import (
     SchemaChangeError,
 )
 from tablelog.records import SeekSpec
+from tablelog.store import Warehouse, commit_rows, create_paimon_table
 from tablelog.table import Table, internals
 from tablelog.testing.scenarios import ids, replay, table_state
 
@@ -42,18 +42,10 @@ def rows(count: int, start: int = 0, tag: str = "v1") -> list[dict[str, Any]]:
 
 def paimon_alone(warehouse: Path, *batches: list[dict[str, Any]]) -> None:
     """Table db.t created and written by pypaimon alone: no tablelog property, no table id."""
-    catalog = CatalogFactory.create({"warehouse": str(warehouse)})
-    catalog.create_database("db", True)
-    catalog.create_table("db.t", Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={"bucket": "2"}),
-                         False)
-    paimon = catalog.get_table("db.t")
+    wh = Warehouse(str(warehouse))
+    create_paimon_table(wh, "db.t", SCHEMA, ["id"], bucket=2)
     for batch in batches:
-        builder = paimon.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.Table.from_pylist(batch, schema=SCHEMA))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
+        commit_rows(wh, "db.t", batch)
 
 
 def write(table: Table, data: list[dict[str, Any]]) -> None:

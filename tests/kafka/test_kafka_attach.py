@@ -16,12 +16,12 @@ import pytest
 from click.testing import CliRunner
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer, TopicPartition
-from pypaimon import CatalogFactory, Schema
 
 import tablelog
 from tablelog import SetOption
 from tablelog.cli import cli
 from tablelog.errors import LogMovedError
+from tablelog.store import Warehouse, commit_rows, create_paimon_table
 from tablelog.table import Table
 from tablelog.testing.scenarios import ids, replay, table_state
 
@@ -33,18 +33,10 @@ def rows(count: int, start: int = 0, tag: str = "v1") -> list[dict[str, Any]]:
 
 
 def paimon_alone(warehouse: Path, identifier: str, *batches: list[dict[str, Any]]) -> None:
-    catalog = CatalogFactory.create({"warehouse": str(warehouse)})
-    catalog.create_database("db", True)
-    catalog.create_table(identifier, Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={"bucket": "2"}),
-                         False)
-    paimon = catalog.get_table(identifier)
+    wh = Warehouse(str(warehouse))
+    create_paimon_table(wh, identifier, SCHEMA, ["id"], bucket=2)
     for batch in batches:
-        builder = paimon.new_batch_write_builder()
-        write, commit = builder.new_write(), builder.new_commit()
-        write.write_arrow(pa.Table.from_pylist(batch, schema=SCHEMA))
-        commit.commit(write.prepare_commit())
-        write.close()
-        commit.close()
+        commit_rows(wh, identifier, batch)
 
 
 def write(table: Table, data: list[dict[str, Any]]) -> None:

@@ -33,7 +33,14 @@ def commit_rows(wh: Warehouse, identifier: str, rows: pa.Table | Sequence[Mappin
     pypaimon alone does: a snapshot without any of tablelog's properties."""
     schema = wh.open(identifier).schema
     data = rows.cast(schema) if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
+    _commit_with_pypaimon(wh, identifier, data)
+
+
+def _commit_with_pypaimon(wh: Warehouse, identifier: str, data: pa.Table, *, overwrite: bool = False) -> None:
+    """One batch write of ``data`` and its commit, through pypaimon's public API alone."""
     builder = wh.catalog.get_table(identifier).new_batch_write_builder()
+    if overwrite:
+        builder = builder.overwrite()
     write, commit = builder.new_write(), builder.new_commit()
     try:
         write.write_arrow(data)
@@ -61,16 +68,7 @@ def commit_changes(
     if kind_column or overwrite or all(kind == "+I" for kind in kinds):
         if kind_column:
             data = data.append_column(pa.field(kind_column, pa.string()), pa.array(kinds, pa.string()))
-        builder = wh.catalog.get_table(identifier).new_batch_write_builder()
-        if overwrite:
-            builder = builder.overwrite()
-        write, commit = builder.new_write(), builder.new_commit()
-        try:
-            write.write_arrow(data)
-            commit.commit(write.prepare_commit())
-        finally:
-            write.close()
-            commit.close()
+        _commit_with_pypaimon(wh, identifier, data, overwrite=overwrite)
     else:
         table_write = files.new_write()
         try:
