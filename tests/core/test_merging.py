@@ -628,3 +628,71 @@ def test_lookup_changelog_merges_the_stored_row_in_sequence_field_order() -> Non
     assert lookup(3, 2) == [(UB, {"f0": 1, "f1": 3}), (UA, {"f0": 1, "f1": 3})]
     assert lookup(1, 2) == [(UB, {"f0": 1, "f1": 1}), (UA, {"f0": 1, "f1": 2})]
     assert lookup(2, 1, 3) == [(UB, {"f0": 1, "f1": 2}), (UA, {"f0": 1, "f1": 3})]
+
+
+# --- against pypaimon 2.1's own merge (inserts only: pypaimon raises on retractions) -----
+
+PYPAIMON_CASES = {
+    "aggregation": (
+        pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.int64()), ("hi", pa.int64()), ("lo", pa.string()),
+                   ("lst", pa.string()), ("fv", pa.string()), ("fnn", pa.string()), ("lv", pa.string()),
+                   ("lnn", pa.string()), ("ba", pa.bool_()), ("bo", pa.bool_())]),
+        {"merge-engine": "aggregation", "fields.s.aggregate-function": "sum", "fields.hi.aggregate-function": "max",
+         "fields.lo.aggregate-function": "min", "fields.lst.aggregate-function": "listagg",
+         "fields.lst.list-agg-delimiter": "|", "fields.fv.aggregate-function": "first_value",
+         "fields.fnn.aggregate-function": "first_non_null_value", "fields.lv.aggregate-function": "last_value",
+         "fields.ba.aggregate-function": "bool_and", "fields.bo.aggregate-function": "bool_or"},
+    ),
+    "partial-update": (
+        pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.string()), ("b", pa.int64()), ("c", pa.bool_())]),
+        {"merge-engine": "partial-update"},
+    ),
+    "sequence-field-descending": (
+        pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64()), ("v", pa.string())]),
+        {"sequence.field": "ts", "sequence.field.sort-order": "descending"},
+    ),
+}
+
+
+def _random_value(rng: Any, type_: pa.DataType) -> Any:
+    if rng.random() < 0.3:
+        return None
+    if pa.types.is_boolean(type_):
+        return rng.random() < 0.5
+    if pa.types.is_integer(type_):
+        return rng.randint(-5, 20)
+    return rng.choice(["a", "b", "c", "dd", "e"])
+
+
+@pytest.mark.parametrize("case", sorted(PYPAIMON_CASES))
+def test_the_merge_of_inserts_equals_pypaimons_read(tmp_path: Any, case: str) -> None:
+    import random
+
+    import pypaimon
+
+    schema, table_options = PYPAIMON_CASES[case]
+    options = parse_merge_options(table_options, schema, ["id"])
+    catalog = pypaimon.CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.create_database("db", True)
+    catalog.create_table(
+        "db.t", pypaimon.Schema.from_pyarrow_schema(schema, primary_keys=["id"], options={"bucket": "1", **table_options}),
+        False,
+    )
+    table = catalog.get_table("db.t")
+    rng = random.Random(29)
+    records: list[KeyValue] = []
+    for commit in range(3):
+        batch = [{"id": rng.randint(1, 4), **{f.name: _random_value(rng, f.type) for f in schema if f.name != "id"}}
+                 for _ in range(10)]
+        records += [KeyValue(INS, row, len(records) + n) for n, row in enumerate(batch)]
+        builder = table.new_stream_write_builder()
+        write, commit_ = builder.new_write(), builder.new_commit()
+        write.write_arrow(pa.Table.from_pylist(batch, schema=schema))
+        commit_.commit(write.prepare_commit(commit), commit)
+        write.close()
+        commit_.close()
+    read = table.new_read_builder()
+    theirs = sorted(read.new_read().to_arrow(read.new_scan().plan().splits()).to_pylist(), key=lambda r: r["id"])
+    ours = [merged_row(merge([r for r in records if r.row["id"] == key], options))
+            for key in sorted({r.row["id"] for r in records})]
+    assert ours == theirs
