@@ -14,9 +14,11 @@ import pytest
 from tablelog.errors import OptionError
 from tablelog.merging import (
     KeyValue,
+    LookupResult,
     MergeEngine,
     MergeError,
     changelog,
+    lookup,
     merge,
     merged_row,
     parse_merge_options,
@@ -696,3 +698,36 @@ def test_the_merge_of_inserts_equals_pypaimons_read(tmp_path: Any, case: str) ->
     ours = [merged_row(merge([r for r in records if r.row["id"] == key], options))
             for key in sorted({r.row["id"] for r in records})]
     assert ours == theirs
+
+
+def test_a_lookup_of_an_aggregated_key_emits_the_old_and_new_sums() -> None:
+    options = opts({**AGGREGATION, "fields.f1.aggregate-function": "sum"}, ints(2))
+    looked_up = lookup(KeyValue(INS, ROW, 3), rows(options, (1, 2), (1, -1)), options)
+    assert looked_up.changes == [(UB, ROW), (UA, {"f0": 1, "f1": 6})]
+
+
+def test_a_lookup_of_a_late_record_changes_nothing_but_emits_the_same_row_twice() -> None:
+    options = opts({"sequence.field": "f1", "changelog-producer": "lookup"}, ints(2))
+    looked_up = lookup(KeyValue(INS, ROW, 0), [KeyValue(INS, {"f0": 1, "f1": 4}, 1)], options)
+    assert looked_up.result == KeyValue(INS, ROW, 0) and looked_up.changes == [(UB, ROW), (UA, ROW)]
+
+
+def test_a_first_row_lookup_of_a_stored_key_drops_the_new_records() -> None:
+    options = opts({"merge-engine": "first-row"}, ints(2))
+    assert lookup(KeyValue(INS, ROW, 0), rows(options, (1, 6)), options) == LookupResult(KeyValue(INS, ROW, 0), [])
+
+
+def test_a_first_row_lookup_of_a_new_key_emits_the_first_record_as_written() -> None:
+    options = opts({"merge-engine": "first-row"}, ints(2))
+    looked_up = lookup(None, [KeyValue(UA, ROW, 0), KeyValue(INS, NEW, 1)], options)
+    assert looked_up.changes == [(UA, ROW)]
+
+
+def test_a_lookup_without_new_records_changes_nothing() -> None:
+    assert lookup(KeyValue(INS, ROW, 0), [], opts({}, ints(2))).changes == []
+
+
+def test_a_lookup_of_a_partial_update_delete_emits_the_whole_old_row() -> None:
+    options = opts({"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}, ints(2))
+    looked_up = lookup(KeyValue(INS, ROW, 0), [KeyValue(D, {"f0": 1, "f1": None}, 1)], options)
+    assert looked_up.changes == [(D, ROW)]

@@ -4,7 +4,7 @@ the merge of a key's records in Paimon's order (:mod:`~tablelog.merging.engines`
 changes Paimon's ``lookup`` changelog producer emits for a key (:mod:`~tablelog.merging.changelog`).
 Each follows its Java class, named in its docstring. No I/O, no pypaimon."""
 
-from tablelog.merging.changelog import changelog
+from tablelog.merging.changelog import LookupResult, changelog, lookup
 from tablelog.merging.engines import KeyValue, MergeError, merge, merged_row, sort_records, writable
 from tablelog.merging.options import (
     ChangelogProducer,
@@ -14,6 +14,6 @@ from tablelog.merging.options import (
 )
 
 __all__ = [
-    "ChangelogProducer", "KeyValue", "MergeEngine", "MergeError", "MergeOptions", "changelog", "merge",
+    "ChangelogProducer", "KeyValue", "LookupResult", "MergeEngine", "MergeError", "MergeOptions", "changelog", "lookup", "merge",
     "merged_row", "parse_merge_options", "sort_records", "writable",
 ]

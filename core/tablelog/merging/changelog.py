@@ -4,13 +4,46 @@ and ``FirstRowMergeFunctionWrapper`` for first-row tables)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+import attrs
+
+from tablelog.merging.engines import KeyValue, merge, merged_row
 from tablelog.merging.options import MergeEngine, MergeOptions
 from tablelog.records import RowKind
 
 Row = Mapping[str, Any]
+
+
+@attrs.frozen
+class LookupResult:
+    """What a lookup merge of one key gives: the record the table then holds (None:
+    the key keeps no record) and the changes the log carries."""
+
+    result: KeyValue | None
+    changes: list[tuple[RowKind, Row]]
+
+
+def lookup(stored: KeyValue | None, records: Iterable[KeyValue], options: MergeOptions) -> LookupResult:
+    """The new ``records`` of a key merged with its ``stored`` record (the one a lookup
+    finds in the table, None for a new key), and the changes between the two, as
+    ``LookupChangelogMergeFunctionWrapper.getResult`` computes them: the stored record is
+    merged in sequence order with the new ones (a late record under ``sequence.field``
+    sorts before it). First-row follows ``FirstRowMergeFunctionWrapper``: a stored key
+    keeps its record and the new ones are dropped. No new records: no change. Records a
+    writer drops (:func:`~tablelog.merging.engines.writable`) must be left out by the caller."""
+    new = list(records)
+    if not new:
+        return LookupResult(stored, [])
+    if options.engine is MergeEngine.FIRST_ROW and stored is not None:
+        return LookupResult(stored, [])
+    result = merge([*([stored] if stored is not None else []), *new], options)
+    if options.engine is MergeEngine.FIRST_ROW:
+        # Java emits the kept record as it was written: a +U stays a +U
+        return LookupResult(result, [] if result is None else [(result.kind, result.row)])
+    before = merged_row(stored)
+    return LookupResult(result, changelog(before, merged_row(result), options))
 
 
 def changelog(before: Row | None, after: Row | None, options: MergeOptions) -> list[tuple[RowKind, Row]]:
