@@ -731,3 +731,11 @@ def test_a_lookup_of_a_partial_update_delete_emits_the_whole_old_row() -> None:
     options = opts({"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}, ints(2))
     looked_up = lookup(KeyValue(INS, ROW, 0), [KeyValue(D, {"f0": 1, "f1": None}, 1)], options)
     assert looked_up.changes == [(D, ROW)]
+
+
+def test_row_deduplicate_compares_floats_as_java_does() -> None:
+    # EqualiserCodeGenerator: Double.compare, so NaN equals NaN and -0.0 is not 0.0
+    schema = pa.schema([pa.field("k", pa.int32(), nullable=False), pa.field("x", pa.float64())])
+    options = opts({"changelog-producer.row-deduplicate": "true"}, schema, ("k",))
+    assert changelog({"k": 1, "x": float("nan")}, {"k": 1, "x": float("nan")}, options) == []
+    assert len(changelog({"k": 1, "x": -0.0}, {"k": 1, "x": 0.0}, options)) == 2

@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from tablelog.merging.aggregators import java_compare
 from tablelog.merging.engines import KeyValue, merge, merged_row
 from tablelog.merging.options import MergeEngine, MergeOptions
 from tablelog.records import RowKind
@@ -71,6 +72,15 @@ def changelog(before: Row | None, after: Row | None, options: MergeOptions) -> l
 
 def values_equal(before: Row, after: Row, options: MergeOptions) -> bool:
     """The ``RecordEqualiser`` of ``KeyValueFileStore``: every column but the ignored
-    ones, compared as Java's generated equaliser compares them (a NaN equals nothing)."""
+    ones, compared as Java's generated equaliser compares them (``EqualiserCodeGenerator``:
+    floats by ``Double.compare``, so NaN equals NaN and ``-0.0`` differs from ``0.0``)."""
     ignored = set(options.row_deduplicate_ignore_fields)
-    return all(before.get(c) == after.get(c) for c in options.columns if c not in ignored)
+    return all(_field_equal(before.get(c), after.get(c)) for c in options.columns if c not in ignored)
+
+
+def _field_equal(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) and isinstance(b, float):
+        return java_compare(a, b) == 0
+    return bool(a == b)
