@@ -194,6 +194,17 @@ def test_a_fields_option_naming_no_column_is_refused() -> None:
         opts({"merge-engine": "aggregation", "fields.nope.aggregate-function": "sum"}, ints(2))
 
 
+def test_a_function_on_a_key_column_is_refused_as_paimon_would_ignore_it() -> None:
+    with pytest.raises(OptionError, match="f0 is a primary key column"):
+        opts({"merge-engine": "aggregation", "fields.f0.aggregate-function": "sum"}, ints(2))
+
+
+def test_a_function_on_a_sequence_group_field_is_refused_as_paimon_would_ignore_it() -> None:
+    with pytest.raises(OptionError, match="f2 is a sequence-group's sequence field"):
+        opts({"merge-engine": "partial-update", "fields.f2.sequence-group": "f1",
+              "fields.f2.aggregate-function": "max"}, ints(3))
+
+
 def test_an_option_of_an_unbuilt_function_is_refused() -> None:
     with pytest.raises(OptionError, match="fields.f1.nested-key='a' is not supported"):
         opts({"merge-engine": "aggregation", "fields.f1.nested-key": "a"}, ints(2))

@@ -121,6 +121,7 @@ def parse_merge_options(
             "without sequence.field: Paimon would ignore it; set sequence.field or remove it"
         )
     _refuse_ignored_by_engine(given, engine)
+    _refuse_functions_paimon_ignores(given, engine, keys)
     types = {f.name: f.type for f in schema}
     groups: tuple[SequenceGroup, ...] = ()
     functions: dict[str, FieldFunction] = {}
@@ -295,6 +296,20 @@ def _refuse_ignored_by_engine(given: Mapping[str, str], engine: MergeEngine) -> 
         if engine not in wanted:
             allowed = " or ".join(repr(e.value) for e in wanted)
             raise _refused(key, value, f"only merge-engine {allowed} uses it; this table's is {engine.value!r}")
+
+
+def _refuse_functions_paimon_ignores(given: Mapping[str, str], engine: MergeEngine, keys: tuple[str, ...]) -> None:
+    """A function on a key column, or on a partial-update group's sequence field: Paimon
+    gives those columns their own (``getAggFuncName``) and would ignore it."""
+    group_sequence = {
+        f for k in given if k.startswith("fields.") and k.endswith(".sequence-group")
+        for f in _split(k[len("fields."):-len(".sequence-group")])
+    } if engine is MergeEngine.PARTIAL_UPDATE else set()
+    for field in (*keys, *sorted(group_sequence)):
+        key = f"fields.{field}.aggregate-function"
+        if key in given:
+            role = "a primary key column" if field in keys else "a sequence-group's sequence field"
+            raise _refused(key, given[key], f"{field} is {role}: Paimon gives it its own function and would ignore this one")
 
 
 def _function_name(given: Mapping[str, str], field: str) -> tuple[str | None, str]:
