@@ -230,8 +230,10 @@ class Table:
         the pool and goes back to it: a committer of many snapshots opens it once.
         """
         from tablelog import partition_expiry
+        from tablelog.writing.writer import repair_changes
 
-        result = committer.commit(self._internals, writer_id, commit_identifier, receipts, log_pool)
+        result = committer.commit(
+            self._internals, writer_id, commit_identifier, receipts, log_pool, repair=repair_changes)
         if result.committed:
             partition_expiry.expire_partitions_after_commit(self._internals)
         return result

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tablelog.commit.compaction import compact_after_commit
@@ -32,6 +32,7 @@ from tablelog.commit.log_commit import (
     WriteReceipt,
     shown_log,
 )
+from tablelog.commit.merged_conflicts import has_conflict, merged_receipts
 from tablelog.commit.retention import truncate_log_after_commit
 from tablelog.errors import CommitError, LogChangedError
 from tablelog.expiry import expire_after_commit
@@ -45,22 +46,35 @@ if TYPE_CHECKING:
     from tablelog.table_view import TableView
 
 
+#: Computes a merged-changelog commit's changes again when its attempts' no longer hold:
+#: ``(table, receipts, latest snapshot, log pool) -> receipts``
+#: (:func:`tablelog.writing.merged_repair.repair`; the writing layer, above this one, passes it).
+Repair = Callable[["TableView", Sequence[WriteReceipt], "int | None", "LogPool | None"], list[WriteReceipt]]
+
+
 def commit(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
-    log_pool: LogPool | None = None, relayed: Sequence[int] = (),
+    log_pool: LogPool | None = None, relayed: Sequence[int] = (), repair: Repair | None = None,
 ) -> CommitResult:
     """Commit ``receipts`` as one snapshot, once per (writer_id, commit_identifier)
     (see :meth:`tablelog.table.Table.commit`). ``relayed``: the foreign snapshots whose
     changes the receipts carry (a relay's commit, :mod:`tablelog.relay`): the snapshot is
-    committed even with no records, to record that they were relayed."""
+    committed even with no records, to record that they were relayed. ``repair``: needed
+    for receipts of a merged-changelog table (:mod:`tablelog.commit.merged_conflicts`)."""
     started_ms = time.time_ns() // 1_000_000
+    if merged_receipts(receipts) and repair is None:
+        raise CommitError(
+            f"table {table.identifier!r}: receipts of a merged-changelog table need the committer's "
+            "repair of their changes (commit them with Table.commit or Writer.commit)"
+        )
+    args = (table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed, repair)
     if table.files.on_object_store:
-        result = _commit_racing(table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed)
+        result = _commit_racing(*args)
     else:
         # The check and the commit hold the table's commit lock: two committers of
         # the same identifier (a replay racing the original) cannot both commit.
         with table.files.commit_lock():
-            result = _commit_once(table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed)
+            result = _commit_once(*args)
     if result.committed and result.snapshot_id is not None:
         # After the lock: expiry never holds up other committers, and never fails this commit.
         expire_after_commit(table, result.snapshot_id)
@@ -84,7 +98,7 @@ class _LostRace(Exception):
 
 def _commit_racing(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
-    log_pool: LogPool | None, started_ms: int, relayed: Sequence[int],
+    log_pool: LogPool | None, started_ms: int, relayed: Sequence[int], repair: Repair | None,
 ) -> CommitResult:
     for attempt in range(MAX_COMMIT_ATTEMPTS):
         # The latest id is read before the identifier is checked, so every snapshot up to
@@ -93,7 +107,7 @@ def _commit_racing(
         next_id = (latest.id if latest is not None else 0) + 1
         try:
             return _commit_once(
-                table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed, next_id)
+                table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed, repair, next_id)
         except _LostRace:
             time.sleep(random.uniform(0, min(MAX_BACKOFF_S, 0.02 * 2**attempt)))
     raise CommitError(
@@ -105,7 +119,8 @@ def _commit_racing(
 
 def _commit_once(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
-    log_pool: LogPool | None, started_ms: int, relayed: Sequence[int], snapshot_id: int | None = None,
+    log_pool: LogPool | None, started_ms: int, relayed: Sequence[int], repair: Repair | None,
+    snapshot_id: int | None = None,
 ) -> CommitResult:
     """Check the identifier, then commit; ``snapshot_id``: on an object store, the one
     id this attempt may create (:class:`_LostRace` when another committer has it)."""
@@ -128,6 +143,16 @@ def _commit_once(
     # Checked with the commit lock held: an alter of the log commits its snapshot under it too.
     table.check_log_unchanged("writer")
     _check_same_log(table, receipts)
+    written = list(receipts)  # the attempts whose leases the commit ends
+    recomputed: list[WriteReceipt] = []  # the committer's own changes, if it computed them
+    if repair is not None and merged_receipts(receipts):
+        latest = _latest_before(table, snapshot_id)
+        if has_conflict(table.files, receipts, latest):
+            receipts = repair(table, receipts, latest, log_pool)
+            recomputed = [receipts[-1]]
+            written += recomputed
+            ranges = tuple(rng for r in receipts for rng in r.ranges)
+            records = sum(r.count for r in ranges)
     log: LogClient | None = None
     if table.options.log_enabled:
         log = log_pool.checkout(table) if log_pool is not None else table.open_log()
@@ -148,17 +173,28 @@ def _commit_once(
         snapshot = _commit_snapshot(table, writer_id, commit_identifier, messages, record, snapshot_id)
     except BaseException:
         release(log, log_pool, reusable=False)
+        if recomputed and log_deletes_before(table):
+            release_leases(table, recomputed)  # a retry computes the changes again
         raise
     hook_error = None
     if log is not None:  # the snapshot is durable: from here on the commit has happened
         if log.deletes_before:
-            release_leases(table, receipts)  # the snapshot holds their records from now on
+            release_leases(table, written)  # the snapshot holds their records from now on
         # Still under the commit lock (local warehouse): a commit's check of its records
         # (_check_not_deleted) and a deletion never interleave.
         truncate_log_after_commit(table, log, log_pool)
         committed = CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions)
         hook_error = run_commit_hook(table, log, log_pool, committed)
     return CommitResult(snapshot.id, committed=True, rows=rows, records=records, hook_error=hook_error)
+
+
+def _latest_before(table: TableView, snapshot_id: int | None) -> int | None:
+    """The snapshot this commit follows: the latest (under the commit lock), or the one
+    before the id an object-store commit tries."""
+    if snapshot_id is not None:
+        return snapshot_id - 1 or None
+    latest = table.files.latest_snapshot()
+    return latest.id if latest is not None else None
 
 
 def _projection(table: TableView, receipts: Sequence[WriteReceipt]) -> LogProjection | None:

@@ -224,6 +224,11 @@ class WriteReceipt:
     #: The log it wrote to, (system, topic) (the topic empty without a log): a commit into a
     #: table whose log changed since is refused (None: a receipt that does not say).
     log: tuple[str, str] | None = None
+    #: A merged-changelog table's attempt (:mod:`tablelog.writing.merged`): the snapshot its
+    #: changes were computed against (0: before the first), and the primary keys it wrote;
+    #: the committer computes them again when another write of those keys came between.
+    base_snapshot: int | None = None
+    written_keys: Any = attrs.field(default=None, repr=False)  # a pyarrow Table
 
 
 @attrs.frozen

@@ -28,6 +28,8 @@ from tablelog.options import ChangelogMode
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
 from tablelog.store import KIND_FIELD, PartitionDrop
 from tablelog.writing import inputs
+from tablelog.writing.merged import PendingRows, merged_write
+from tablelog.writing.merged_repair import REPAIR_WRITER, repair
 from tablelog.writing.routing import partition_order
 
 if TYPE_CHECKING:
@@ -65,6 +67,12 @@ class WriteTask:
         #: In place of data files, the drop of a table partition (:meth:`drop_partition`).
         self._drop: PartitionDrop | None = None
         self._finished = False
+        self._started = False
+        #: A merged-changelog table's rows, kept until ``finish()`` (:mod:`tablelog.writing.merged`).
+        self._pending: PendingRows | None = None
+        #: The snapshot a merged-changelog attempt's changes were computed against.
+        self._base_snapshot: int | None = None
+        self._written_keys: pa.Table | None = None
         #: Keeps log retention off this attempt's records until it commits (where the log deletes).
         self._lease = AttemptLease(table, self.token)
 
@@ -97,11 +105,15 @@ class WriteTask:
             raise RuntimeError("this write task is finished; start a new one")
         if self._drop is not None:
             raise RuntimeError("this write task drops a partition; write rows in another one")
-        if self._paimon_write is None:
+        if not self._started:
             # An attempt writes with the table's latest schema: one altered since the table
             # was opened is read again (data without an added column writes nulls there).
             self.table.refresh_schema()
             self.table.check_log_unchanged("writer")  # before anything goes to the old log
+            self._started = True
+            merge = self.table.files.merge_options
+            if merge is not None:
+                self._pending = PendingRows(merge, self.table.identifier)
         table = self.table
         arrow, kinds = inputs.prepare(
             data, table.codec.schema, table.primary_key, kind, table=table.identifier
@@ -110,15 +122,43 @@ class WriteTask:
             return 0
         if table.options.log_enabled:
             table.codec.check_values(arrow)
+        if self._pending is not None:  # its changes are known when the attempt finishes
+            self._pending.add(arrow, kinds)
+            self.rows += arrow.num_rows
+            return arrow.num_rows
         batches, projected = self._encode(arrow, kinds) if table.options.log_enabled else ([], [])
         self._open()
+        self._write_files(arrow, kinds)
+        self._produce(batches, projected)
+        self.rows += arrow.num_rows
+        return arrow.num_rows
+
+    def _write_files(self, arrow: pa.Table, kinds: list[RowKind]) -> None:
+        table = self.table
         if table.files.has_kind_field:
             self._paimon_write.write_arrow(self._with_kind_column(arrow, kinds))
         else:  # the kinds go to Paimon's own _VALUE_KIND
             self._paimon_write.write_arrow(arrow, kinds if table.primary_key else None)
+
+    def _write_merged(self) -> None:
+        """A merged-changelog attempt's folded records to the data files and its changes
+        to the log, computed against the latest snapshot (:mod:`tablelog.writing.merged`)."""
+        pending, self._pending = self._pending, None
+        assert pending is not None
+        if pending.empty:
+            return
+        table = self.table
+        latest = table.files.latest_snapshot()
+        self._base_snapshot = latest.id if latest is not None else 0  # 0: before the first snapshot
+        write = merged_write(table.files, pending.options, table.codec.schema, None if latest is None else latest.id, pending)
+        self._written_keys = write.records.select(list(pending.options.primary_key))
+        batches, projected = (
+            self._encode(write.changes, write.change_kinds)
+            if table.options.log_enabled and write.changes.num_rows else ([], []))
+        self._open(files=write.records.num_rows > 0)
+        if write.records.num_rows:
+            self._write_files(write.records, write.kinds)
         self._produce(batches, projected)
-        self.rows += arrow.num_rows
-        return arrow.num_rows
 
     def _produce(self, batches: list[ProduceBatch], projected: list[ProduceBatch]) -> None:
         assert self._log is not None or not batches
@@ -147,6 +187,21 @@ class WriteTask:
         self._open(files=False)
         self._produce(batches, projected)
         return arrow.num_rows
+
+    def produce_changes(self, rows: pa.Table, kinds: list[RowKind]) -> int:
+        """Send ``rows`` (whole rows, with their ``kinds``) to the log under this task's
+        token, with no data files: a committer's changes of a merged-changelog table
+        (:mod:`tablelog.writing.merged_repair`). Returns how many."""
+        if self._finished or self._paimon_write is not None or self._pending is not None:
+            raise RuntimeError("changes alone are produced by a write task of their own: start a new one")
+        self._started = True
+        self.rows += rows.num_rows
+        if rows.num_rows == 0 or not self.table.options.log_enabled:
+            return rows.num_rows
+        batches, projected = self._encode(rows, kinds)
+        self._open(files=False)
+        self._produce(batches, projected)
+        return rows.num_rows
 
     @staticmethod
     def _with_kind_column(arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
@@ -220,6 +275,8 @@ class WriteTask:
         messages: list[Any] = []
         own_only = reusable = finished = False
         try:
+            if self._pending is not None:
+                self._write_merged()
             if self._log is not None:
                 ranges, own_only = self._flush(self._log)
             if self._projection_log is not None:
@@ -242,6 +299,7 @@ class WriteTask:
         return WriteReceipt(
             token=self.token, task=self.task, rows=self.rows, ranges=tuple(ranges),
             paimon_messages=messages, projection_ranges=tuple(projection_ranges), log=self.table.log_name,
+            base_snapshot=self._base_snapshot, written_keys=self._written_keys,
         )
 
     def _flush(self, client: LogClient) -> tuple[list[ProducedRange], bool]:
@@ -287,6 +345,15 @@ class WriteTask:
                 release(projection, self._log_pool, reusable=reuse_log)
 
 
+def repair_changes(
+    table: TableView, receipts: Sequence[WriteReceipt], latest: int | None, log_pool: LogPool | None,
+) -> list[WriteReceipt]:
+    """The committer's repair of a merged-changelog commit (:mod:`tablelog.writing.merged_repair`),
+    producing with write tasks of its own."""
+    return repair(table, receipts, latest, log_pool,
+                  new_task=lambda name: WriteTask(table, REPAIR_WRITER, 0, name, log_pool=log_pool))
+
+
 class Writer:
     """A single-process writer: write, then commit, repeatedly.
 
@@ -324,7 +391,8 @@ class Writer:
         """Publish everything written since the last commit in one snapshot."""
         task, self._task = self.task, None
         receipt = task.finish()
-        result = committer.commit(self.table, self.writer_id, self.commit_identifier, [receipt], self._log_pool)
+        result = committer.commit(
+            self.table, self.writer_id, self.commit_identifier, [receipt], self._log_pool, repair=repair_changes)
         self.commit_identifier += 1
         if self._after_commit is not None:
             self._after_commit(result)
