@@ -26,6 +26,7 @@ import attrs
 
 from tablelog.store.layout import without_key_columns, writes_thin
 from tablelog.store.manifests import merge_base_manifests
+from tablelog.store.merged_reads import merged_read_table
 from tablelog.store.pypaimon_internals import (
     collect_manifest_entries,
     key_value_tuple,
@@ -147,6 +148,7 @@ def _merged_key_values(
     from pypaimon.read.split_read import MergeFileSplitRead
     from pypaimon.table.row.generic_row import GenericRow
 
+    paimon = merged_read_table(paimon)  # a merge engine's merge is tablelog's (Java's)
     split = DataSplit(
         files=list(files.files),
         partition=GenericRow(list(files.partition), paimon.partition_keys_fields),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from tablelog.merging import KeyValue, MergeOptions
     from tablelog.store.compaction import TableCompactions
     from tablelog.store.consumers import Consumers
     from tablelog.store.data_files import DataFiles
@@ -61,6 +62,11 @@ class TableFiles(Protocol):
 
     @property
     def has_kind_field(self) -> bool: ...
+
+    @property
+    def merge_options(self) -> MergeOptions | None:
+        """The table's merge when its log carries the merged changelog (every merge engine
+        but deduplicate, or ``changelog-producer = lookup``); None otherwise."""
 
     def data_files(self) -> DataFiles: ...
 
@@ -113,6 +119,14 @@ class TableFiles(Protocol):
     ) -> pa.Table | None: ...
 
     def count_rows(self, snapshot: SnapshotInfo) -> int: ...
+
+    def key_records(
+        self, snapshot_id: int | None, keys: pa.Table, extra_files: Sequence[Any] = (),
+    ) -> dict[tuple[Any, ...], list[KeyValue]]:
+        """Every record, unmerged, of each key of ``keys`` (primary-key columns) at
+        ``snapshot_id`` (None: none) in every file, level 0 included, plus those of
+        ``extra_files`` (prepared, uncommitted commit messages), in the current schema,
+        each key's in merge order; keys without a record are absent."""
 
     def key_hash_rows(self, data: pa.Table, modulus: int) -> list[tuple[int, list[int]]]: ...
 

@@ -88,6 +88,24 @@ INTERNALS: tuple[Internal, ...] = (
              "the same: the merged manifests are written with it"),
     Internal("pypaimon.write.file_store_commit:FileStoreCommit.manifest_target_size",
              "the same: the merged manifests' size"),
+    # Merge reads of merge-engine tables with tablelog's merge functions, on table
+    # copies marked for it (tablelog.store.merged_reads); other reads are unchanged.
+    Internal("pypaimon.read.split_read:MergeFileSplitRead._build_merge_function",
+             "a marked table's merge read merges with tablelog's Java-faithful merge function "
+             "(pypaimon's refuses sequence groups, ignore-retract and retractions)"),
+    Internal("pypaimon.read.split_read:MergeFileSplitRead.trimmed_primary_key",
+             "the same: the key's arity in the merged key-value rows"),
+    Internal("pypaimon.read.split_read:MergeFileSplitRead.value_fields",
+             "the same: the columns of the merged value rows"),
+    Internal("pypaimon.read.split_read:SplitRead.file_reader_supplier",
+             "a lookup reads a key's records, unmerged, from each file as Arrow batches with "
+             "the key-value columns, older schemas mapped to the table's"),
+    Internal("pypaimon.read.split_read:MergeFileSplitRead._get_final_read_data_fields",
+             "the same: the columns of a key-value file to read"),
+    Internal("pypaimon.read.merge_engine_support:check_supported",
+             "a marked table's read is not refused for merge options pypaimon does not build"),
+    Internal("pypaimon.common.options.core_options:CoreOptions.batch_scan_skip_level0",
+             "a marked first-row table's read includes level-0 files (the table's state)"),
     Internal("pypaimon.manifest.manifest_list_manager:ManifestListManager.read_all",
              "the same: replaced, within one commit, by a read returning the merged list"),
     Internal("pypaimon.manifest.manifest_file_manager:ManifestFileManager.rolling_write",
@@ -178,6 +196,65 @@ def consumer_directory(manager: Any) -> str:
 def delta_plan(scan: Any, snapshot: Any) -> Any:
     """The plan reading the data files ``snapshot``'s commit added."""
     return scan._create_delta_plan(snapshot)
+
+
+def merge_reads_with(marker: str, merge_function: Callable[[Any, int, Sequence[Any]], Any]) -> None:
+    """Make merge reads of a table copy whose options hold ``marker`` merge with
+    ``merge_function(table, key_arity, value_fields)`` (pypaimon's ``MergeFunction``
+    interface), read level-0 files, and skip pypaimon's check of the merge options it
+    builds. Installed once; tables without the marker read as pypaimon reads them."""
+    _install_merge_reads(marker, merge_function)
+
+
+@functools.cache
+def _install_merge_reads(marker: str, merge_function: Callable[[Any, int, Sequence[Any]], Any]) -> None:
+    from pypaimon.common.options.core_options import CoreOptions
+    from pypaimon.read import merge_engine_support
+    from pypaimon.read.split_read import MergeFileSplitRead
+
+    def marked(options: Any) -> bool:
+        return bool(options.options.contains_key(marker))
+
+    build = MergeFileSplitRead._build_merge_function
+    check = merge_engine_support.check_supported
+    skip_level0 = CoreOptions.batch_scan_skip_level0
+
+    def build_merge_function(self: Any) -> Any:
+        if marked(self.table.options):
+            return merge_function(self.table, len(self.trimmed_primary_key), list(self.value_fields))
+        return build(self)
+
+    def check_supported(table: Any) -> None:
+        if not (table.is_primary_key_table and marked(table.options)):
+            check(table)
+
+    def batch_scan_skip_level0(self: Any) -> bool:
+        return False if marked(self) else bool(skip_level0(self))
+
+    MergeFileSplitRead._build_merge_function = build_merge_function
+    merge_engine_support.check_supported = check_supported
+    CoreOptions.batch_scan_skip_level0 = batch_scan_skip_level0
+
+
+def key_value_file_batches(paimon: Any, partition: Sequence[Any], bucket: int, files: Sequence[Any]) -> Any:
+    """The Arrow batches of each key-value file of ``files`` (one bucket), unmerged, one
+    file at a time: ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and the table's columns."""
+    from pypaimon.read.split import DataSplit
+    from pypaimon.read.split_read import MergeFileSplitRead
+    from pypaimon.table.row.generic_row import GenericRow
+
+    split = DataSplit(files=list(files), partition=GenericRow(list(partition), paimon.partition_keys_fields),
+                      bucket=bucket, snapshot_id=None)
+    read = MergeFileSplitRead(table=paimon, predicate=None, read_type=paimon.fields, split=split,
+                              row_tracking_enabled=False)
+    fields = read._get_final_read_data_fields()
+    for file in files:
+        reader = read.file_reader_supplier(file, True, fields, False)
+        try:
+            while (batch := reader.read_arrow_batch()) is not None:
+                yield batch
+        finally:
+            reader.close()
 
 
 def writes_natively(write: Any) -> bool:

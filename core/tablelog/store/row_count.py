@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from tablelog.store.merged_reads import merged_read_table, merges_with_tablelog
 from tablelog.store.partitions import partition_predicate
 from tablelog.store.schema import KIND_FIELD
 
@@ -23,8 +24,9 @@ def read_snapshot_rows(
     """The rows of ``paimon`` (pypaimon's table) at ``snapshot_id``, without the kind
     column, in the schema the snapshot was committed with (and that schema's id); with
     ``buckets``, only those buckets' rows (in every table partition); with
-    ``partitions``, only those table partitions' files are read. None: no rows."""
-    table = paimon.copy({"scan.snapshot-id": str(snapshot_id)})
+    ``partitions``, only those table partitions' files are read. None: no rows. A
+    merge-engine table's rows are merged by :mod:`tablelog.merging` (:mod:`.merged_reads`)."""
+    table = merged_read_table(paimon, {"scan.snapshot-id": str(snapshot_id)})
     builder = table.new_read_builder()
     if partitions:
         builder = builder.with_filter(partition_predicate(builder, partitions))
@@ -40,8 +42,10 @@ def read_snapshot_rows(
 
 def count_rows(paimon: Any, snapshot_id: int) -> int:
     """The rows of the primary-key table ``paimon`` (pypaimon's) at ``snapshot_id``."""
-    table = paimon.copy({"scan.snapshot-id": str(snapshot_id)})
-    builder = table.new_read_builder().with_projection(list(table.table_schema.primary_keys))
+    table = merged_read_table(paimon, {"scan.snapshot-id": str(snapshot_id)})
+    builder = table.new_read_builder()
+    if not merges_with_tablelog(paimon):  # a merge engine decides from every column whether a key keeps a row
+        builder = builder.with_projection(list(table.table_schema.primary_keys))
     splits = builder.new_scan().plan().splits()
     return sum(batch.num_rows for batch in builder.new_read().to_arrow_batch_reader(splits))
 

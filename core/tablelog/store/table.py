@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pyarrow as pa
@@ -24,10 +24,12 @@ from tablelog.store.data_files import DataFiles
 from tablelog.store.deltas import overwrite_delta, read_delta
 from tablelog.store.dynamic_index import reconcile_hash_indexes
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
+from tablelog.store.key_records import key_records
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.key_hash import key_hash_rows
 from tablelog.store.leases import Leases
 from tablelog.store.locks import hold_lock, try_lock
+from tablelog.store.merged_reads import parsed_merge_options
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
 from tablelog.store.partitions import list_partitions
 from tablelog.store.pypaimon_internals import schema_ids, schema_path
@@ -37,6 +39,9 @@ from tablelog.store.schema_changes import SchemaChange, commit_changes
 from tablelog.store.schema_files import schema_files
 from tablelog.store.snapshots import SnapshotInfo
 from tablelog.store.writes import TableWrite, abort_files, commit_files
+
+if TYPE_CHECKING:
+    from tablelog.merging import KeyValue, MergeOptions
 
 
 def _version(table_schema: Any) -> SchemaVersion:
@@ -139,6 +144,29 @@ class PaimonTable:
         """Commit ``changes`` as the table's next schema (checked by the caller); returns
         its id. This object keeps its schema: open the table again to use the new one."""
         return commit_changes(self.paimon, schema_files(self.file_io, self.path, self.s3_client), changes)
+
+    @property
+    def merge_options(self) -> MergeOptions | None:
+        """The table's merge when its log carries the merged changelog (every merge engine
+        but deduplicate, or ``changelog-producer = lookup``); None otherwise."""
+        parsed = self._merge()
+        return parsed if parsed is not None and parsed.merged_changelog else None
+
+    def _merge(self) -> MergeOptions | None:
+        """The table's parsed merge options (None: no primary key); per schema, for good."""
+        return parsed_merge_options(self.properties, self.schema, self.primary_key, self.partition_keys)
+
+    def key_records(
+        self, snapshot_id: int | None, keys: pa.Table, extra_files: Sequence[Any] = (),
+    ) -> dict[tuple[Any, ...], list[KeyValue]]:
+        """Every record of each key of ``keys`` (the primary-key columns) in the files of
+        ``snapshot_id`` (None: none), level 0 included, and in ``extra_files`` (prepared,
+        uncommitted commit messages), in this object's schema, each key's sorted in
+        Paimon's merge order; keys without a record are absent (:mod:`.key_records`)."""
+        options = self._merge()
+        if options is None:
+            raise ValueError(f"table {self.identifier!r} has no primary key: it has no records of keys")
+        return key_records(self.paimon, options, snapshot_id, keys, extra_files)
 
     @property
     def has_kind_field(self) -> bool:

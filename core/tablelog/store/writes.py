@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from tablelog.store.layout import VALUE_KIND, writes_thin
+from tablelog.store.merged_reads import merges_with_tablelog
 from tablelog.store.partitions import PartitionDrop, check_unchanged_since
 from tablelog.store.pypaimon_internals import (
     use_tablelog_key_value_writer,
@@ -37,7 +38,8 @@ class TableWrite:
     when pypaimon offers it (by its Python writer leaving the key columns out
     otherwise), a table with key columns by pypaimon's Python writer (the native one
     cannot write them). A primary-key table without tablelog's row-kind column has its
-    rows' kinds written to Paimon's ``_VALUE_KIND`` directly.
+    rows' kinds written to Paimon's ``_VALUE_KIND`` directly. A merge-engine table's
+    rows must be key-unique and already folded with its engine (written as they are).
     """
 
     def __init__(self, identifier: str, paimon: Any) -> None:
@@ -54,6 +56,11 @@ class TableWrite:
     def _open(self) -> None:
         paimon = self._paimon
         key_value = bool(paimon.is_primary_key_table)
+        if merges_with_tablelog(paimon):
+            # tablelog's writer gives each key's records already folded with the table's
+            # engine: a deduplicate fold of key-unique rows is the identity, and pypaimon
+            # then neither refuses the engine's options nor folds the rows again.
+            paimon = paimon.copy({"merge-engine": "deduplicate"})
         if key_value and not self._thin and paimon.options.native_write_enabled():
             # pypaimon-rust writes thin files only; pypaimon's Python writer writes the keys.
             paimon = paimon.copy({"write.native.enabled": "false"})

@@ -1,0 +1,109 @@
+"""Every record a table holds of some keys, unmerged: what a lookup merges
+(:mod:`tablelog.merging`), read as Paimon's lookup reads a key's levels.
+
+Files are read one at a time, only those whose key range (``DataFileMeta`` min/max key)
+holds a wanted key, with pypaimon's own reader of key-value files (Arrow batches; older
+schemas mapped to the table's by field id, files with or without ``_KEY_`` columns); rows
+are filtered by key in Arrow before any Python object is made. With dynamic buckets the
+bucket of a key is not known: every bucket's files are pruned by key range.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablelog.merging import KeyValue, MergeOptions, sort_records
+from tablelog.records import RowKind
+from tablelog.store.compaction import bucket_files
+from tablelog.store.layout import SEQUENCE_NUMBER, VALUE_KIND
+from tablelog.store.pypaimon_internals import key_value_file_batches
+
+_KINDS = (RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE)
+Key = tuple[Any, ...]
+
+
+def key_records(
+    paimon: Any, options: MergeOptions, snapshot_id: int | None, keys: pa.Table, extra_files: Sequence[Any] = (),
+) -> dict[Key, list[KeyValue]]:
+    """The records of each key of ``keys`` (primary-key columns) in the files of
+    ``snapshot_id`` (None: none) and in ``extra_files`` (uncommitted commit messages),
+    each key's in merge order; keys without a record are absent."""
+    primary_key = options.primary_key
+    wanted = set(zip(*(keys.column(k).to_pylist() for k in primary_key), strict=True)) if keys.num_rows else set()
+    if not wanted:
+        return {}
+    groups: list[tuple[tuple[Any, ...], int, Sequence[Any]]] = []
+    if snapshot_id is not None:
+        groups += [(b.partition, b.bucket, b.files) for b in bucket_files(paimon, snapshot_id)]
+    groups += [(tuple(m.partition), int(m.bucket), m.new_files) for m in extra_files if getattr(m, "new_files", None)]
+    partition_keys = tuple(paimon.partition_keys or ())
+    found: dict[Key, list[KeyValue]] = {}
+    for partition, bucket, files in groups:
+        candidates = _in_partition(wanted, primary_key, partition_keys, partition)
+        if not candidates:
+            continue
+        trimmed = [i for i, k in enumerate(primary_key) if k not in partition_keys]
+        ranges = sorted(tuple(key[i] for i in trimmed) for key in candidates)
+        chosen = [f for f in files if _may_hold(f, ranges)]
+        for record_key, record in _records(paimon, options, partition, bucket, chosen, candidates):
+            found.setdefault(record_key, []).append(record)
+    return {key: sort_records(records, options) for key, records in found.items()}
+
+
+def _in_partition(wanted: set[Key], primary_key: Sequence[str], partition_keys: Sequence[str],
+                  partition: tuple[Any, ...]) -> set[Key]:
+    """The wanted keys that can be in ``partition`` (all, unless the key holds partition columns)."""
+    at = [(primary_key.index(p), value) for p, value in zip(partition_keys, partition, strict=False) if p in primary_key]
+    return {key for key in wanted if all(key[i] == value for i, value in at)} if at else wanted
+
+
+def _may_hold(file: Any, ranges: list[Key]) -> bool:
+    """Whether a file's key range holds one of the sorted ``ranges`` keys."""
+    try:
+        low, high = tuple(file.min_key.values), tuple(file.max_key.values)
+        at = bisect.bisect_left(ranges, low)
+        return at < len(ranges) and ranges[at] <= high
+    except (AttributeError, TypeError):
+        return True  # no comparable range: read it
+
+
+def _records(
+    paimon: Any, options: MergeOptions, partition: tuple[Any, ...], bucket: int, files: Sequence[Any],
+    candidates: set[Key],
+) -> Iterator[tuple[Key, KeyValue]]:
+    if not files:
+        return
+    columns = options.columns
+    partition_values = dict(zip(paimon.partition_keys or (), partition, strict=False))
+    primary_key = options.primary_key
+    for batch in key_value_file_batches(paimon, partition, bucket, files):
+        table = pa.Table.from_batches([batch])
+        mask = _key_mask(table, primary_key, candidates)
+        if mask is not None:
+            table = table.filter(mask)
+        if not table.num_rows:
+            continue
+        for row in table.to_pylist():
+            values = {c: row[c] if c in row else partition_values.get(c) for c in columns}
+            key = tuple(values[k] for k in primary_key)
+            if key in candidates:
+                yield key, KeyValue(_KINDS[row[VALUE_KIND]], values, int(row[SEQUENCE_NUMBER]))
+
+
+def _key_mask(table: pa.Table, primary_key: Sequence[str], candidates: Iterable[Key]) -> Any:
+    """Rows whose key columns each hold a value of a wanted key (exact for one column;
+    a superset for several, checked again per row)."""
+    mask = None
+    keys = list(candidates)
+    for i, column in enumerate(primary_key):
+        if column not in table.column_names:
+            continue
+        values = pa.array([key[i] for key in keys], table.schema.field(column).type)
+        part = pc.is_in(table.column(column), value_set=values)
+        mask = part if mask is None else pc.and_(mask, part)
+    return mask
