@@ -32,6 +32,7 @@ from tablelog.errors import CommitError, LogSystemError, OptionError, SchemaChan
 from tablelog.formats import record_codec
 from tablelog.formats.projection import check_projection
 from tablelog.logs import discovery
+from tablelog.merge_rules import check_merge_options
 from tablelog.options import (
     GivenOptions,
     TableOptions,
@@ -91,6 +92,10 @@ def planned_change(table: TableInternals, sets: Mapping[str, str]) -> LogChange 
     stored = {"log.system": system, **log_sets}
     if system == "none":
         return LogChange(options, {}, stored)
+    try:  # a table created elsewhere (Flink, pypaimon) may hold merge options tablelog does not build
+        check_merge_options(files.properties, table.schema, files.primary_key, files.partition_keys)
+    except OptionError as err:
+        raise OptionError(f"table {table.identifier!r}: a log cannot be attached: {err}; nothing was changed") from err
     check_system_options(options, system_options)
     if options.log_system_partitions is not None and options.log_system_partitions < files.bucket:
         raise OptionError(

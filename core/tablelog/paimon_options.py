@@ -1,7 +1,7 @@
 """The Paimon table options tablelog refuses at create (and ``alter``), with the reason:
-those whose routing, merging or file layout tablelog cannot follow, and the file formats
-and compressions pypaimon cannot write, compact and read back. Part of a table's
-definition (:mod:`tablelog.definition`)."""
+those whose routing or file layout tablelog cannot follow, and the file formats
+and compressions pypaimon cannot write, compact and read back; the merge options are
+:mod:`tablelog.merge_rules`'. Part of a table's definition (:mod:`tablelog.definition`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.errors import OptionError
+from tablelog.merge_rules import check_merge_options
 
 
 @attrs.frozen
@@ -50,24 +51,6 @@ _READ_OPTION = (
 #: Paimon options refused at creation, with the reason (docs/options.md lists them).
 REFUSED_PAIMON_OPTIONS: tuple[RefusedOption, ...] = (
     RefusedOption(
-        "merge-engine",
-        "tablelog's log, `verify` and `normalize` keep the last row per key; other merge engines "
-        "keep another row (`first-row`) or combine rows (`partial-update`, `aggregation`), "
-        "so the table and its log would disagree",
-        ("deduplicate",),
-    ),
-    RefusedOption(
-        "sequence.field",
-        "Paimon would order the rows of a key by that field while the log keeps write order: "
-        "the table and its log would keep different rows",
-    ),
-    RefusedOption("sequence.field.sort-order", "only meaningful with `sequence.field`, which is refused"),
-    RefusedOption(
-        "ignore-delete",
-        "the table would keep rows the log deletes (and pypaimon commits no snapshot for such a write)",
-        ("false",),
-    ),
-    RefusedOption(
         "deletion-vectors.enabled",
         "pypaimon's writer does not maintain deletion vectors: reads of such a table return no rows",
         ("false",),
@@ -82,13 +65,6 @@ REFUSED_PAIMON_OPTIONS: tuple[RefusedOption, ...] = (
         "changelog-file.format",
         "pypaimon writes changelog files (`changelog-producer=input`) in these formats only",
         CHANGELOG_FILE_FORMATS, exact=True,
-    ),
-    RefusedOption(
-        "changelog-producer",
-        "pypaimon writes changelog files only as the input comes (`input`), and tablelog's "
-        "compaction writes none: with `lookup` or `full-compaction` Paimon's streaming readers "
-        "(Flink, Spark, pypaimon) would find no changes. tablelog's readers read the log",
-        ("none", "input"),
     ),
     RefusedOption(
         "data-file.thin-mode",
@@ -132,7 +108,10 @@ def check_paimon_options(
 ) -> None:
     """Refuse Paimon options tablelog cannot honour end to end, naming the reason.
     ``table_options``: the table's own, when ``options`` change an existing table;
-    ``partition_keys``: the table's partition columns."""
+    ``partition_keys``: the table's partition columns. An existing table's merge options
+    are fixed (:func:`~tablelog.merge_rules.check_merge_options_kept`): they are checked at create."""
+    if table_options is None:
+        check_merge_options(options, schema, primary_key, partition_keys)
     for key, value in options.items():
         refused = _REFUSED.get(key)
         if refused is None or not refused.refuses(value):

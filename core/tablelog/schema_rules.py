@@ -18,18 +18,22 @@ beyond what Paimon itself refuses:
 - dropping or retyping a bucket-key column: a row's bucket (and so its log partition)
   is a hash of those columns' values;
 - changing the primary key, the bucket count or any option that defines the table; the
-  options of the log's records change only with the log itself (:mod:`tablelog.log_change`).
+  options of the log's records change only with the log itself (:mod:`tablelog.log_change`);
+- dropping or renaming a column the table's merge options name (``sequence.field``,
+  ``fields.<f>.aggregate-function``, a sequence group...): the option would name a column
+  the table lacks, and the rows merged by it would be merged otherwise (:mod:`tablelog.merge_rules`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 
 from tablelog.definition import check_column_types, check_columns
 from tablelog.errors import SchemaChangeError
 from tablelog.formats.codec import check_loggable
+from tablelog.merge_rules import is_merge_option, merge_option_columns
 from tablelog.options import fixed_option_keys, log_option_keys
 from tablelog.store import (
     AddColumn,
@@ -68,15 +72,18 @@ def check_changes(
     changes: Sequence[SchemaChange],
     projected: Sequence[str] = (),
     log_change: bool = False,
+    table_options: Mapping[str, str] | None = None,
 ) -> None:
     """Raise :class:`SchemaChangeError` for the first change the table cannot take.
     ``projected``: the columns named in ``log.arrow.projection``. ``log_change``: the alter
     attaches, moves or detaches the table's log (:mod:`tablelog.log_change`), and may set the
-    options of the log's records with it."""
+    options of the log's records with it. ``table_options``: the table's options (its merge
+    options name columns)."""
     if not changes:
         raise SchemaChangeError(f"table {identifier!r}: the alter names no change")
     fields = {f.name: f for f in schema}
     order = list(schema.names)
+    merge_columns = merge_option_columns(table_options or {})
 
     def refuse(change: SchemaChange, why: str) -> SchemaChangeError:
         return SchemaChangeError(
@@ -123,6 +130,8 @@ def check_changes(
                                      "as JSON, so one row would have two keys in the log")
             if change.name in projected:
                 raise refuse(change, _projected_why(projected))
+            if change.name in merge_columns:
+                raise refuse(change, _merge_why(change.name, merge_columns))
             if change.new_name != change.name:
                 new_name(change, change.new_name)
             del fields[change.name]
@@ -138,6 +147,8 @@ def check_changes(
                                      "each row's bucket and log partition")
             if change.name in projected:
                 raise refuse(change, _projected_why(projected))
+            if change.name in merge_columns:
+                raise refuse(change, _merge_why(change.name, merge_columns))
             if len(order) == 1:
                 raise refuse(change, "it is the table's last column")
             del fields[change.name]
@@ -161,11 +172,18 @@ def _projected_why(projected: Sequence[str]) -> str:
             "projection stream and is fixed when the table is created")
 
 
+def _merge_why(column: str, merge_columns: Mapping[str, str]) -> str:
+    return (f"the table's merge option {merge_columns[column]} names it; merge options are fixed when the "
+            "table is created, since the rows in the table were merged by them")
+
+
 def _check_option(
     change: SetOption, refuse: Callable[[SchemaChange, str], SchemaChangeError], log_change: bool
 ) -> None:
     key = change.key.strip().lower()
     if log_change and key in log_option_keys():
+        return
+    if is_merge_option(key):  # Table.alter refused a value other than the table's (merge_rules)
         return
     reasons = {
         "bucket": "the bucket count is fixed: bucket b is log partition b, so a key's later changes "

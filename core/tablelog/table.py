@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pyarrow as pa
 
-from tablelog import definition, expiry, log_change
+from tablelog import definition, expiry, log_change, merge_rules
 from tablelog.commit import committer, compaction, history
 from tablelog.commit.compaction import CompactionResult
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
@@ -32,6 +32,7 @@ from tablelog.store import (
     SnapshotInfo,
     TableFiles,
     Warehouse,
+    paimon_option_default,
     paimon_option_keys,
 )
 from tablelog.table_internals import TableInternals
@@ -55,7 +56,7 @@ def _check(
     discovery.learn_declared_secrets(given.keys)
     return given.check(
         log_systems=discovery.known_names() if systems is None else systems,
-        passthrough=paimon_option_keys(),
+        passthrough=(*paimon_option_keys(), *merge_rules.PASSTHROUGH),
     )
 
 
@@ -138,6 +139,8 @@ class Table:
                 sets[change.key.strip().lower()] = change.value
         # together: one alter may set file.format and a file.compression only it allows
         files = self._internals.files
+        merge_rules.check_merge_options_kept(self.identifier, set_options, files.properties,
+                                             {k: paimon_option_default(k) for k in set_options})
         definition.check_paimon_options(set_options, self.schema, self.primary_key, files.properties,
                                         partition_keys=files.partition_keys)
         stored = {c.key: c.value for c in changes if isinstance(c, SetOption) and c.key.startswith("partition.")}
@@ -154,7 +157,7 @@ class Table:
 
         def check(latest: TableFiles) -> None:
             check_changes(self.identifier, latest.schema, latest.primary_key, latest.bucket_keys, changes,
-                          projected=projected, log_change=log is not None)
+                          projected=projected, log_change=log is not None, table_options=latest.properties)
 
         ends: dict[int, int] = {}
         if log is not None:

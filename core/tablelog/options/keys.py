@@ -67,12 +67,13 @@ def sort_values(
 ) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
     """``(tablelog options by attribute, system options, Paimon options)``; ``log_systems``:
     the prefixes accepted besides the named ``log.system``'s, ``passthrough``: the Paimon
-    keys allowed. Raises the first problem in order."""
+    keys allowed, and key prefixes ending in ``*`` (``fields.*``). Raises the first problem in order."""
     # The named log system's own keys are accepted even when it is not installed,
     # so that the discovery error ("pip install ...") is the one users see.
     named = {str(v.value).strip().lower() for v in values if v.key == "log.system"}
     prefixes = {*log_systems, *named}
-    allowed_passthrough = set(passthrough)
+    allowed_passthrough = {k for k in passthrough if not k.endswith("*")}
+    passthrough_prefixes = tuple(k[:-1] for k in passthrough if k.endswith("*"))
     _refuse_repeated_keys(values)
     options: dict[str, Any] = {}
     system_options: dict[str, str] = {}
@@ -87,6 +88,8 @@ def sort_values(
             system_options[key] = str(given.value)
         elif key in allowed_passthrough:
             paimon_options[key] = str(given.value)
+        elif key.startswith(passthrough_prefixes):
+            paimon_options[_names_kept(given.given_key)] = str(given.value)
         else:
             hint = _closest(key, [*option_keys, *sorted(allowed_passthrough)])
             prefix_hint = ""
@@ -94,6 +97,15 @@ def sort_values(
                 prefix_hint = f"; keys with a prefix belong to a log system ({', '.join(sorted(prefixes))})"
             raise OptionError(f"unknown option {key!r}{hint}{prefix_hint}")
     return options, system_options, paimon_options
+
+
+def _names_kept(given_key: str) -> str:
+    """A key of a passthrough prefix as Paimon reads it: its middle names columns
+    (``fields.Amount.aggregate-function``), which are case-sensitive, so only the prefix
+    and the last segment are lower-cased."""
+    first, _, rest = given_key.strip().partition(".")
+    names, dot, last = rest.rpartition(".")
+    return f"{first.lower()}.{names}{dot}{last.lower()}"
 
 
 def _closest(key: str, candidates: Sequence[str]) -> str:
