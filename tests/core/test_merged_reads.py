@@ -176,12 +176,13 @@ def test_compaction_of_retractions_merges_them_with_the_keys_older_runs(tmp_path
     # last_non_null_value: a -D compacted alone becomes +I null, which merged later with the
     # older 5 gives 5 where the direct merge gives null (design note 3.8).
     files = _table(tmp_path, _schema(("l", pa.int64())), {"merge-engine": "aggregation"})
-    _commit(files, [("+I", {"k": 1, "l": 5})])
+    _commit(files, [("+I", {"k": k, "l": 5}) for k in range(1, 2001)])  # a big old run: not picked by size
     _compact_all(files)
     for k in (2, 3, 4, 5):
-        _commit(files, [("+I", {"k": k, "l": k})])
+        _commit(files, [("+I", {"k": -k, "l": k})])
     _commit(files, [("-D", {"k": 1, "l": 5})])
-    expected = [{"k": 1, "l": None}, *({"k": k, "l": k} for k in (2, 3, 4, 5))]
+    expected = sorted([{"k": 1, "l": None}, *({"k": k, "l": 5} for k in range(2, 2001)),
+                       *({"k": -k, "l": k} for k in (2, 3, 4, 5))], key=lambda r: r["k"])
     assert _rows(files.read_rows()) == expected
     result = compact(_View(files, trigger=3), automatic=True)
     assert result.snapshot_id is not None
