@@ -7,12 +7,15 @@ pypaimon-rust's native read for aggregation retractions."""
 from __future__ import annotations
 
 import itertools
+import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
 import pyarrow as pa
 import pytest
 
+from tablelog.commit.compaction import compact, compact_after_commit
 from tablelog.merging import KeyValue, merge, merged_row
 from tablelog.records import RowKind
 from tablelog.store.other_writers import create_paimon_table
@@ -169,23 +172,53 @@ def test_key_records_are_every_raw_record_of_the_keys_in_order_across_schemas_an
     assert files.key_records(None, keys) == {}
 
 
-def test_compaction_of_retractions_merges_with_the_keys_older_runs(tmp_path: Any) -> None:
+def test_compaction_of_retractions_merges_them_with_the_keys_older_runs(tmp_path: Any) -> None:
     # last_non_null_value: a -D compacted alone becomes +I null, which merged later with the
-    # older 5 gives 5 where the direct merge gave null (design note 3.8).
-    schema = _schema(("l", pa.int64()))
-    files = _table(tmp_path, schema, {"merge-engine": "aggregation", "num-sorted-run.compaction-trigger": "2"})
-    _commit(files, [("+I", {"k": 1, "l": 5})])
+    # older 5 gives 5 where the direct merge gives null (design note 3.8).
+    files = _table(tmp_path, _schema(("l", pa.int64())), {"merge-engine": "aggregation"})
+    _commit(files, [("+I", {"k": k, "l": 5}) for k in range(1, 2001)])  # a big old run: not picked by size
     _compact_all(files)
+    for k in (2, 3, 4, 5):
+        _commit(files, [("+I", {"k": -k, "l": k})])
     _commit(files, [("-D", {"k": 1, "l": 5})])
-    _commit(files, [("+I", {"k": 2, "l": 1})])
-    assert _rows(files.read_rows()) == [{"k": 1, "l": None}, {"k": 2, "l": 1}]
-    from tablelog.commit.compaction import compact
-    from tablelog.table import internals
+    expected = sorted([{"k": 1, "l": None}, *({"k": k, "l": 5} for k in range(2, 2001)),
+                       *({"k": -k, "l": k} for k in (2, 3, 4, 5))], key=lambda r: r["k"])
+    assert _rows(files.read_rows()) == expected
+    result = compact(_View(files, trigger=3), automatic=True)
+    assert result.snapshot_id is not None
+    assert _rows(files.read_rows()) == expected
+    (bucket,) = files.compactions().bucket_files(files.latest_snapshot().id)
+    assert bucket.sorted_runs == 1
 
-    table = Warehouse(str(tmp_path)).table("db.t") if hasattr(Warehouse, "table") else None
-    if table is not None:
-        compact(internals(table), automatic=True)
-        assert _rows(files.read_rows()) == [{"k": 1, "l": None}, {"k": 2, "l": 1}]
+
+def test_a_commit_of_a_first_row_table_is_compacted_out_of_level_0(tmp_path: Any) -> None:
+    files = _table(tmp_path, _schema(("v", pa.string())), {"merge-engine": "first-row"})
+    for changes in ([("+I", {"k": 1, "v": "a"})], [("+I", {"k": 1, "v": "b"}), ("+I", {"k": 2, "v": "c"})]):
+        _commit(files, changes)
+        assert compact_after_commit(_View(files), [0]) is not None
+        (bucket,) = files.compactions().bucket_files(files.latest_snapshot().id)
+        assert {f.level for f in bucket.files} != {0} and all(f.level > 0 for f in bucket.files)
+    assert _pypaimon_read(files) == _rows(files.read_rows()) == [{"k": 1, "v": "a"}, {"k": 2, "v": "c"}]
+
+
+@attrs.frozen
+class _View:
+    """The compaction's view of a table (tablelog.table_view.TableView) over store files."""
+
+    files: Any
+    trigger: int = 5
+
+    @property
+    def identifier(self) -> str:
+        return "db.t"
+
+    @property
+    def primary_key(self) -> tuple[str, ...]:
+        return tuple(self.files.primary_key)
+
+    @property
+    def options(self) -> Any:
+        return types.SimpleNamespace(num_sorted_run_compaction_trigger=self.trigger)
 
 
 def _compact_all(files: Any) -> None:

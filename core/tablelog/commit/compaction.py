@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from tablelog.commit.compaction_pick import Run, full, pick
+from tablelog.commit.compaction_pick import Pick, Run, full, pick
 from tablelog.errors import CommitError, OptionError
 
 if TYPE_CHECKING:
@@ -78,13 +78,20 @@ class _Plan:
     drop_deletes: bool
 
 
-def _plan(table: TableView, files: BucketFiles, automatic: bool) -> _Plan | None:
+def _plan(table: TableView, files: BucketFiles, automatic: bool, operations: TableCompactions) -> _Plan | None:
     runs = files.runs()
     shape = [Run(level, size) for level, size, _ in runs]
     top = max_level(table)
     chosen = pick(shape, table.options.num_sorted_run_compaction_trigger, top) if automatic else full(shape, top)
+    if automatic and chosen is None and operations.compacts_level0_at_commit and any(r.level == 0 for r in shape):
+        # first-row: the whole bucket, so that a key is in one run above level 0 only
+        # (the rows batch reads see), as Java's lookup compaction at each commit leaves it.
+        chosen = Pick(len(runs), top)
     if chosen is None:
         return None
+    if chosen.count < len(runs) and operations.merges_with_older_runs(
+            files.subset(f for _, _, run_files in runs[: chosen.count] for f in run_files)):
+        chosen = Pick(len(runs), top)  # design note 3.8: merged with every older run of the keys
     rewritten = [f for _, _, run_files in runs[: chosen.count] for f in run_files]
     return _Plan(files.subset(rewritten), chosen.output_level, drop_deletes=chosen.count == len(runs))
 
@@ -114,7 +121,7 @@ def compact(
         _check_buckets(table, wanted, present, f"{', '.join(map(str, present)) or 'none yet'} (dynamic buckets)")
     plans = [
         plan for files in listed
-        if (wanted is None or files.bucket in wanted) and (plan := _plan(table, files, automatic)) is not None
+        if (wanted is None or files.bucket in wanted) and (plan := _plan(table, files, automatic, operations)) is not None
     ]
     if not plans:
         why = "no bucket is past the compaction trigger" if automatic else "no bucket has more than one sorted run"

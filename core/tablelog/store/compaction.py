@@ -26,7 +26,7 @@ import attrs
 
 from tablelog.store.layout import without_key_columns, writes_thin
 from tablelog.store.manifests import merge_base_manifests
-from tablelog.store.merged_reads import merged_read_table
+from tablelog.store.merged_reads import merged_read_table, merges_with_tablelog
 from tablelog.store.pypaimon_internals import (
     collect_manifest_entries,
     key_value_tuple,
@@ -228,6 +228,26 @@ class TableCompactions:
         self._paimon = paimon  # pypaimon FileStoreTable
         self._s3_client = s3_client  # an object-store warehouse's boto3 client (None: local)
         self._thin = writes_thin(paimon.table_schema.options or {})  # files without key columns
+
+    def merges_with_older_runs(self, files: BucketFiles) -> bool:
+        """Whether ``files`` (some of a bucket's newest runs) may only be merged together
+        with all the bucket's older runs: a merge engine's merge of only some of a key's
+        records is not the same as of all of them when they hold retractions (a
+        ``last_non_null_value`` -D merged alone becomes +I null) or when records are ordered
+        by ``sequence.field`` or sequence groups (the older runs may hold later ones)."""
+        if not merges_with_tablelog(self._paimon):
+            return False
+        options = self._paimon.table_schema.options or {}
+        ordered = "sequence.field" in options or any(k.endswith(".sequence-group") for k in options)
+        return ordered or any(int(f.delete_row_count or 0) > 0 for f in files.files)
+
+    @property
+    def compacts_level0_at_commit(self) -> bool:
+        """Whether each commit's level-0 files must be compacted right after it: a
+        ``first-row`` table's (pypaimon's and Java's batch reads skip its level 0, as Java's
+        writers lookup-compact at every commit)."""
+        engine = str((self._paimon.table_schema.options or {}).get("merge-engine", "")).lower()
+        return bool(self._paimon.table_schema.primary_keys) and engine == "first-row"
 
     def bucket_files(self, snapshot_id: int) -> list[BucketFiles]:
         """Every bucket's data files at ``snapshot_id``."""

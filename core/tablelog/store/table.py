@@ -24,9 +24,9 @@ from tablelog.store.data_files import DataFiles
 from tablelog.store.deltas import overwrite_delta, read_delta
 from tablelog.store.dynamic_index import reconcile_hash_indexes
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
-from tablelog.store.key_records import key_records
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.key_hash import key_hash_rows
+from tablelog.store.key_records import key_records
 from tablelog.store.leases import Leases
 from tablelog.store.locks import hold_lock, try_lock
 from tablelog.store.merged_reads import parsed_merge_options
