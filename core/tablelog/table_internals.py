@@ -58,7 +58,11 @@ class TableInternals:
     def changelog_mode(self) -> ChangelogMode:
         mode = self.options.log_changelog_mode
         if mode is ChangelogMode.AUTO:
-            return ChangelogMode.UPSERT if self.primary_key else ChangelogMode.ALL
+            # A log that carries the table's changelog (a merge engine, or the lookup
+            # producer) carries the rows as they were too: its -U are exact, as Paimon's
+            # lookup changelog files hold them.
+            merged = self.files.merge_options is not None
+            return ChangelogMode.UPSERT if self.primary_key and not merged else ChangelogMode.ALL
         return mode
 
     @cached_property

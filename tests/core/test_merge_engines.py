@@ -179,8 +179,9 @@ def by_snapshot(changes: Sequence[Change]) -> dict[int, list[tuple[str, Row]]]:
     return result
 
 
-def canonical(changes: Sequence[tuple[str, Row]]) -> list[tuple[str, tuple[tuple[str, Any], ...]]]:
-    return sorted((kind, tuple(sorted(row.items()))) for kind, row in changes)
+def canonical(changes: Sequence[tuple[str, Row]]) -> list[str]:
+    """The changes as a multiset (sorted texts): the order of different keys is the log's."""
+    return sorted(f"{kind} {sorted(row.items())!r}" for kind, row in changes)
 
 
 def read_all(table: Table, consistency: str = "transactional") -> list[Change]:

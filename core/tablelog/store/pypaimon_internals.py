@@ -275,11 +275,14 @@ def write_native_with_kinds(write: Any, data: Any) -> None:
         write._native_writer.write_arrow(batch, None)
 
 
-def use_tablelog_key_value_writer(write: Any, *, thin: bool, value_kinds: bool) -> None:
+def use_tablelog_key_value_writer(
+    write: Any, *, thin: bool, value_kinds: bool, sequence_floor: int | None = None,
+) -> None:
     """Make pypaimon's Python ``write`` (a stream table write of a primary-key table) write
     the key-value files tablelog's table declares: without the ``_KEY_`` columns when
     ``thin``; with ``value_kinds``, each row's kind taken from a ``_VALUE_KIND`` column
-    of the data written (every write then carries it)."""
+    of the data written (every write then carries it). ``sequence_floor``: the rows'
+    sequence numbers start above it (and above the bucket's largest, as always)."""
     import pyarrow as pa
     from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
@@ -296,6 +299,9 @@ def use_tablelog_key_value_writer(write: Any, *, thin: bool, value_kinds: bool) 
             return writer
         writer.__class__ = _tablelog_key_value_writer()
         writer.tablelog_thin = thin
+        if sequence_floor is not None:
+            generator = writer.sequence_generator
+            generator.current = max(generator.current, sequence_floor)
         return writer
 
     store_write._create_data_writer = create_data_writer

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -56,18 +57,28 @@ class TableWrite:
     def _open(self) -> None:
         paimon = self._paimon
         key_value = bool(paimon.is_primary_key_table)
+        sequence_floor = None
         if merges_with_tablelog(paimon):
             # tablelog's writer gives each key's records already folded with the table's
             # engine: a deduplicate fold of key-unique rows is the identity, and pypaimon
             # then neither refuses the engine's options nor folds the rows again.
             paimon = paimon.copy({"merge-engine": "deduplicate"})
+        if key_value and _merged_changelog(self._paimon):
+            # Several writers may write a key between commits (Spark tasks, processes),
+            # each from the sequence numbers of the snapshot it started at: their records
+            # are ordered by when they were written (the clock, in microseconds), never
+            # tied, and the changes they make are computed in that order. pypaimon-rust's
+            # writer takes no such start, so pypaimon's Python writer writes.
+            paimon = paimon.copy({"write.native.enabled": "false"})
+            sequence_floor = time.time_ns() // 1000
         if key_value and not self._thin and paimon.options.native_write_enabled():
             # pypaimon-rust writes thin files only; pypaimon's Python writer writes the keys.
             paimon = paimon.copy({"write.native.enabled": "false"})
         self._write = paimon.new_stream_write_builder().new_write()
         self._native = writes_natively(self._write)
         if key_value and not self._native:
-            use_tablelog_key_value_writer(self._write, thin=self._thin, value_kinds=self._value_kinds)
+            use_tablelog_key_value_writer(
+                self._write, thin=self._thin, value_kinds=self._value_kinds, sequence_floor=sequence_floor)
 
     def write_arrow(self, data: Any, kinds: Sequence[str] | None = None) -> None:
         """Write ``data``; ``kinds``: each row's kind (``+I``, ``-U``, ``+U``, ``-D``) for
@@ -112,6 +123,13 @@ class TableWrite:
         write, self._write = self._write, None
         if write is not None:
             write.close()
+
+
+def _merged_changelog(paimon: Any) -> bool:
+    """Whether the table's log carries its changelog rather than the writes (a merge
+    engine, or the lookup changelog producer: :attr:`tablelog.merging.MergeOptions.merged_changelog`)."""
+    options = paimon.table_schema.options or {}
+    return merges_with_tablelog(paimon) or str(options.get("changelog-producer", "none")).lower() == "lookup"
 
 
 def _kind_codes(rows: int, kinds: Sequence[str] | None) -> pa.Array:
