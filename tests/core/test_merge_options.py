@@ -233,3 +233,13 @@ def test_a_log_is_not_attached_to_a_paimon_table_with_merge_options_tablelog_doe
         table.alter(SetOption("log.system", "filesystem"))
     assert state(table) == before
     assert not (tmp_path / "wh" / ".tablelog").exists()  # no topic
+
+
+def test_tablelog_alter_refuses_another_merge_engine_in_one_line(tmp_path: Path) -> None:
+    table = create(tmp_path, {"merge-engine": "partial-update"})
+    before = state(table)
+    result = CliRunner().invoke(cli, ["alter", "-w", str(tmp_path / "wh"), "db.t", "--set", "merge-engine=aggregation"])
+    assert result.exit_code == 1, result.output
+    assert "set option merge-engine='aggregation' is not allowed (the table has 'partial-update')" in result.output
+    assert "Traceback" not in result.output
+    assert state(table) == before
