@@ -42,7 +42,7 @@ PASSTHROUGH = (*sorted(MERGE_OPTION_KEYS), FIELD_PREFIX + "*")
 #: On a table without a primary key, the values Paimon's defaults mean (accepted as before).
 _WITHOUT_PRIMARY_KEY = {
     "merge-engine": ("deduplicate",),
-    "changelog-producer": ("none", "input"),
+    "changelog-producer": ("none",),  # pypaimon refuses the others there
     "ignore-delete": ("false",),
 }
 #: Values Paimon reads case-insensitively (enums, booleans); others (columns, delimiters) as they are.
