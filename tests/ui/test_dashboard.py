@@ -222,3 +222,21 @@ def test_an_unknown_table_is_a_404_naming_it(dashboard_url: str) -> None:
     with pytest.raises(urllib.error.HTTPError) as err:
         get_json(f"{dashboard_url}/api/tables/db.nothere")
     assert err.value.code == 404 and "db.nothere" in err.value.read().decode()
+
+
+def test_the_changes_endpoint_of_a_lookup_table_shows_an_overwritten_key_as_an_update(
+    serve: Callable[[Dashboard], str], tmp_path: Path
+) -> None:
+    """With ``changelog-producer = lookup`` the log carries the table's changelog: a second
+    write of a key is ``-U`` of the row it replaced and ``+U`` of the new one, not ``+I``."""
+    warehouse = str(tmp_path / "wh")
+    table = tablelog.create_table(warehouse, "db.lookup", SCHEMA, primary_key=["id"],
+                                  options={"log.system": "filesystem", "changelog-producer": "lookup"})
+    with table.writer() as writer:
+        for name in ("first", "second"):
+            writer.write([{"id": i, "name": name, "score": 0} for i in range(2)])
+            writer.commit()
+    _, doc = get_json(f"{serve(Dashboard(warehouse, refresh_s=REFRESH_MS / 1000))}/api/tables/db.lookup/changes?limit=10")
+    shown = sorted((c["kind"], c["row"]["id"], c["row"]["name"]) for c in doc["changes"])
+    assert shown == [("+I", 0, "first"), ("+I", 1, "first"), ("+U", 0, "second"), ("+U", 1, "second"),
+                     ("-U", 0, "first"), ("-U", 1, "first")]

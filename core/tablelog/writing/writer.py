@@ -148,13 +148,18 @@ class WriteTask:
         if pending.empty:
             return
         table = self.table
+        if not table.options.log_enabled:  # no changes to compute: the files get the folded records
+            keys, folded = pending.fold(table.codec.schema)
+            records = pa.Table.from_pylist([dict(r.row) for r in folded], schema=table.codec.schema)
+            if records.num_rows:
+                self._open()
+                self._write_files(records, [r.kind for r in folded])
+            return
         latest = table.files.latest_snapshot()
         self._base_snapshot = latest.id if latest is not None else 0  # 0: before the first snapshot
         write = merged_write(table.files, pending.options, table.codec.schema, None if latest is None else latest.id, pending)
         self._written_keys = write.records.select(list(pending.options.primary_key))
-        batches, projected = (
-            self._encode(write.changes, write.change_kinds)
-            if table.options.log_enabled and write.changes.num_rows else ([], []))
+        batches, projected = self._encode(write.changes, write.change_kinds) if write.changes.num_rows else ([], [])
         self._open(files=write.records.num_rows > 0)
         if write.records.num_rows:
             self._write_files(write.records, write.kinds)
