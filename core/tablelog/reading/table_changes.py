@@ -77,7 +77,7 @@ def partition_delta(context: ReadContext, snapshot_id: int, partition: int) -> p
     """The delta rows of ``snapshot_id`` in log partition ``partition`` (None: expired).
     Every read of a snapshot's changes from the files for one log partition goes through
     here: the one place that knows which rows a log partition holds."""
-    return context.table.log_partition_delta(snapshot_id, [partition], context.schema_id)
+    return context.table.log_partition_changes(snapshot_id, [partition], context.schema_id)
 
 
 def partition_rows(context: ReadContext, snapshot_id: int, partition: int) -> pa.Table:
