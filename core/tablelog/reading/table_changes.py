@@ -81,7 +81,8 @@ def changes_from_table(
 def _expired_snapshot(context: ReadContext, snapshot_id: int) -> str:
     """Which snapshot the changes of ``snapshot_id`` needed is gone: itself, or the one before
     it, which a merged-changelog table's changes are the difference from."""
-    if context.table.files.snapshot(snapshot_id) is None:
+    files = context.table.files
+    if files.snapshot(snapshot_id) is None or snapshot_id == 1 or files.snapshot(snapshot_id - 1) is not None:
         return f"snapshot {snapshot_id}"
     return f"snapshot {snapshot_id - 1} (the table's changes in snapshot {snapshot_id} are the difference from it)"
 
