@@ -79,6 +79,22 @@ def test_another_writers_partial_update_reaches_a_transactional_reader_as_the_me
     assert report.changes_replayed == 5
 
 
+def test_another_writers_partial_update_of_a_partitioned_table_is_read_in_its_table_partition(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("day", pa.string(), nullable=False), *SCHEMA])
+    table = tablelog.create_table(
+        str(tmp_path), "db.p", schema, primary_key=["day", "id"], partition_keys=["day"], bucket=2,
+        options={"log.system": "filesystem", "log.changelog-mode": "all", "merge-engine": "partial-update"},
+    )
+    write(table, [{"day": "d1", "id": 1, "a": "x", "b": None}, {"day": "d2", "id": 1, "a": "q", "b": 1}])
+    commit_rows(table.warehouse, table.identifier, [{"day": "d1", "id": 1, "a": None, "b": 7}])
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        changes = Counter((c.snapshot_id, c.kind.value, *c.row.values()) for c in reader.read_all())
+    assert changes == Counter([
+        (1, "+I", "d1", 1, "x", None), (1, "+I", "d2", 1, "q", 1),
+        (2, "-U", "d1", 1, "x", None), (2, "+U", "d1", 1, "x", 7),
+    ])
+
+
 def test_the_lost_range_fallback_of_a_partial_update_table_returns_the_merged_changes(tmp_path: Path) -> None:
     table = make_table(tmp_path, bucket=1, **{"merge-engine": "partial-update", "filesystem.segment-bytes": "1"})
     write(table, [{"id": 1, "a": "x", "b": None}])
