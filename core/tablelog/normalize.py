@@ -6,6 +6,13 @@ says is a duplicate and is dropped; an upsert of a known key becomes a ``-U``
 row. The state holds one row per live key, which is why it is only added where
 needed (eventual consistency).
 
+A table with a merge engine (or ``changelog-producer = lookup``) needs no merge here: its
+log rows are whole merged rows (the writers and the committer ran the merge, and changes
+read from the table files are the diff of its merged rows), so the last one of a key is
+the table's row. Its output is a normalized changelog: an ``-U``/``+U`` pair of an
+unchanged row, which the table's log carries without
+``changelog-producer.row-deduplicate``, is dropped as a duplicate here.
+
 A reader's schema can move while the normalizer runs (the table was altered): given the
 reader (``Normalizer(key, reader=reader)``), the kept rows move with it, mapped by
 Paimon field id as the reader maps its own (a renamed column keeps its values). Without

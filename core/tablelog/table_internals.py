@@ -26,7 +26,7 @@ from tablelog.logs import discovery
 from tablelog.options import ChangelogMode, TableOptions, split_system_options
 from tablelog.reading.table_partitions import table_partitions
 from tablelog.records import LogConfig
-from tablelog.store import TableFiles, Warehouse
+from tablelog.store import TableFiles, Warehouse, snapshot_changes
 from tablelog.topic_owners import default_topic, stream_config
 from tablelog.writing import routing
 
@@ -194,9 +194,12 @@ class TableInternals:
         return routing.log_partition_rows(self.files, self.log_partitions, snapshot_id, partitions, schema_id,
                                           table_partitions)
 
-    def log_partition_delta(
+    def log_partition_changes(
         self, snapshot_id: int, partitions: Collection[int], schema_id: int | None = None
     ) -> pa.Table | None:
-        """What snapshot ``snapshot_id`` added in log ``partitions``, with row kinds, in
-        schema ``schema_id`` (default the table's); None: expired."""
-        return routing.log_partition_delta(self.files, self.log_partitions, snapshot_id, partitions, schema_id)
+        """What snapshot ``snapshot_id`` changed in log ``partitions``, with row kinds, in
+        schema ``schema_id`` (default the table's): the rows it added, or where the log
+        carries the merged changelog, the changes of the keys it wrote
+        (:func:`tablelog.store.snapshot_changes`); None: expired."""
+        delta = routing.log_partition_delta(self.files, self.log_partitions, snapshot_id, partitions, schema_id)
+        return None if delta is None else snapshot_changes(self.files, snapshot_id, delta, schema_id)

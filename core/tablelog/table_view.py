@@ -85,6 +85,6 @@ class TableView(Protocol):
         table_partitions: Sequence[Mapping[str, Any]] | None = None,
     ) -> pa.Table: ...
 
-    def log_partition_delta(
+    def log_partition_changes(
         self, snapshot_id: int, partitions: Collection[int], schema_id: int | None = None
     ) -> pa.Table | None: ...

@@ -8,6 +8,12 @@ Snapshots other writers committed (no log records: :mod:`tablelog.reading.foreig
 replayed from the table files, as transactional readers read them; a relay's copy of
 their changes in the log is not replayed twice.
 
+The replay keeps the last row of a key whatever the table's merge engine: a table with
+one (or with ``changelog-producer = lookup``) carries whole merged rows in its log, and
+its snapshots' changes read from the files are the diff of its merged rows
+(:func:`tablelog.store.snapshot_changes`), so the replay is compared with the table's
+merged read.
+
 A table with a projection stream (``log.arrow.projection``) has its stream replayed too,
 with the projection's columns, and compared with those columns of the table's rows.
 

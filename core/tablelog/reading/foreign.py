@@ -4,7 +4,10 @@ record, so their changes are in the table files only, and readers take them from
 (:func:`~tablelog.commit.log_commit.is_foreign` tells them apart; compactions carry none).
 
 A snapshot that only added files (``APPEND``) gives its delta, as the log would have
-given its records: per key what the commit left, with its row kind. A snapshot that also
+given its records: per key what the commit left, with its row kind; on a table whose log
+carries the merged changelog (a merge engine, ``changelog-producer = lookup``), the diff
+of the table's merged rows before and after it for the keys it wrote, as tablelog's own
+writers put in the log (:func:`tablelog.store.snapshot_changes`). A snapshot that also
 removed files (``OVERWRITE``, a rewrite) gives the difference between the rows before it
 and after it, per log partition: ``-D`` for each row it removed, then ``+I`` for each it
 added (an unchanged row is neither).

@@ -1,14 +1,19 @@
 """When the log no longer holds what a snapshot committed (retention, deleted records, a
 truncated log), a transactional reader takes that snapshot's changes from the table
 files instead: the rows of the data files the snapshot added whose log partition is the
-partition's (:meth:`~tablelog.table_view.TableView.log_partition_delta`), with their row
+partition's (:meth:`~tablelog.table_view.TableView.log_partition_changes`), with their row
 kinds. Then it goes on in the log.
 
 For an append table these are exactly the committed records, and their number is checked
 against the committed count. A primary-key table's delta holds, per key, the last change
 of each write: the same final state, with intermediate changes of a key within one commit
-merged (and no ``-U`` records for an ``upsert`` changelog). Only when the snapshot has
-expired from the table as well are the changes gone: an error says so and what to do.
+merged (and no ``-U`` records for an ``upsert`` changelog). A table whose log carries the
+merged changelog (a merge engine, or ``changelog-producer = lookup``) holds the writers'
+inputs there (partial rows, increments): its changes are read as the diff of its merged
+rows before and after the snapshot, for the keys of the delta
+(:func:`tablelog.store.snapshot_changes`), which is what its log carried. Only when the
+snapshot has expired from the table as well are the changes gone: an error says so and
+what to do.
 
 A reader that had returned part of a snapshot's partition from the log gets only the
 rest where the delta is in log order, else the partition again (:func:`not_yet_returned`);
@@ -55,8 +60,8 @@ def changes_from_table(
     if delta is None:
         raise context.lost(
             partition, first, last,
-            f"are gone from the log ({lost_reason(lost)}), and snapshot {snapshot_id} has expired from the table "
-            "too, so no copy of these changes is left. Start the reader again without this position "
+            f"are gone from the log ({lost_reason(lost)}), and {_expired_snapshot(context, snapshot_id)} has "
+            "expired from the table too, so no copy of these changes is left. Start the reader again without this position "
             "(scan.mode=latest-full reads the current rows, then the log); to keep this from happening, "
             "give readers a consumer-id (expiry keeps the snapshots a consumer still needs) or keep "
             "snapshots longer than the log (snapshot.time-retained)",
@@ -73,11 +78,21 @@ def changes_from_table(
     return not_yet_returned(context, changes, snapshot_id, partition, ranges, returned)
 
 
+def _expired_snapshot(context: ReadContext, snapshot_id: int) -> str:
+    """Which snapshot the changes of ``snapshot_id`` needed is gone: itself, or the one before
+    it, which a merged-changelog table's changes are the difference from."""
+    files = context.table.files
+    if files.snapshot(snapshot_id) is None or snapshot_id == 1 or files.snapshot(snapshot_id - 1) is not None:
+        return f"snapshot {snapshot_id}"
+    return f"snapshot {snapshot_id - 1} (the table's changes in snapshot {snapshot_id} are the difference from it)"
+
+
 def partition_delta(context: ReadContext, snapshot_id: int, partition: int) -> pa.Table | None:
-    """The delta rows of ``snapshot_id`` in log partition ``partition`` (None: expired).
-    Every read of a snapshot's changes from the files for one log partition goes through
-    here: the one place that knows which rows a log partition holds."""
-    return context.table.log_partition_delta(snapshot_id, [partition], context.schema_id)
+    """The changes of ``snapshot_id`` in log partition ``partition`` from the files: its
+    delta rows, or a merged-changelog table's diff (None: expired). Every read of a
+    snapshot's changes from the files for one log partition goes through here: the one
+    place that knows which rows a log partition holds."""
+    return context.table.log_partition_changes(snapshot_id, [partition], context.schema_id)
 
 
 def partition_rows(context: ReadContext, snapshot_id: int, partition: int) -> pa.Table:

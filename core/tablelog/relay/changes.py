@@ -5,10 +5,13 @@ The table files of a snapshot another writer committed hold, per key, the row it
 no more than the key, and an insert of a key that existed is an update. A log consumer
 (Flink's ``debezium-json`` above all) needs the full changelog, so for a primary-key
 table the changes are the difference between the table before and after the snapshot,
-for the keys it wrote (Paimon's ``lookup`` changelog producer emits the same, with
-``changelog-producer.row-deduplicate``): ``+I`` of a new key, ``-U``/``+U`` of a changed
-row, ``-D`` of a removed one, nothing for a row left as it was. An ``OVERWRITE`` may
-remove keys it did not write: there every key of the table is compared.
+for the keys it wrote, as Paimon's ``lookup`` changelog producer emits it
+(:func:`tablelog.store.delta_changes`): ``+I`` of a new key, ``-U``/``+U`` of a changed
+row, ``-D`` of a removed one. A table whose log carries its writes gets
+``changelog-producer.row-deduplicate`` (nothing for a row left as it was); one whose log
+carries the merged changelog (merge engines, ``lookup``) gets its own merge and
+row-deduplicate, as its writers' changes do. An ``OVERWRITE`` may remove keys it did not
+write: its delta names every key whose row it removed or added.
 
 An append table's changes are its delta rows as written. An ``OVERWRITE`` of one
 removes rows no key identifies: it is refused, with the reason.
@@ -16,13 +19,13 @@ removes rows no key identifies: it is refused, with the reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from tablelog.errors import TablelogError
 from tablelog.records import RowKind
+from tablelog.store import delta_changes, lookup_options
 
 if TYPE_CHECKING:
     from tablelog.store import SnapshotInfo, TableFiles
@@ -38,73 +41,20 @@ def snapshot_changes(files: TableFiles, snapshot: SnapshotInfo) -> tuple[pa.Tabl
     """The changes ``snapshot`` (committed by another writer) made, in the table object's
     schema, with one row kind per row."""
     primary_key = files.primary_key
-    overwrite = snapshot.commit_kind == "OVERWRITE"
-    if overwrite and not primary_key:
+    if snapshot.commit_kind == "OVERWRITE" and not primary_key:
         raise RelayError(
             f"table {files.identifier!r}: snapshot {snapshot.id} is an OVERWRITE of a table without a primary "
             "key: the rows it removed have no key to name them in the log, so the relay cannot publish it. "
             "Publish nothing for it by starting the relay after it (--from-snapshot "
             f"{snapshot.id + 1}), and tell the log's consumers"
         )
-    if overwrite:  # its delta holds the files it removed too: every key is compared
-        before = _rows_by_key(files, snapshot.id - 1, snapshot.id)
-        after = _rows_by_key(files, snapshot.id, snapshot.id)
-        keys: Iterable[tuple[Any, ...]] = dict.fromkeys([*before, *after])
-    else:
-        delta = files.read_delta(snapshot.id, None)
-        if delta is None:
-            raise _expired(files, snapshot.id)
-        if not primary_key:
-            return delta.drop_columns([_ROW_KIND]), [RowKind(k) for k in delta.column(_ROW_KIND).to_pylist()]
-        keys = _keys(delta, primary_key)
-        buckets = _buckets(files, delta.drop_columns([_ROW_KIND]))
-        before = _rows_by_key(files, snapshot.id - 1, snapshot.id, buckets, set(keys))
-        after = _rows_by_key(files, snapshot.id, snapshot.id, buckets, set(keys))
-    rows: list[dict[str, Any]] = []
-    kinds: list[RowKind] = []
-    for key in dict.fromkeys(keys):
-        old, new = before.get(key), after.get(key)
-        if old == new:
-            continue
-        if old is None:
-            rows.append(new)  # type: ignore[arg-type]
-            kinds.append(RowKind.INSERT)
-        elif new is None:
-            rows.append(old)
-            kinds.append(RowKind.DELETE)
-        else:
-            rows += [old, new]
-            kinds += [RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER]
-    return pa.Table.from_pylist(rows, schema=files.schema), kinds
-
-
-def _keys(data: pa.Table, primary_key: tuple[str, ...]) -> list[tuple[Any, ...]]:
-    return list(zip(*(data.column(k).to_pylist() for k in primary_key), strict=True))
-
-
-def _buckets(files: TableFiles, delta: pa.Table) -> list[int] | None:
-    """The buckets the delta's keys live in (None: every bucket, where they do not follow from the key)."""
-    if files.bucket <= 0 or delta.num_rows == 0:
-        return None
-    return [bucket for bucket, _ in files.key_hash_rows(delta, files.bucket)]
-
-
-def _rows_by_key(
-    files: TableFiles, snapshot_id: int, foreign: int, buckets: list[int] | None = None,
-    keys: set[tuple[Any, ...]] | None = None,
-) -> dict[tuple[Any, ...], dict[str, Any]]:
-    """The rows of the table at ``snapshot_id`` (none before the first), by key, for the
-    changes of snapshot ``foreign``; with ``buckets`` and ``keys``, those only."""
-    if snapshot_id < 1:
-        return {}
-    if files.snapshot(snapshot_id) is None:
-        raise _expired(files, foreign) if snapshot_id == foreign else _expired(files, snapshot_id, before=foreign)
-    rows = files.read_rows(snapshot_id, buckets)
-    result = {}
-    for key, row in zip(_keys(rows, files.primary_key), rows.to_pylist(), strict=True):
-        if keys is None or key in keys:
-            result[key] = row
-    return result
+    delta = files.read_delta(snapshot.id, None)
+    changes = delta if delta is None or not primary_key else delta_changes(
+        files, snapshot.id, delta, lookup_options(files))
+    if changes is None:
+        raise _expired(files, snapshot.id) if files.snapshot(snapshot.id) is None else _expired(
+            files, snapshot.id - 1, before=snapshot.id)
+    return changes.drop_columns([_ROW_KIND]), [RowKind(k) for k in changes.column(_ROW_KIND).to_pylist()]
 
 
 def _expired(files: TableFiles, snapshot_id: int, before: int | None = None) -> RelayError:

@@ -11,8 +11,9 @@ buckets, reconciled at commit), :mod:`~tablelog.store.layout` (the columns of pr
 table's options declare them), :mod:`~tablelog.store.data_files` (a table's data files,
 for checks of their columns), :mod:`~tablelog.store.schema` (what Paimon defines: option keys, system
 columns, stored types), :mod:`~tablelog.store.schema_files` (schema files, each created
-by one writer), :mod:`~tablelog.store.schema_changes` (schema changes) and
-:mod:`~tablelog.store.evolution` (rows of an older schema in a newer one).
+by one writer), :mod:`~tablelog.store.schema_changes` (schema changes),
+:mod:`~tablelog.store.evolution` (rows of an older schema in a newer one) and
+:mod:`~tablelog.store.snapshot_changes` (a snapshot's changes, where the log carries the merged changelog).
 The layers above reach a table's files only through :class:`TableFiles`
 (:mod:`~tablelog.store.files`), never its implementation.
 The pypaimon internals it calls (private methods, internal modules) are named, with the
@@ -42,6 +43,7 @@ from tablelog.store.schema_changes import (
     SetOption,
     WidenColumn,
 )
+from tablelog.store.snapshot_changes import delta_changes, lookup_options, snapshot_changes
 from tablelog.store.snapshots import SnapshotInfo
 from tablelog.store.table import PaimonTable
 from tablelog.store.warehouse import (
@@ -65,6 +67,9 @@ __all__ = [
     "SetOption",
     "WidenColumn",
     "commit_changes",
+    "delta_changes",
+    "lookup_options",
+    "snapshot_changes",
     "commit_rows",
     "create_paimon_table",
     "paimon_immutable_option_keys",
