@@ -13,6 +13,9 @@ pypaimon's public API. Such a piece can move in any release, so:
 - :func:`missing_internals` resolves every internal named here and every name the store
   imports from pypaimon's modules, and the test suite fails with the list of what the
   installed pypaimon lacks (``python -m tablelog.store.pypaimon_internals`` prints it).
+
+Long because: collecting every internal in one module is the point (one place to read
+and to check when pypaimon moves).
 """
 
 from __future__ import annotations

@@ -5,7 +5,11 @@ The schema, properties and snapshots are read with pypaimon's file IO, schema ma
 and snapshot manager alone; pypaimon's table object (:attr:`PaimonTable.paimon`) is
 built on the first read or write of rows. Importing it imports ``pyarrow.dataset`` and
 pandas, seconds in a fresh process: a process that only follows snapshots and the log
-(Spark's planner of a streaming read, its tasks, ``describe``) never pays them."""
+(Spark's planner of a streaming read, its tasks, ``describe``) never pays them.
+
+Long because: :class:`PaimonTable` implements the whole of
+:class:`~tablelog.store.files.TableFiles`, the one interface the layers above use; each
+method is a short delegation to the store module that does the work."""
 
 from __future__ import annotations
 

@@ -56,6 +56,10 @@ class MergedWrite:
     #: The changes of the table's rows (whole rows), with their kinds, in key order of ``records``.
     changes: pa.Table
     change_kinds: list[RowKind]
+    #: The snapshot the changes were computed against (0: before the first; None: no
+    #: changes computed), and the primary keys written (what the committer checks).
+    base_snapshot: int | None = None
+    keys: pa.Table | None = None
 
 
 class PendingRows:
@@ -123,19 +127,23 @@ def key_table(keys: Sequence[Key], options: MergeOptions) -> pa.Table:
     return pa.table({c: pa.array([k[i] for k in keys], options.types[c]) for i, c in enumerate(columns)})
 
 
-def merged_write(
-    files: TableFiles, options: MergeOptions, schema: pa.Schema, base_snapshot: int | None, pending: PendingRows,
-) -> MergedWrite:
-    """The attempt's folded records and their changes against ``base_snapshot``."""
+def merged_write(files: TableFiles, schema: pa.Schema, pending: PendingRows, *, changes: bool = True) -> MergedWrite:
+    """The attempt's folded records and, with ``changes`` (a table with a log), their
+    changes against the latest snapshot, its base."""
+    options = pending.options
     keys, folded = pending.fold(schema)
-    stored = files.key_records(base_snapshot, key_table(keys, options)) if keys else {}
+    records = pa.Table.from_pylist([dict(r.row) for r in folded], schema=schema)
+    kinds = [r.kind for r in folded]
+    if not changes:
+        return MergedWrite(records, kinds, schema.empty_table(), [])
+    latest = files.latest_snapshot()
+    base = None if latest is None else latest.id
+    stored = files.key_records(base, key_table(keys, options)) if keys else {}
     new = {key: [attrs.evolve(record, sequence=NEWEST)] for key, record in zip(keys, folded, strict=True)}
     change_rows, change_kinds = key_changes(keys, stored, new, options)
     return MergedWrite(
-        records=pa.Table.from_pylist([dict(r.row) for r in folded], schema=schema),
-        kinds=[r.kind for r in folded],
-        changes=pa.Table.from_pylist(change_rows, schema=schema),
-        change_kinds=change_kinds,
+        records, kinds, pa.Table.from_pylist(change_rows, schema=schema), change_kinds,
+        base_snapshot=base or 0, keys=records.select(list(options.primary_key)),
     )
 
 

@@ -65,26 +65,24 @@ def repair(
     schema = table.codec.schema
     corrections, correction_kinds = _corrections(keys, stored, new, rows, options)
     if corrections:
-        task = new_task("correction")
-        try:
-            task.produce_changes(pa.Table.from_pylist(corrections, schema=schema), correction_kinds)
-            correction = task.finish()
-        except BaseException:
-            task.abort()
-            raise
+        correction = _produced(new_task("correction"), pa.Table.from_pylist(corrections, schema=schema), correction_kinds)
         if log_deletes_before(table):
             release_leases(table, [correction])  # never to be committed
-    task = new_task("changes")
-    try:
-        task.produce_changes(pa.Table.from_pylist(rows, schema=schema), kinds)
-        changes = task.finish()
-    except BaseException:
-        task.abort()
-        raise
+    changes = _produced(new_task("changes"), pa.Table.from_pylist(rows, schema=schema), kinds)
     repaired = [
         attrs.evolve(r, ranges=(), projection_ranges=()) if any(r is m for m in merged) else r for r in receipts
     ]
     return [*repaired, attrs.evolve(changes, paimon_messages=[])]
+
+
+def _produced(task: ChangeTask, rows: pa.Table, kinds: list[RowKind]) -> WriteReceipt:
+    """``rows`` produced by ``task``, flushed: its receipt."""
+    try:
+        task.produce_changes(rows, kinds)
+        return task.finish()
+    except BaseException:
+        task.abort()
+        raise
 
 
 def _distinct_keys(tables: Sequence[Any], key_columns: Sequence[str]) -> list[Key]:

@@ -11,7 +11,6 @@ process, turns receipts into a snapshot (:mod:`tablelog.commit`).
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -24,13 +23,12 @@ from tablelog.commit.leases import AttemptLease
 from tablelog.commit.log_commit import CommitResult, WriteReceipt, new_token
 from tablelog.formats.arrow import kind_array
 from tablelog.logs.pool import LogPool, release
-from tablelog.options import ChangelogMode
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
 from tablelog.store import KIND_FIELD, PartitionDrop
 from tablelog.writing import inputs
+from tablelog.writing.log_batches import encode
 from tablelog.writing.merged import PendingRows, merged_write
 from tablelog.writing.merged_repair import REPAIR_WRITER, repair
-from tablelog.writing.routing import partition_order
 
 if TYPE_CHECKING:
     from tablelog.logs.client import LogClient
@@ -70,9 +68,8 @@ class WriteTask:
         self._started = False
         #: A merged-changelog table's rows, kept until ``finish()`` (:mod:`tablelog.writing.merged`).
         self._pending: PendingRows | None = None
-        #: The snapshot a merged-changelog attempt's changes were computed against.
-        self._base_snapshot: int | None = None
-        self._written_keys: pa.Table | None = None
+        #: A merged-changelog attempt's base snapshot and the keys it wrote, for its receipt.
+        self._merged: tuple[int | None, pa.Table | None] = (None, None)
         #: Keeps log retention off this attempt's records until it commits (where the log deletes).
         self._lease = AttemptLease(table, self.token)
 
@@ -141,29 +138,18 @@ class WriteTask:
             self._paimon_write.write_arrow(arrow, kinds if table.primary_key else None)
 
     def _write_merged(self) -> None:
-        """A merged-changelog attempt's folded records to the data files and its changes
-        to the log, computed against the latest snapshot (:mod:`tablelog.writing.merged`)."""
+        """A merged-changelog attempt's records and changes (:mod:`tablelog.writing.merged`)."""
         pending, self._pending = self._pending, None
-        assert pending is not None
-        if pending.empty:
+        if pending is None or pending.empty:
             return
         table = self.table
-        if not table.options.log_enabled:  # no changes to compute: the files get the folded records
-            keys, folded = pending.fold(table.codec.schema)
-            records = pa.Table.from_pylist([dict(r.row) for r in folded], schema=table.codec.schema)
-            if records.num_rows:
-                self._open()
-                self._write_files(records, [r.kind for r in folded])
-            return
-        latest = table.files.latest_snapshot()
-        self._base_snapshot = latest.id if latest is not None else 0  # 0: before the first snapshot
-        write = merged_write(table.files, pending.options, table.codec.schema, None if latest is None else latest.id, pending)
-        self._written_keys = write.records.select(list(pending.options.primary_key))
-        batches, projected = self._encode(write.changes, write.change_kinds) if write.changes.num_rows else ([], [])
+        write = merged_write(table.files, table.codec.schema, pending, changes=table.options.log_enabled)
+        self._merged = (write.base_snapshot, write.keys)
+        batches = self._encode(write.changes, write.change_kinds) if write.changes.num_rows else ([], [])
         self._open(files=write.records.num_rows > 0)
         if write.records.num_rows:
             self._write_files(write.records, write.kinds)
-        self._produce(batches, projected)
+        self._produce(*batches)
 
     def _produce(self, batches: list[ProduceBatch], projected: list[ProduceBatch]) -> None:
         assert self._log is not None or not batches
@@ -185,13 +171,7 @@ class WriteTask:
         arrow, kinds = inputs.prepare(rows, table.codec.schema, table.primary_key, RowKind.DELETE,
                                       table=table.identifier)
         self._drop = drop
-        self.rows += arrow.num_rows
-        if arrow.num_rows == 0 or not table.options.log_enabled:
-            return arrow.num_rows
-        batches, projected = self._encode(arrow, kinds)
-        self._open(files=False)
-        self._produce(batches, projected)
-        return arrow.num_rows
+        return self._produce_only(arrow, kinds)
 
     def produce_changes(self, rows: pa.Table, kinds: list[RowKind]) -> int:
         """Send ``rows`` (whole rows, with their ``kinds``) to the log under this task's
@@ -200,13 +180,15 @@ class WriteTask:
         if self._finished or self._paimon_write is not None or self._pending is not None:
             raise RuntimeError("changes alone are produced by a write task of their own: start a new one")
         self._started = True
-        self.rows += rows.num_rows
-        if rows.num_rows == 0 or not self.table.options.log_enabled:
-            return rows.num_rows
-        batches, projected = self._encode(rows, kinds)
-        self._open(files=False)
-        self._produce(batches, projected)
-        return rows.num_rows
+        return self._produce_only(rows, kinds)
+
+    def _produce_only(self, arrow: pa.Table, kinds: list[RowKind]) -> int:
+        self.rows += arrow.num_rows
+        if arrow.num_rows and self.table.options.log_enabled:
+            batches = self._encode(arrow, kinds)  # before the connection: bad rows send nothing
+            self._open(files=False)
+            self._produce(*batches)
+        return arrow.num_rows
 
     @staticmethod
     def _with_kind_column(arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
@@ -214,59 +196,8 @@ class WriteTask:
 
     def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
         """The batches of the table topic and of its projection stream, all encoded before
-        any is produced: a row too large fails the write with nothing sent."""
-        table = self.table
-        input_rows: list[int] | None = None  # input row of each encoded row, when not the same
-        # Rows of one kind (every insert-only write): the first says whether any is a -U,
-        # without comparing every row's kind.
-        one_kind = kinds.count(kinds[0]) == len(kinds)
-        has_update_before = kinds[0] is RowKind.UPDATE_BEFORE if one_kind else RowKind.UPDATE_BEFORE in kinds
-        if table.changelog_mode is ChangelogMode.UPSERT and has_update_before:
-            # upsert logs carry no -U: the +U that follows holds the new row
-            input_rows = [i for i, k in enumerate(kinds) if k is not RowKind.UPDATE_BEFORE]
-            arrow, kinds = arrow.take(pa.array(input_rows, pa.int64())), [kinds[i] for i in input_rows]
-        if arrow.num_rows == 0:
-            return [], []
-        # Encode the rows grouped by partition: each partition's batch is then a slice
-        # of the encoded lists (a per-row look-up to split them cost ~0.3 µs a record,
-        # as much as the JSON encoding itself).
-        order, groups = partition_order(table.files, arrow, table.log_partitions)
-        if order is not None:
-            arrow = arrow.take(order)
-            if kinds.count(kinds[0]) != len(kinds):
-                kinds = list(map(kinds.__getitem__, order.tolist()))
-
-        def input_row(row: int) -> int:
-            """The input row an encoded row came from, for an error that names it."""
-            if order is not None:
-                row = int(order[row])
-            return input_rows[row] if input_rows is not None else row
-
-        now = int(time.time() * 1000)
-        limit = table.options.log_max_record_bytes
-        codec, projection = table.codec, table.projection
-        encoded = codec.encode_partitions(arrow, kinds, groups, now, limit, input_row)
-        # The projection stream's records: the same rows, its columns only.
-        projected = codec.encode_partitions(
-            arrow.select(projection), kinds, groups, now, limit, input_row) if projection else []
-        return (
-            [self._next_batch(partition, keys, values, now) for partition, keys, values in encoded],
-            [self._next_batch(partition, keys, values, now, self._projection_seq)
-             for partition, keys, values in projected],
-        )
-
-    def _next_batch(
-        self, partition: int, keys: Sequence[bytes | None], values: Sequence[bytes], now: int,
-        seq: dict[int, int] | None = None,
-    ) -> ProduceBatch:
-        """This attempt's next records in ``partition`` (of the table topic, or of the stream
-        whose sequence numbers ``seq`` holds): their sequence numbers follow the ones it
-        produced there before."""
-        seq = self._seq if seq is None else seq
-        batch = ProduceBatch(token=self.token, partition=partition, keys=keys, values=values,
-                             timestamp_ms=now, first_seq=seq[partition])
-        seq[partition] += len(values)
-        return batch
+        any is produced (:func:`tablelog.writing.log_batches.encode`)."""
+        return encode(self.table, arrow, kinds, self.token, self._seq, self._projection_seq)
 
     def finish(self) -> WriteReceipt:
         """Make the log records durable and prepare the data files; returns the receipt
@@ -304,7 +235,7 @@ class WriteTask:
         return WriteReceipt(
             token=self.token, task=self.task, rows=self.rows, ranges=tuple(ranges),
             paimon_messages=messages, projection_ranges=tuple(projection_ranges), log=self.table.log_name,
-            base_snapshot=self._base_snapshot, written_keys=self._written_keys,
+            base_snapshot=self._merged[0], written_keys=self._merged[1],
         )
 
     def _flush(self, client: LogClient) -> tuple[list[ProducedRange], bool]:
