@@ -33,6 +33,7 @@ from tablelog.testing.merge_reference import (
     table_rows,
     writes_as_changes,
 )
+from tablelog.testing.merge_scenarios import MergeEngineScenarios
 from tablelog.verify import verify
 
 
@@ -160,3 +161,9 @@ def test_a_retraction_the_engine_refuses_fails_the_write_and_leaves_nothing(tmp_
         writer.commit()
     assert len(read_all(table)) == 1
     assert table_rows(table) == {1: {"id": 1, "a": "x", "b": 1}}
+
+
+class TestMergeEngineFailuresOnTheFileLog(MergeEngineScenarios):
+    @pytest.fixture
+    def log_options(self) -> dict[str, str]:
+        return {"log.system": "filesystem", "log.system.partitions": "2"}
