@@ -36,13 +36,19 @@ from tablelog.testing.merge_scenarios import MergeEngineScenarios
 from tablelog.testing.relay_scenarios import Envelope, envelope, envelopes
 
 
+def kafka_options(bootstrap: str) -> dict[str, str]:
+    return {"log.system": "kafka", "kafka.bootstrap.servers": bootstrap, "log.system.partitions": "2"}
+
+
 @pytest.fixture
 def log_options(kafka_bootstrap: str) -> dict[str, str]:
-    return {"log.system": "kafka", "kafka.bootstrap.servers": kafka_bootstrap, "log.system.partitions": "2"}
+    return kafka_options(kafka_bootstrap)
 
 
-class TestMergeEnginesOnKafka(MergeEngineScenarios):
-    pass
+class TestMergeEngineFailuresOnKafka(MergeEngineScenarios):
+    @pytest.fixture
+    def log_options(self, kafka_bootstrap: str) -> dict[str, str]:
+        return kafka_options(kafka_bootstrap)
 
 
 def plain_consumer_values(table: Table) -> list[bytes]:
