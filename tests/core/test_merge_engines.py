@@ -13,17 +13,21 @@ the second's changes must be computed again by its committer).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from tablelog.cli import cli
 from tablelog.normalize import Normalizer
+from tablelog.reading import Change
 from tablelog.table import Table
-from tablelog.testing import merge_reference
+from tablelog.testing import NO_COMPACTION, merge_reference
 from tablelog.testing.merge_reference import (
     ENGINES,
     Engine,
+    Input,
     Model,
     Row,
     by_snapshot,
@@ -161,6 +165,79 @@ def test_a_retraction_the_engine_refuses_fails_the_write_and_leaves_nothing(tmp_
         writer.commit()
     assert len(read_all(table)) == 1
     assert table_rows(table) == {1: {"id": 1, "a": "x", "b": 1}}
+
+
+
+def commit_rounds(table: Table, model: Model, rng: random.Random, rounds: int,
+                  states: dict[int, dict[int, Row]] | None = None) -> dict[int, list[Input]]:
+    """``rounds`` commits of random writes; each snapshot's expected changes (and, in
+    ``states``, the reference rows after it)."""
+    expected: dict[int, list[Input]] = {}
+    with table.writer("w") as writer:
+        for _ in range(rounds):
+            writes = model.engine.inputs(rng, 10)
+            writer.write(writes_as_changes(writes))
+            snapshot_id = writer.commit().snapshot_id
+            assert snapshot_id is not None
+            expected[snapshot_id] = model.commit(writes)
+            if states is not None:
+                states[snapshot_id] = dict(model.rows)
+    return expected
+
+
+def assert_changes_are(changes: Sequence[Change], expected: Mapping[int, Sequence[Input]]) -> None:
+    assert len(changes) == sum(map(len, expected.values()))
+    assert {s: canonical(c) for s, c in by_snapshot(changes).items()} == {
+        s: canonical(c) for s, c in expected.items() if c}
+
+
+def test_a_replayed_commit_and_tablelog_compact_leave_the_changelog_and_verify_as_the_reference(
+    tmp_path: Path, engine: Engine,
+) -> None:
+    """The same receipts committed twice: the second commits nothing. ``tablelog compact``
+    merges with the table's engine: later commits' changes start from the merged rows."""
+    table = create(tmp_path, engine, **NO_COMPACTION)
+    model, rng = Model(engine), random.Random(11)
+    expected = commit_rounds(table, model, rng, 3)
+    writes = engine.inputs(rng, 10)
+    task = table.write_task("replayed", 1)
+    task.write(writes_as_changes(writes))
+    receipts = [task.finish()]
+    first = table.commit("replayed", 1, receipts)
+    assert first.committed and first.snapshot_id is not None
+    expected[first.snapshot_id] = model.commit(writes)
+    again = table.commit("replayed", 1, receipts)
+    assert not again.committed and again.snapshot_id == first.snapshot_id
+    result = CliRunner().invoke(cli, ["compact", "-w", str(tmp_path), table.identifier])
+    assert result.exit_code == 0, result.output
+    # first-row: every commit compacts the buckets it wrote (docs/merge-engines.md), nothing is left
+    assert "compacted bucket(s)" in result.output or engine.first_row, result.output
+    assert [s.commit_kind for s in table.snapshots()][-1] == "COMPACT"
+    assert table_rows(table) == model.rows
+    expected |= commit_rounds(table, model, rng, 2)
+    changes = read_all(table)
+    assert_changes_are(changes, expected)
+    assert replay(changes) == table_rows(table) == model.rows
+    report = verify(table)
+    assert report.consistent, report.summary()
+
+
+def test_after_expiry_a_reader_from_earliest_starts_at_the_earliest_kept_snapshot_and_verify_is_consistent(
+    tmp_path: Path, engine: Engine,
+) -> None:
+    table = create(tmp_path, engine, **{"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "3"})
+    model, rng = Model(engine), random.Random(5)
+    states: dict[int, dict[int, Row]] = {}
+    expected = commit_rounds(table, model, rng, 7, states)
+    kept = [s.id for s in table.snapshots()]
+    assert kept[0] > 1
+    changes = read_all(table)
+    assert_changes_are(changes, {s: c for s, c in expected.items() if s >= kept[0]})
+    before_kept = max((s for s in states if s < kept[0]), default=None)
+    start = dict(states[before_kept]) if before_kept is not None else {}
+    assert replay(changes, start) == table_rows(table) == model.rows
+    report = verify(table)
+    assert report.consistent, report.summary()
 
 
 class TestMergeEngineFailuresOnTheFileLog(MergeEngineScenarios):

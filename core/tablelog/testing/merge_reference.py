@@ -185,8 +185,9 @@ def table_rows(table: Table) -> dict[int, Row]:
     return {row["id"]: row for row in table.rows().to_pylist()}
 
 
-def replay(changes: Sequence[Change]) -> dict[int, Row]:
-    state: dict[int, Row] = {}
+def replay(changes: Sequence[Change], start: Mapping[int, Row] | None = None) -> dict[int, Row]:
+    """The rows ``changes`` leave, applied to ``start`` (the rows before the first)."""
+    state: dict[int, Row] = dict(start or {})
     for change in changes:
         if change.kind.is_retraction:
             state.pop(change.row["id"], None)
