@@ -13,7 +13,7 @@ the second's changes must be computed again by its committer).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,6 @@ from click.testing import CliRunner
 
 from tablelog.cli import cli
 from tablelog.normalize import Normalizer
-from tablelog.reading import Change
 from tablelog.table import Table
 from tablelog.testing import NO_COMPACTION, merge_reference
 from tablelog.testing.merge_reference import (
@@ -30,11 +29,13 @@ from tablelog.testing.merge_reference import (
     Input,
     Model,
     Row,
+    assert_changes_are,
     by_snapshot,
     canonical,
     read_all,
     replay,
     table_rows,
+    write_and_commit,
     writes_as_changes,
 )
 from tablelog.testing.merge_scenarios import MergeEngineScenarios
@@ -175,20 +176,10 @@ def commit_rounds(table: Table, model: Model, rng: random.Random, rounds: int,
     expected: dict[int, list[Input]] = {}
     with table.writer("w") as writer:
         for _ in range(rounds):
-            writes = model.engine.inputs(rng, 10)
-            writer.write(writes_as_changes(writes))
-            snapshot_id = writer.commit().snapshot_id
-            assert snapshot_id is not None
-            expected[snapshot_id] = model.commit(writes)
+            snapshot_id = write_and_commit(writer, model, model.engine.inputs(rng, 10), expected)
             if states is not None:
                 states[snapshot_id] = dict(model.rows)
     return expected
-
-
-def assert_changes_are(changes: Sequence[Change], expected: Mapping[int, Sequence[Input]]) -> None:
-    assert len(changes) == sum(map(len, expected.values()))
-    assert {s: canonical(c) for s, c in by_snapshot(changes).items()} == {
-        s: canonical(c) for s, c in expected.items() if c}
 
 
 def test_a_replayed_commit_and_tablelog_compact_leave_the_changelog_and_verify_as_the_reference(

@@ -17,21 +17,8 @@ import pytest
 
 from tablelog.normalize import Normalizer
 from tablelog.table import Table, internals
+from tablelog.testing import merge_reference as ref
 from tablelog.testing.kafka_server import topic_values
-from tablelog.testing.merge_reference import (
-    ENGINES,
-    Engine,
-    Input,
-    Model,
-    Row,
-    by_snapshot,
-    canonical,
-    create,
-    read_all,
-    replay,
-    table_rows,
-    writes_as_changes,
-)
 from tablelog.testing.merge_scenarios import MergeEngineScenarios
 from tablelog.testing.relay_scenarios import Envelope, envelope, envelopes
 
@@ -56,13 +43,13 @@ def plain_consumer_values(table: Table) -> list[bytes]:
                         internals(table).log_partitions)
 
 
-def as_envelope(kind: str, row: Row) -> Envelope:
+def as_envelope(kind: str, row: ref.Row) -> Envelope:
     """What debezium-json carries for a change (docs/kafka.md): a create of the new row,
     a delete of the old one."""
     return envelope("c", after=row) if kind in ("+I", "+U") else envelope("d", before=row)
 
 
-def stream_of(engine: Engine, index: int, row: Row) -> int:
+def stream_of(engine: ref.Engine, index: int, row: ref.Row) -> int:
     """Which of the two writers writes a row: on partial-update, the one of its column."""
     if engine.name == "partial-update":
         return 0 if row["b"] is None else 1
@@ -75,28 +62,23 @@ def test_readers_and_a_plain_consumer_get_the_reference_changelog_of_two_writers
 ) -> None:
     """Two writers take turns (on partial-update each fills its own column of the same
     keys); each commit's changes are the reference's, to the record."""
-    engine = ENGINES[name]
-    table = create(str(tmp_path), engine, log_options)
-    model, rng = Model(engine), random.Random(29)
-    expected: dict[int, list[Input]] = {}
+    engine = ref.ENGINES[name]
+    table = ref.create(str(tmp_path), engine, log_options)
+    model, rng = ref.Model(engine), random.Random(29)
+    expected: dict[int, list[ref.Input]] = {}
     writers = [table.writer("stream-a"), table.writer("stream-b")]
     try:
         for _ in range(3):
             writes = engine.inputs(rng, 12)
             for stream, writer in enumerate(writers):
                 mine = [w for i, w in enumerate(writes) if stream_of(engine, i, w[1]) == stream]
-                writer.write(writes_as_changes(mine))
-                result = writer.commit()
-                assert result.snapshot_id is not None
-                expected[result.snapshot_id] = model.commit(mine)
+                ref.write_and_commit(writer, model, mine, expected)
     finally:
         for writer in writers:
             writer.close()
-    changes = read_all(table)
-    assert len(changes) == sum(map(len, expected.values()))
-    got = by_snapshot(changes)
-    assert {s: canonical(c) for s, c in got.items()} == {s: canonical(c) for s, c in expected.items() if c}
-    assert replay(changes) == table_rows(table) == model.rows
+    changes = ref.read_all(table)
+    ref.assert_changes_are(changes, expected)
+    assert ref.replay(changes) == ref.table_rows(table) == model.rows
     values = plain_consumer_values(table)
     assert len(values) == len(changes)
     assert envelopes(values) == Counter(as_envelope(kind, row) for c in expected.values() for kind, row in c)
@@ -106,7 +88,7 @@ def test_readers_and_a_plain_consumer_get_the_reference_changelog_of_two_writers
 def test_a_plain_consumer_sees_the_old_row_retracted_and_the_merged_row_not_the_partial_input(
     tmp_path: Path, log_options: dict[str, str],
 ) -> None:
-    table = create(str(tmp_path), ENGINES["partial-update"], log_options)
+    table = ref.create(str(tmp_path), ref.ENGINES["partial-update"], log_options)
     with table.writer("names") as writer:
         writer.write([{"id": 1, "a": "ann", "b": None}])
         writer.commit()
@@ -129,25 +111,24 @@ def test_two_writers_committing_against_the_same_snapshot_end_every_reader_on_th
     are computed again by its committer. Transactional readers get the reference's
     changes; a plain consumer (which reads every attempt, as an eventual reader does) and
     an eventual reader normalized end on the table's rows."""
-    engine = ENGINES["partial-update"]
-    table = create(str(tmp_path), engine, log_options)
-    model, rng = Model(engine), random.Random(7)
-    expected: dict[int, list[Input]] = {}
+    engine = ref.ENGINES["partial-update"]
+    table = ref.create(str(tmp_path), engine, log_options)
+    model, rng = ref.Model(engine), random.Random(7)
+    expected: dict[int, list[ref.Input]] = {}
     for round_ in range(3):
         writes = engine.inputs(rng, 16)
         streams = [[w for w in writes if stream_of(engine, 0, w[1]) == s] for s in (0, 1)]
         tasks = [table.write_task(f"stream-{s}", round_) for s in (0, 1)]
         for task, mine in zip(tasks, streams, strict=True):
-            task.write(writes_as_changes(mine))
+            task.write(ref.writes_as_changes(mine))
         receipts = [task.finish() for task in tasks]
         for s, receipt in enumerate(receipts):
             result = table.commit(f"stream-{s}", round_, [receipt])
             assert result.snapshot_id is not None
             expected[result.snapshot_id] = model.commit(streams[s])
-    changes = read_all(table)
-    assert {s: canonical(c) for s, c in by_snapshot(changes).items()} == {
-        s: canonical(c) for s, c in expected.items() if c}
-    assert replay(changes) == table_rows(table) == model.rows
+    changes = ref.read_all(table)
+    ref.assert_changes_are(changes, expected)
+    assert ref.replay(changes) == ref.table_rows(table) == model.rows
     last: dict[int, Any] = {}
     for value in plain_consumer_values(table):
         doc = json.loads(value)
@@ -155,5 +136,5 @@ def test_two_writers_committing_against_the_same_snapshot_end_every_reader_on_th
         last[row["id"]] = doc["after"]
     assert {key: row for key, row in last.items() if row is not None} == model.rows
     normalizer = Normalizer(["id"])
-    normalizer.apply(read_all(table, "eventual"))
+    normalizer.apply(ref.read_all(table, "eventual"))
     assert {row["id"]: dict(row) for row in normalizer.rows()} == model.rows

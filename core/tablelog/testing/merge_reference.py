@@ -18,6 +18,7 @@ import pyarrow as pa
 from tablelog.reading import Change
 from tablelog.table import Table
 from tablelog.tables import create_table
+from tablelog.writing.writer import Writer
 
 Row = dict[str, Any]
 Input = tuple[str, Row]  # (kind, row) as written
@@ -198,3 +199,20 @@ def replay(changes: Sequence[Change], start: Mapping[int, Row] | None = None) ->
 
 def writes_as_changes(writes: Sequence[Input]) -> list[Input]:
     return [(kind, dict(row)) for kind, row in writes]
+
+
+def write_and_commit(writer: Writer, model: Model, writes: Sequence[Input], expected: dict[int, list[Input]]) -> int:
+    """Commit ``writes`` with ``writer``; their expected changes go to ``expected`` under
+    the snapshot's id, which is returned."""
+    writer.write(writes_as_changes(writes))
+    snapshot_id = writer.commit().snapshot_id
+    assert snapshot_id is not None
+    expected[snapshot_id] = model.commit(writes)
+    return snapshot_id
+
+
+def assert_changes_are(changes: Sequence[Change], expected: Mapping[int, Sequence[Input]]) -> None:
+    """``changes`` are each snapshot's expected changes, every one once and nothing else."""
+    assert len(changes) == sum(map(len, expected.values()))
+    assert {s: canonical(c) for s, c in by_snapshot(changes).items()} == {
+        s: canonical(c) for s, c in expected.items() if c}

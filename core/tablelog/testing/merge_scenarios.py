@@ -22,12 +22,12 @@ from tablelog.testing.merge_reference import (
     ENGINES,
     Input,
     Model,
-    by_snapshot,
-    canonical,
+    assert_changes_are,
     create,
     read_all,
     replay,
     table_rows,
+    write_and_commit,
     writes_as_changes,
 )
 from tablelog.testing.processes import kill_when_reached
@@ -64,32 +64,27 @@ class MergeEngineScenarios(LogSystemFixtures):
         another stream then changed; the restarted writer's are computed again."""
         engine = ENGINES["partial-update"]
         table = create(warehouse, engine, log_options)
-        model, expected = Model(engine), {}
+        model, expected = Model(engine), dict[int, list[Input]]()
         names = [("+I", {"id": i, "a": f"name-{i}", "b": None}) for i in range(20)]
         with table.writer("names") as writer:
-            writer.write(writes_as_changes(names[:10]))
-            expected[writer.commit().snapshot_id] = model.commit(names[:10])
+            write_and_commit(writer, model, names[:10], expected)
         reached = Path(warehouse) / "reached"
         kill_when_reached(_KILLED_WRITER, {"warehouse": warehouse, "table": table.identifier, "options": log_options,
                                            "rows": names, "reached": str(reached)}, reached)
         assert len(read_all(table, "eventual")) > len(names[:10])  # the killed writer's changes are in the log
         scores = [("+I", {"id": i, "a": None, "b": i}) for i in range(5, 25)]
         with table.writer("scores") as writer:
-            writer.write(writes_as_changes(scores))
-            expected[writer.commit().snapshot_id] = model.commit(scores)
+            write_and_commit(writer, model, scores, expected)
         restarted = open_table(warehouse, table.identifier, log_options)
         with restarted.writer("names") as writer:
             assert writer.commit_identifier == 2
-            writer.write(writes_as_changes(names))
-            expected[writer.commit().snapshot_id] = model.commit(names)
+            write_and_commit(writer, model, names, expected)
         self.assert_readers_end_on_the_reference(table, expected, model.rows)
 
     def assert_readers_end_on_the_reference(self, table: Table, expected: dict[int, list[Input]],
                                             rows: dict[int, dict[str, object]]) -> None:
         changes = read_all(table)
-        assert len(changes) == sum(map(len, expected.values()))  # every committed change once, nothing else
-        assert {s: canonical(c) for s, c in by_snapshot(changes).items()} == {
-            s: canonical(c) for s, c in expected.items() if c}
+        assert_changes_are(changes, expected)
         assert replay(changes) == table_rows(table) == rows
         normalizer = Normalizer(table.primary_key)
         normalizer.apply(read_all(table, "eventual"))
