@@ -130,6 +130,31 @@ def test_a_repeated_first_row_key_reaches_no_reader(tmp_path: Path) -> None:
     assert table_rows(table) == {1: {"id": 1, "v": "first"}, 2: {"id": 2, "v": "new"}}
 
 
+def test_a_first_row_written_before_the_keys_row_but_committed_after_it_reaches_readers_as_an_update(
+    tmp_path: Path,
+) -> None:
+    """Records are ordered by when they were written: the slow writer's row is the first
+    from its commit on, and transactional readers, eventual readers and verify say so."""
+    table = create(tmp_path, ENGINES["first-row"])
+    slow = table.write_task("slow", 1)
+    slow.write([{"id": 1, "v": "written-first"}])
+    receipt = slow.finish()
+    with table.writer("fast") as writer:
+        writer.write([{"id": 1, "v": "committed-first"}, {"id": 2, "v": "other"}])
+        writer.commit()
+    table.commit("slow", 1, [receipt])
+    assert table_rows(table)[1] == {"id": 1, "v": "written-first"}
+    changes = read_all(table)
+    assert [(c.kind.value, c.row["v"]) for c in changes if c.row["id"] == 1] == [
+        ("+I", "committed-first"), ("-U", "committed-first"), ("+U", "written-first")]
+    assert replay(changes) == table_rows(table)
+    normalizer = Normalizer(["id"])
+    normalizer.apply(read_all(table, "eventual"))
+    assert {row["id"]: dict(row) for row in normalizer.rows()} == table_rows(table)
+    report = verify(table)
+    assert report.consistent, report.summary()
+
+
 def test_a_late_event_under_a_sequence_field_leaves_the_row_and_says_so_as_paimon_does(tmp_path: Path) -> None:
     """Without row-deduplicate Paimon's lookup producer emits -U/+U of the unchanged row;
     with it, nothing."""
