@@ -1,11 +1,11 @@
 """Tables with a merge engine (and deduplicate tables with ``changelog-producer = lookup``):
 the log carries the table's changelog, not the writes.
 
-Each test checks what a transactional reader returns against a reference written here,
-independent of tablelog's merge code: a few lines per engine keep the table's rows by
-key, the way Paimon's documentation describes the engine; each snapshot's expected
-changes are the per-key diff of the reference before and after it, by the rule of
-Paimon's ``lookup`` changelog producer. Writers run sequentially and concurrently (two
+Each test checks what a transactional reader returns against a reference independent of
+tablelog's merge code (:mod:`tablelog.testing.merge_reference`): a few lines per engine
+keep the table's rows by key, the way Paimon's documentation describes the engine; each
+snapshot's expected changes are the per-key diff of the reference before and after it,
+by the rule of Paimon's ``lookup`` changelog producer. Writers run sequentially and concurrently (two
 attempts computed against the same snapshot, committed one after the other, so that
 the second's changes must be computed again by its committer).
 """
@@ -13,194 +13,38 @@ the second's changes must be computed again by its committer).
 from __future__ import annotations
 
 import random
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pyarrow as pa
 import pytest
+from click.testing import CliRunner
 
-import tablelog
+from tablelog.cli import cli
 from tablelog.normalize import Normalizer
-from tablelog.reading import Change
 from tablelog.table import Table
+from tablelog.testing import NO_COMPACTION, merge_reference
+from tablelog.testing.merge_reference import (
+    ENGINES,
+    Engine,
+    Input,
+    Model,
+    Row,
+    assert_changes_are,
+    by_snapshot,
+    canonical,
+    read_all,
+    replay,
+    table_rows,
+    write_and_commit,
+    writes_as_changes,
+)
+from tablelog.testing.merge_scenarios import MergeEngineScenarios
 from tablelog.verify import verify
-
-Row = dict[str, Any]
-Input = tuple[str, Row]  # (kind, row) as written
-
-
-# -- the reference: each engine in a few lines ---------------------------------------
-
-
-def partial_update(old: Row | None, kind: str, new: Row) -> Row | None:
-    """Non-null values overwrite."""
-    row = dict(old) if old else dict.fromkeys(new)
-    row.update({c: v for c, v in new.items() if v is not None})
-    return row
-
-
-def sum_and_count(old: Row | None, kind: str, new: Row) -> Row | None:
-    """``total`` and ``n`` are sums; a retraction subtracts; the row stays (with sums)."""
-    sign = -1 if kind in ("-D", "-U") else 1
-    row = dict(old) if old else {"id": new["id"], "total": None, "n": None}
-    for column in ("total", "n"):
-        if new[column] is not None:
-            row[column] = (row[column] or 0) + sign * new[column]
-    return row
-
-
-def first_row(old: Row | None, kind: str, new: Row) -> Row | None:
-    return old if old is not None else dict(new)
-
-
-def by_event_time(old: Row | None, kind: str, new: Row) -> Row | None:
-    """``sequence.field = ts``: a row with an older ``ts`` than the kept one is late and loses."""
-    if old is not None and new["ts"] < old["ts"]:
-        return old
-    return None if kind == "-D" else dict(new)
-
-
-def last_write(old: Row | None, kind: str, new: Row) -> Row | None:
-    return None if kind == "-D" else dict(new)
-
-
-def expected_changes(before: Row | None, after: Row | None, *, first_row_engine: bool, row_dedup: bool) -> list[tuple[str, Row]]:
-    """Paimon's lookup changelog of one key."""
-    if first_row_engine:
-        return [("+I", after)] if before is None and after is not None else []
-    if before is None:
-        return [] if after is None else [("+I", after)]
-    if after is None:
-        return [("-D", before)]
-    if row_dedup and before == after:
-        return []
-    return [("-U", before), ("+U", after)]
-
-
-class Engine:
-    def __init__(
-        self, name: str, schema: pa.Schema, options: Mapping[str, str], fold: Callable[[Row | None, str, Row], Row | None],
-        inputs: Callable[[random.Random, int], list[Input]],
-    ) -> None:
-        self.name, self.schema, self.options, self.fold, self.inputs = name, schema, dict(options), fold, inputs
-
-    @property
-    def first_row(self) -> bool:
-        return self.options.get("merge-engine") == "first-row"
-
-    @property
-    def row_dedup(self) -> bool:
-        return self.options.get("changelog-producer.row-deduplicate") == "true"
-
-
-def _id() -> pa.Field:
-    return pa.field("id", pa.int64(), nullable=False)
-
-
-def _partial_inputs(rng: random.Random, n: int) -> list[Input]:
-    # two streams: one fills `a`, the other `b`
-    return [("+I", {"id": rng.randrange(12), "a": f"a{rng.randrange(5)}", "b": None} if rng.random() < 0.5
-             else {"id": rng.randrange(12), "a": None, "b": rng.randrange(5)}) for _ in range(n)]
-
-
-def _sum_inputs(rng: random.Random, n: int) -> list[Input]:
-    return [("-D" if rng.random() < 0.2 else "+I", {"id": rng.randrange(12), "total": rng.randrange(1, 9), "n": 1})
-            for _ in range(n)]
-
-
-def _first_inputs(rng: random.Random, n: int) -> list[Input]:
-    return [("+I", {"id": rng.randrange(15), "v": f"v{rng.randrange(100)}"}) for _ in range(n)]
-
-
-def _late_inputs(rng: random.Random, n: int) -> list[Input]:
-    return [("+I", {"id": rng.randrange(12), "ts": rng.randrange(20), "v": f"v{rng.randrange(100)}"}) for _ in range(n)]
-
-
-def _dedup_inputs(rng: random.Random, n: int) -> list[Input]:
-    return [("-D" if rng.random() < 0.15 else "+I", {"id": rng.randrange(12), "v": f"v{rng.randrange(4)}"}) for _ in range(n)]
-
-
-ENGINES = {
-    "partial-update": Engine(
-        "partial-update", pa.schema([_id(), ("a", pa.string()), ("b", pa.int64())]),
-        {"merge-engine": "partial-update"}, partial_update, _partial_inputs),
-    "aggregation": Engine(
-        "aggregation", pa.schema([_id(), ("total", pa.int64()), ("n", pa.int64())]),
-        {"merge-engine": "aggregation", "fields.total.aggregate-function": "sum", "fields.n.aggregate-function": "sum"},
-        sum_and_count, _sum_inputs),
-    "first-row": Engine(
-        "first-row", pa.schema([_id(), ("v", pa.string())]), {"merge-engine": "first-row"}, first_row, _first_inputs),
-    "sequence-field": Engine(
-        "sequence-field", pa.schema([_id(), ("ts", pa.int64()), ("v", pa.string())]),
-        {"sequence.field": "ts", "changelog-producer": "lookup"}, by_event_time, _late_inputs),
-    "lookup-row-deduplicate": Engine(
-        "lookup-row-deduplicate", pa.schema([_id(), ("v", pa.string())]),
-        {"changelog-producer": "lookup", "changelog-producer.row-deduplicate": "true"}, last_write, _dedup_inputs),
-}
 
 
 def create(warehouse: Path, engine: Engine, **options: str) -> Table:
-    return tablelog.create_table(
-        str(warehouse), f"db.{engine.name.replace('-', '_')}_{uuid.uuid4().hex[:6]}", engine.schema,
-        primary_key=["id"], bucket=2,
-        options={"log.system": "filesystem", "log.system.partitions": "2", **engine.options, **options},
-    )
-
-
-class Model:
-    """The reference rows, and the changes each commit should bring."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.rows: dict[int, Row] = {}
-
-    def commit(self, writes: Sequence[Input]) -> list[tuple[str, Row]]:
-        before = {key: self.rows.get(key) for key in {row["id"] for _, row in writes}}
-        for kind, row in writes:
-            after = self.engine.fold(self.rows.get(row["id"]), kind, row)
-            if after is None:
-                self.rows.pop(row["id"], None)
-            else:
-                self.rows[row["id"]] = after
-        changes = []
-        for key in sorted(before):
-            changes += expected_changes(before[key], self.rows.get(key),
-                                        first_row_engine=self.engine.first_row, row_dedup=self.engine.row_dedup)
-        return changes
-
-
-def by_snapshot(changes: Sequence[Change]) -> dict[int, list[tuple[str, Row]]]:
-    result: dict[int, list[tuple[str, Row]]] = {}
-    for change in changes:
-        assert change.snapshot_id is not None
-        result.setdefault(change.snapshot_id, []).append((change.kind.value, dict(change.row)))
-    return result
-
-
-def canonical(changes: Sequence[tuple[str, Row]]) -> list[str]:
-    """The changes as a multiset (sorted texts): the order of different keys is the log's."""
-    return sorted(f"{kind} {sorted(row.items())!r}" for kind, row in changes)
-
-
-def read_all(table: Table, consistency: str = "transactional") -> list[Change]:
-    with table.reader(consistency=consistency, scan_mode="earliest") as reader:
-        return reader.read_all(idle_timeout_s=0.3)
-
-
-def table_rows(table: Table) -> dict[int, Row]:
-    return {row["id"]: row for row in table.rows().to_pylist()}
-
-
-def replay(changes: Sequence[Change]) -> dict[int, Row]:
-    state: dict[int, Row] = {}
-    for change in changes:
-        if change.kind.is_retraction:
-            state.pop(change.row["id"], None)
-        else:
-            state[change.row["id"]] = dict(change.row)
-    return state
+    return merge_reference.create(str(warehouse), engine, {"log.system": "filesystem", "log.system.partitions": "2"},
+                                  **options)
 
 
 @pytest.fixture(params=sorted(ENGINES))
@@ -244,9 +88,6 @@ def test_each_snapshot_brings_exactly_the_reference_changes_of_its_keys(tmp_path
     assert verify(table).consistent
 
 
-def writes_as_changes(writes: Sequence[Input]) -> list[tuple[str, Row]]:
-    return [(kind, dict(row)) for kind, row in writes]
-
 
 def test_eventual_readers_normalized_end_with_the_tables_rows_after_conflicting_commits(tmp_path: Path, engine: Engine) -> None:
     table = create(tmp_path, engine)
@@ -289,6 +130,31 @@ def test_a_repeated_first_row_key_reaches_no_reader(tmp_path: Path) -> None:
     assert table_rows(table) == {1: {"id": 1, "v": "first"}, 2: {"id": 2, "v": "new"}}
 
 
+def test_a_first_row_written_before_the_keys_row_but_committed_after_it_reaches_readers_as_an_update(
+    tmp_path: Path,
+) -> None:
+    """Records are ordered by when they were written: the slow writer's row is the first
+    from its commit on, and transactional readers, eventual readers and verify say so."""
+    table = create(tmp_path, ENGINES["first-row"])
+    slow = table.write_task("slow", 1)
+    slow.write([{"id": 1, "v": "written-first"}])
+    receipt = slow.finish()
+    with table.writer("fast") as writer:
+        writer.write([{"id": 1, "v": "committed-first"}, {"id": 2, "v": "other"}])
+        writer.commit()
+    table.commit("slow", 1, [receipt])
+    assert table_rows(table)[1] == {"id": 1, "v": "written-first"}
+    changes = read_all(table)
+    assert [(c.kind.value, c.row["v"]) for c in changes if c.row["id"] == 1] == [
+        ("+I", "committed-first"), ("-U", "committed-first"), ("+U", "written-first")]
+    assert replay(changes) == table_rows(table)
+    normalizer = Normalizer(["id"])
+    normalizer.apply(read_all(table, "eventual"))
+    assert {row["id"]: dict(row) for row in normalizer.rows()} == table_rows(table)
+    report = verify(table)
+    assert report.consistent, report.summary()
+
+
 def test_a_late_event_under_a_sequence_field_leaves_the_row_and_says_so_as_paimon_does(tmp_path: Path) -> None:
     """Without row-deduplicate Paimon's lookup producer emits -U/+U of the unchanged row;
     with it, nothing."""
@@ -325,3 +191,72 @@ def test_a_retraction_the_engine_refuses_fails_the_write_and_leaves_nothing(tmp_
         writer.commit()
     assert len(read_all(table)) == 1
     assert table_rows(table) == {1: {"id": 1, "a": "x", "b": 1}}
+
+
+
+def commit_rounds(table: Table, model: Model, rng: random.Random, rounds: int,
+                  states: dict[int, dict[int, Row]] | None = None) -> dict[int, list[Input]]:
+    """``rounds`` commits of random writes; each snapshot's expected changes (and, in
+    ``states``, the reference rows after it)."""
+    expected: dict[int, list[Input]] = {}
+    with table.writer("w") as writer:
+        for _ in range(rounds):
+            snapshot_id = write_and_commit(writer, model, model.engine.inputs(rng, 10), expected)
+            if states is not None:
+                states[snapshot_id] = dict(model.rows)
+    return expected
+
+
+def test_a_replayed_commit_and_tablelog_compact_leave_the_changelog_and_verify_as_the_reference(
+    tmp_path: Path, engine: Engine,
+) -> None:
+    """The same receipts committed twice: the second commits nothing. ``tablelog compact``
+    merges with the table's engine: later commits' changes start from the merged rows."""
+    table = create(tmp_path, engine, **NO_COMPACTION)
+    model, rng = Model(engine), random.Random(11)
+    expected = commit_rounds(table, model, rng, 3)
+    writes = engine.inputs(rng, 10)
+    task = table.write_task("replayed", 1)
+    task.write(writes_as_changes(writes))
+    receipts = [task.finish()]
+    first = table.commit("replayed", 1, receipts)
+    assert first.committed and first.snapshot_id is not None
+    expected[first.snapshot_id] = model.commit(writes)
+    again = table.commit("replayed", 1, receipts)
+    assert not again.committed and again.snapshot_id == first.snapshot_id
+    result = CliRunner().invoke(cli, ["compact", "-w", str(tmp_path), table.identifier])
+    assert result.exit_code == 0, result.output
+    # first-row: every commit compacts the buckets it wrote (docs/merge-engines.md), nothing is left
+    assert "compacted bucket(s)" in result.output or engine.first_row, result.output
+    assert [s.commit_kind for s in table.snapshots()][-1] == "COMPACT"
+    assert table_rows(table) == model.rows
+    expected |= commit_rounds(table, model, rng, 2)
+    changes = read_all(table)
+    assert_changes_are(changes, expected)
+    assert replay(changes) == table_rows(table) == model.rows
+    report = verify(table)
+    assert report.consistent, report.summary()
+
+
+def test_after_expiry_a_reader_from_earliest_starts_at_the_earliest_kept_snapshot_and_verify_is_consistent(
+    tmp_path: Path, engine: Engine,
+) -> None:
+    table = create(tmp_path, engine, **{"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "3"})
+    model, rng = Model(engine), random.Random(5)
+    states: dict[int, dict[int, Row]] = {}
+    expected = commit_rounds(table, model, rng, 7, states)
+    kept = [s.id for s in table.snapshots()]
+    assert kept[0] > 1
+    changes = read_all(table)
+    assert_changes_are(changes, {s: c for s, c in expected.items() if s >= kept[0]})
+    before_kept = max((s for s in states if s < kept[0]), default=None)
+    start = dict(states[before_kept]) if before_kept is not None else {}
+    assert replay(changes, start) == table_rows(table) == model.rows
+    report = verify(table)
+    assert report.consistent, report.summary()
+
+
+class TestMergeEngineFailuresOnTheFileLog(MergeEngineScenarios):
+    @pytest.fixture
+    def log_options(self) -> dict[str, str]:
+        return {"log.system": "filesystem", "log.system.partitions": "2"}

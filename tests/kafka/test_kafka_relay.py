@@ -6,9 +6,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
 
 from tablelog.table import Table, internals
+from tablelog.testing.kafka_server import topic_values
 from tablelog.testing.relay_scenarios import RelayScenarios
 
 
@@ -20,17 +20,4 @@ class TestRelayOnKafka(RelayScenarios):
 
     def raw_values(self, table: Table) -> list[bytes]:
         servers = internals(table).log_config().options["bootstrap.servers"]
-        consumer = KafkaConsumer(bootstrap_servers=servers, enable_auto_commit=False, group_id=None)
-        try:
-            partitions = [TopicPartition(internals(table).topic, p) for p in range(internals(table).log_partitions)]
-            consumer.assign(partitions)
-            ends = consumer.end_offsets(partitions)
-            for tp in partitions:
-                consumer.seek(tp, 0)
-            values: list[bytes] = []
-            while any(consumer.position(tp) < ends[tp] for tp in partitions):
-                for messages in consumer.poll(timeout_ms=1000).values():
-                    values += [m.value for m in messages]
-            return values
-        finally:
-            consumer.close()
+        return topic_values(servers, internals(table).topic, internals(table).log_partitions)

@@ -9,11 +9,18 @@ import pytest
 import tablelog
 from tablelog.errors import ProduceError
 from tablelog.table import internals
+from tablelog.testing.merge_scenarios import MergeEngineScenarios
 from tablelog.testing.projection_scenarios import ProjectionScenarios
 from tablelog.testing.scenarios import ExactlyOnceScenarios, ids, rows
 
 
 class TestExactlyOnceOnPulsar(ExactlyOnceScenarios):
+    @pytest.fixture
+    def log_options(self, pulsar_service_url: str) -> dict[str, str]:
+        return {"log.system": "pulsar", "pulsar.service-url": pulsar_service_url}
+
+
+class TestMergeEngineFailuresOnPulsar(MergeEngineScenarios):
     @pytest.fixture
     def log_options(self, pulsar_service_url: str) -> dict[str, str]:
         return {"log.system": "pulsar", "pulsar.service-url": pulsar_service_url}

@@ -56,10 +56,16 @@ def changelog(before: Row | None, after: Row | None, options: MergeOptions) -> l
     - a row that stays: ``-U before``, ``+U after``, even when nothing changed, unless
       ``changelog-producer.row-deduplicate`` and the rows are equal (leaving out
       ``changelog-producer.row-deduplicate-ignore-fields``): then nothing;
-    - first-row: ``+I after`` for a key that had no row, nothing for a key that had one
-      (``FirstRowMergeFunctionWrapper`` drops the level-0 record; row-deduplicate does not apply).
+    - first-row: ``+I after`` for a key that had no row, nothing for a key that kept its
+      row (``FirstRowMergeFunctionWrapper`` drops the level-0 record; row-deduplicate does
+      not apply). A key whose row changed (``-U before``, ``+U after``) is not Java's case:
+      there one writer per bucket numbers the records in commit order, while tablelog's
+      writers number them when they write, so a record written before the key's row but
+      committed after it is the first row from then on, and readers must be told.
     """
     if options.engine is MergeEngine.FIRST_ROW:
+        if before is not None and after is not None and not _rows_equal(before, after, options.columns):
+            return [(RowKind.UPDATE_BEFORE, before), (RowKind.UPDATE_AFTER, after)]
         return [(RowKind.INSERT, after)] if before is None and after is not None else []
     if before is None:
         return [] if after is None else [(RowKind.INSERT, after)]
@@ -75,7 +81,11 @@ def values_equal(before: Row, after: Row, options: MergeOptions) -> bool:
     ones, compared as Java's generated equaliser compares them (``EqualiserCodeGenerator``:
     floats by ``Double.compare``, so NaN equals NaN and ``-0.0`` differs from ``0.0``)."""
     ignored = set(options.row_deduplicate_ignore_fields)
-    return all(_field_equal(before.get(c), after.get(c)) for c in options.columns if c not in ignored)
+    return _rows_equal(before, after, [c for c in options.columns if c not in ignored])
+
+
+def _rows_equal(before: Row, after: Row, columns: Iterable[str]) -> bool:
+    return all(_field_equal(before.get(c), after.get(c)) for c in columns)
 
 
 def _field_equal(a: Any, b: Any) -> bool:

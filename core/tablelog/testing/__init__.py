@@ -4,6 +4,9 @@
   (fixtures ``log_config_factory`` and ``unreachable_log_config``).
 * :class:`ExactlyOnceScenarios`: whole tables through the core with failures injected
   (fixture ``log_options``).
+* :class:`MergeEngineScenarios`: failed attempts and a writer killed before committing
+  on merge-engine tables, each committed change counted against an independent
+  reference (:mod:`tablelog.testing.merge_reference`) (fixture ``log_options``).
 * :class:`SparkExactlyOnceScenarios`: the same through the Spark sink and source
   (fixtures ``log_options`` and ``spark``, from :func:`spark_test_session`);
   :class:`SparkTaskFailureScenarios`: its task-attempt scenarios alone;
@@ -41,6 +44,7 @@ from tablelog.testing.conformance import (
     opened_clients,
 )
 from tablelog.testing.dashboard import DashboardScenarios
+from tablelog.testing.merge_scenarios import MergeEngineScenarios
 from tablelog.testing.processes import (
     child_config,
     die_with_parent,
@@ -70,6 +74,7 @@ __all__ = [
     "ExactlyOnceScenarios",
     "LogClient",
     "LogSystemConformance",
+    "MergeEngineScenarios",
     "NO_COMPACTION",
     "ProjectionScenarios",
     "RelayScenarios",

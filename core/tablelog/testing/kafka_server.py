@@ -89,3 +89,25 @@ def tansu_broker(workdir: Path) -> Iterator[str]:
     finally:
         process.kill()
         process.wait(timeout=10)
+
+
+def topic_values(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+    """Every record value of ``topic`` as a plain Kafka consumer (kafka-python, nothing of
+    tablelog) reads it from the start: partition by partition, each in offset order (so a
+    key's records, which share a partition, are in the order they were produced)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
+    try:
+        assigned = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(assigned)
+        ends = consumer.end_offsets(assigned)
+        for tp in assigned:
+            consumer.seek(tp, 0)
+        values: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
+        while any(consumer.position(tp) < ends[tp] for tp in assigned):
+            for tp, messages in consumer.poll(timeout_ms=1000).items():
+                values[tp.partition] += [m.value for m in messages]
+        return [value for p in range(partitions) for value in values[p]]
+    finally:
+        consumer.close()

@@ -9,9 +9,11 @@ import importlib.util
 import io
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -90,3 +92,18 @@ def child_config() -> dict[str, Any]:
     """In a child of :func:`start_python` or :func:`run_python`: the configuration its parent
     sent."""
     return dict(json.loads(sys.stdin.read()))
+
+
+def kill_when_reached(program: str | Path, config: Mapping[str, Any], reached: Path, timeout_s: float = 120) -> None:
+    """Run ``program`` as :func:`start_python` does and SIGKILL it once the file ``reached``
+    exists (the child writes it at the point where it is to die, then waits there)."""
+    child = start_python(program, config)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not reached.exists():
+            assert child.poll() is None, "the child ended before the point where it is killed"
+            assert time.monotonic() < deadline, "the child did not reach the point where it is killed"
+            time.sleep(0.05)
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()

@@ -15,10 +15,7 @@ commit of the table, with the row-kind column, and no tablelog property in the s
 from __future__ import annotations
 
 import json
-import os
-import signal
 import textwrap
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -33,7 +30,7 @@ from tablelog.relay import Relay
 from tablelog.store import commit_changes
 from tablelog.table import Table, internals
 from tablelog.tables import create_table, open_table
-from tablelog.testing.processes import start_python
+from tablelog.testing.processes import kill_when_reached
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
 
@@ -215,18 +212,9 @@ class RelayScenarios:
         """Run a relay step in a child process that waits where ``wait_at`` (a patch of the
         child's code) says and writes a file then; SIGKILL it there."""
         reached = tmp_path / "reached"
-        child = start_python(_RELAY_CHILD.replace("# WAIT_AT", textwrap.indent(wait_at, "")), {
+        kill_when_reached(_RELAY_CHILD.replace("# WAIT_AT", textwrap.indent(wait_at, "")), {
             "warehouse": str(tmp_path), "table": table.identifier, "reached": str(reached), "options": log_options,
-        })
-        try:
-            deadline = time.monotonic() + 120
-            while not reached.exists():
-                assert child.poll() is None, "the relay child ended before the point where it is killed"
-                assert time.monotonic() < deadline, "the relay child did not reach the point where it is killed"
-                time.sleep(0.05)
-        finally:
-            os.kill(child.pid, signal.SIGKILL)
-            child.wait()
+        }, reached)
 
 
 _RELAY_CHILD = textwrap.dedent("""

@@ -1,6 +1,7 @@
-"""The redis log system against tablelog's conformance suite, exactly-once scenarios, the
-projection stream of an arrow log, the relay of other writers' commits (`tablelog relay`)
-and the dashboard's figures (`tablelog ui`), on a real redis-server."""
+"""The redis log system against tablelog's conformance suite, exactly-once scenarios (on
+merge-engine tables too), the projection stream of an arrow log, the relay of other
+writers' commits (`tablelog relay`) and the dashboard's figures (`tablelog ui`), on a real
+redis-server."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tablelog.testing import (
     DashboardScenarios,
     ExactlyOnceScenarios,
     LogSystemConformance,
+    MergeEngineScenarios,
     ProjectionScenarios,
     RelayScenarios,
     free_port,
@@ -33,6 +35,12 @@ class TestRedisConformance(LogSystemConformance):
 
 
 class TestRedisExactlyOnce(ExactlyOnceScenarios):
+    @pytest.fixture
+    def log_options(self, redis_url: str) -> dict[str, str]:
+        return {"log.system": "redis", "redis.url": redis_url}
+
+
+class TestRedisMergeEngineFailures(MergeEngineScenarios):
     @pytest.fixture
     def log_options(self, redis_url: str) -> dict[str, str]:
         return {"log.system": "redis", "redis.url": redis_url}
