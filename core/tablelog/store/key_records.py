@@ -81,9 +81,10 @@ def _records(
     columns = options.columns
     partition_values = dict(zip(paimon.partition_keys or (), partition, strict=False))
     primary_key = options.primary_key
+    key_values = _key_values(primary_key, candidates)
     for batch in key_value_file_batches(paimon, partition, bucket, files):
         table = pa.Table.from_batches([batch])
-        mask = _key_mask(table, primary_key, candidates)
+        mask = _key_mask(table, key_values)
         if mask is not None:
             table = table.filter(mask)
         if not table.num_rows:
@@ -95,15 +96,20 @@ def _records(
                 yield key, KeyValue(_KINDS[row[VALUE_KIND]], values, int(row[SEQUENCE_NUMBER]))
 
 
-def _key_mask(table: pa.Table, primary_key: Sequence[str], candidates: Iterable[Key]) -> Any:
+def _key_values(primary_key: Sequence[str], candidates: Iterable[Key]) -> dict[str, list[Any]]:
+    """Per key column, the values the wanted keys hold there (once per bucket, not per batch)."""
+    keys = list(candidates)
+    return {column: list({key[i] for key in keys}) for i, column in enumerate(primary_key)}
+
+
+def _key_mask(table: pa.Table, key_values: dict[str, list[Any]]) -> Any:
     """Rows whose key columns each hold a value of a wanted key (exact for one column;
     a superset for several, checked again per row)."""
     mask = None
-    keys = list(candidates)
-    for i, column in enumerate(primary_key):
+    for column, wanted in key_values.items():
         if column not in table.column_names:
             continue
-        values = pa.array([key[i] for key in keys], table.schema.field(column).type)
+        values = pa.array(wanted, table.schema.field(column).type)
         part = pc.is_in(table.column(column), value_set=values)
         mask = part if mask is None else pc.and_(mask, part)
     return mask

@@ -18,14 +18,17 @@ key's row before the commit and its row after, compared by the rule of
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import numpy as np
 import pyarrow as pa
 
 from tablelog.merging import (
     KeyValue,
+    MergeEngine,
     MergeError,
     MergeOptions,
     changelog,
@@ -96,25 +99,37 @@ class PendingRows:
             self._rows.append(arrow)
             self._kinds.extend(kinds)
 
+    def rows(self, schema: pa.Schema) -> tuple[pa.Table, list[RowKind]]:
+        """Every row kept, in write order, in ``schema``, with its kind."""
+        if not self._rows:
+            return schema.empty_table(), []
+        return pa.concat_tables([t.cast(schema) for t in self._rows]), self._kinds
+
     def fold(self, schema: pa.Schema) -> tuple[list[Key], list[KeyValue]]:
         """Each key's rows folded as Paimon's write buffer folds them (one record stays as
         written; several are merged with the table's engine), keys in first-write order;
         a key whose merge keeps nothing is left out."""
-        if not self._rows:
-            return [], []
-        rows = pa.concat_tables([t.cast(schema) for t in self._rows]).to_pylist()
-        by_key: dict[Key, list[KeyValue]] = {}
-        key_columns = self.options.primary_key
-        for sequence, (row, kind) in enumerate(zip(rows, self._kinds, strict=True)):
-            by_key.setdefault(tuple(row[c] for c in key_columns), []).append(KeyValue(kind, row, sequence))
-        keys: list[Key] = []
-        folded: list[KeyValue] = []
-        for key, records in by_key.items():
-            record = records[0] if len(records) == 1 else merge(records, self.options)
-            if record is not None:
-                keys.append(key)
-                folded.append(record)
-        return keys, folded
+        arrow, kinds = self.rows(schema)
+        return fold_rows(arrow.to_pylist(), kinds, range(len(kinds)), self.options)
+
+
+def fold_rows(
+    rows: Sequence[Mapping[str, Any]], kinds: Sequence[RowKind], sequences: Iterable[int], options: MergeOptions,
+) -> tuple[list[Key], list[KeyValue]]:
+    """``rows`` (with their ``kinds`` and sequence numbers) folded per key, keys in
+    first-write order, as :meth:`PendingRows.fold` describes."""
+    by_key: dict[Key, list[KeyValue]] = {}
+    key_columns = options.primary_key
+    for sequence, row, kind in zip(sequences, rows, kinds, strict=True):
+        by_key.setdefault(tuple(row[c] for c in key_columns), []).append(KeyValue(kind, row, sequence))
+    keys: list[Key] = []
+    folded: list[KeyValue] = []
+    for key, records in by_key.items():
+        record = records[0] if len(records) == 1 else merge(records, options)
+        if record is not None:
+            keys.append(key)
+            folded.append(record)
+    return keys, folded
 
 
 def key_table(keys: Sequence[Key], options: MergeOptions) -> pa.Table:
@@ -126,17 +141,96 @@ def key_table(keys: Sequence[Key], options: MergeOptions) -> pa.Table:
 def merged_write(
     files: TableFiles, options: MergeOptions, schema: pa.Schema, base_snapshot: int | None, pending: PendingRows,
 ) -> MergedWrite:
-    """The attempt's folded records and their changes against ``base_snapshot``."""
-    keys, folded = pending.fold(schema)
-    stored = files.key_records(base_snapshot, key_table(keys, options)) if keys else {}
-    new = {key: [attrs.evolve(record, sequence=NEWEST)] for key, record in zip(keys, folded, strict=True)}
-    change_rows, change_kinds = key_changes(keys, stored, new, options)
-    return MergedWrite(
-        records=pa.Table.from_pylist([dict(r.row) for r in folded], schema=schema),
-        kinds=[r.kind for r in folded],
-        changes=pa.Table.from_pylist(change_rows, schema=schema),
-        change_kinds=change_kinds,
+    """The attempt's folded records and their changes against ``base_snapshot``.
+
+    The common case stays in Arrow: a key written once in the attempt, with an insert
+    or ``+U``, that the table does not hold, on a table whose merge of one such record
+    is that record (:func:`single_add_is_the_row`) keeps its row as written and makes
+    one change, ``+I`` of that row. Every other key is folded and merged row by row, as
+    :meth:`PendingRows.fold` and :func:`key_changes` do; both give the same records and
+    changes, in the same key order."""
+    arrow, kinds = pending.rows(schema)
+    primary_key = options.primary_key
+    row_keys = list(zip(*(arrow.column(c).to_pylist() for c in primary_key), strict=True))
+    first: dict[Key, int] = {}
+    for row, key in enumerate(row_keys):
+        first.setdefault(key, row)
+    keys = list(first)
+    repeated = {k for k, n in Counter(row_keys).items() if n > 1} if len(keys) < len(row_keys) else set()
+    lookup_keys = arrow.select(list(primary_key)).take(pa.array(list(first.values()), pa.int64()))
+    stored = files.key_records(base_snapshot, lookup_keys) if keys else {}
+    vectorised = single_add_is_the_row(options) and not _nulls_refused(arrow, options)
+    fast: list[int] = []  # rows kept as written, one per key
+    fast_at: list[int] = []  # their key's place in ``keys``
+    slow_keys: dict[Key, int] = {}
+    for at, key in enumerate(keys):
+        row = first[key]
+        if vectorised and key not in repeated and key not in stored and not kinds[row].is_retraction:
+            fast.append(row)
+            fast_at.append(at)
+        else:
+            slow_keys[key] = at
+    slow_rows = [i for i, key in enumerate(row_keys) if key in slow_keys] if len(fast) < len(row_keys) else []
+    folded_keys, folded = fold_rows(
+        arrow.take(pa.array(slow_rows, pa.int64())).to_pylist(), [kinds[i] for i in slow_rows], slow_rows, options)
+    new = {key: [attrs.evolve(record, sequence=NEWEST)] for key, record in zip(folded_keys, folded, strict=True)}
+    change_rows: list[Mapping[str, Any]] = []
+    change_kinds: list[RowKind] = []
+    change_at: list[int] = []
+    for key, changes in key_change_lists(folded_keys, stored, new, options):
+        for kind, row in changes:
+            change_rows.append(row)
+            change_kinds.append(kind)
+            change_at.append(slow_keys[key])
+    kept = arrow.take(pa.array(fast, pa.int64()))
+    records, record_kinds = _in_key_order(
+        (kept, [kinds[i] for i in fast], fast_at),
+        (pa.Table.from_pylist([dict(r.row) for r in folded], schema=schema), [r.kind for r in folded],
+         [slow_keys[k] for k in folded_keys]),
     )
+    changes, kinds_of_changes = _in_key_order(
+        (kept, [RowKind.INSERT] * len(fast), fast_at),
+        (pa.Table.from_pylist(change_rows, schema=schema), change_kinds, change_at),
+    )
+    return MergedWrite(records=records, kinds=record_kinds, changes=changes, change_kinds=kinds_of_changes)
+
+
+#: Aggregate functions whose aggregation of one non-null or null input into an empty
+#: row is that input (``listagg`` is not: it drops a blank input).
+_IDENTITY_ON_ONE_INPUT = frozenset({
+    "sum", "min", "max", "last_value", "last_non_null_value", "first_value", "first_non_null_value",
+    "first_not_null_value", "bool_and", "bool_or", "primary-key",
+})
+
+
+def single_add_is_the_row(options: MergeOptions) -> bool:
+    """Whether the table's merge of a key's one insert (or ``+U``) gives that record's row
+    as it was written: true of deduplicate and first-row, of partial-update without
+    sequence groups (a null in a NOT NULL column aside: :func:`_nulls_refused`), and of
+    aggregation whose functions all pass a single input through."""
+    engine = options.engine
+    if engine is MergeEngine.PARTIAL_UPDATE:
+        return not options.sequence_groups
+    if engine is MergeEngine.AGGREGATION:
+        return all(f.function in _IDENTITY_ON_ONE_INPUT for f in options.functions.values())
+    return True
+
+
+def _nulls_refused(arrow: pa.Table, options: MergeOptions) -> bool:
+    """Whether a NOT NULL column holds a null the merge would refuse (then row by row, which raises)."""
+    return any(not options.nullable[c] and arrow.column(c).null_count for c in options.columns)
+
+
+def _in_key_order(*parts: tuple[pa.Table, list[RowKind], list[int]]) -> tuple[pa.Table, list[RowKind]]:
+    """Parts' rows and kinds merged by each row's key place (stable: a key's rows keep their order)."""
+    tables = [table for table, _, _ in parts]
+    kinds = [kind for _, part_kinds, _ in parts for kind in part_kinds]
+    places = np.fromiter((at for _, _, part_at in parts for at in part_at), np.int64)
+    table = pa.concat_tables(tables)
+    if len(places) < 2 or bool((places[1:] >= places[:-1]).all()):
+        return table, kinds
+    order = np.argsort(places, kind="stable")
+    return table.take(pa.array(order)), [kinds[i] for i in order.tolist()]
 
 
 def key_changes(
@@ -147,11 +241,20 @@ def key_changes(
     those and its ``new`` ones (Paimon's lookup rule), in the order of ``keys``."""
     rows: list[Mapping[str, Any]] = []
     kinds: list[RowKind] = []
+    for _, changes in key_change_lists(keys, stored, new, options):
+        for kind, row in changes:
+            rows.append(row)
+            kinds.append(kind)
+    return rows, kinds
+
+
+def key_change_lists(
+    keys: Iterable[Key], stored: Mapping[Key, list[KeyValue]], new: Mapping[Key, list[KeyValue]],
+    options: MergeOptions,
+) -> Iterator[tuple[Key, list[tuple[RowKind, Mapping[str, Any]]]]]:
+    """Each key with its changes (:func:`key_changes`)."""
     for key in keys:
         before_records = stored.get(key, [])
         before = merged_row(merge(before_records, options)) if before_records else None
         after = merged_row(merge([*before_records, *new.get(key, [])], options))
-        for kind, row in changelog(before, after, options):
-            rows.append(row)
-            kinds.append(kind)
-    return rows, kinds
+        yield key, changelog(before, after, options)
