@@ -81,10 +81,9 @@ def _records(
     columns = options.columns
     partition_values = dict(zip(paimon.partition_keys or (), partition, strict=False))
     primary_key = options.primary_key
-    key_values = _key_values(primary_key, candidates)
-    for batch in key_value_file_batches(paimon, partition, bucket, files):
-        table = pa.Table.from_batches([batch])
-        mask = _key_mask(table, key_values)
+    value_sets = _ValueSets(primary_key, candidates)
+    for table in _grouped(key_value_file_batches(paimon, partition, bucket, files)):
+        mask = _key_mask(table, value_sets)
         if mask is not None:
             table = table.filter(mask)
         if not table.num_rows:
@@ -96,20 +95,48 @@ def _records(
                 yield key, KeyValue(_KINDS[row[VALUE_KIND]], values, int(row[SEQUENCE_NUMBER]))
 
 
-def _key_values(primary_key: Sequence[str], candidates: Iterable[Key]) -> dict[str, list[Any]]:
-    """Per key column, the values the wanted keys hold there (once per bucket, not per batch)."""
-    keys = list(candidates)
-    return {column: list({key[i] for key in keys}) for i, column in enumerate(primary_key)}
+#: Rows filtered by key at once: a filter builds its hash set of the wanted keys each
+#: time, so batches of one schema are taken together up to this many rows.
+_FILTER_ROWS = 65_536
 
 
-def _key_mask(table: pa.Table, key_values: dict[str, list[Any]]) -> Any:
+def _grouped(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """``batches`` as tables of about ``_FILTER_ROWS`` rows, each of one schema."""
+    held: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        if held and (batch.schema != held[0].schema or rows >= _FILTER_ROWS):
+            yield pa.Table.from_batches(held)
+            held, rows = [], 0
+        held.append(batch)
+        rows += batch.num_rows
+    if held:
+        yield pa.Table.from_batches(held)
+
+
+class _ValueSets:
+    """Per key column, the values the wanted keys hold there, as an Arrow array of the
+    column's type in a file (made once per type, not per batch)."""
+
+    def __init__(self, primary_key: Sequence[str], candidates: Iterable[Key]) -> None:
+        keys = list(candidates)
+        self.values = {column: list({key[i] for key in keys}) for i, column in enumerate(primary_key)}
+        self._arrays: dict[tuple[str, pa.DataType], pa.Array] = {}
+
+    def of(self, column: str, type_: pa.DataType) -> pa.Array:
+        array = self._arrays.get((column, type_))
+        if array is None:
+            array = self._arrays[(column, type_)] = pa.array(self.values[column], type_)
+        return array
+
+
+def _key_mask(table: pa.Table, value_sets: _ValueSets) -> Any:
     """Rows whose key columns each hold a value of a wanted key (exact for one column;
     a superset for several, checked again per row)."""
     mask = None
-    for column, wanted in key_values.items():
+    for column in value_sets.values:
         if column not in table.column_names:
             continue
-        values = pa.array(wanted, table.schema.field(column).type)
-        part = pc.is_in(table.column(column), value_set=values)
+        part = pc.is_in(table.column(column), value_set=value_sets.of(column, table.schema.field(column).type))
         mask = part if mask is None else pc.and_(mask, part)
     return mask

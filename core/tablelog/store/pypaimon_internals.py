@@ -130,6 +130,11 @@ INTERNALS: tuple[Internal, ...] = (
              "the Python writer's key-value file writers become tablelog's (below)"),
     Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._add_system_fields",
              "tablelog's key-value file writer takes each row's kind from the _VALUE_KIND column"),
+    Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._merge_pending_by_pk",
+             "tablelog's key-value file writer passes rows of distinct keys through a deduplicate "
+             "fold unchanged (pypaimon's folds row by row in Python)"),
+    Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._merge_function",
+             "the same: only when the fold is deduplicate's"),
 )
 
 
@@ -318,6 +323,7 @@ def _tablelog_key_value_writer() -> type:
     of what is written, and leaving the ``_KEY_`` columns out of a thin table's files."""
     import pyarrow as pa
     import pyarrow.compute as pc
+    from pypaimon.read.reader.deduplicate_merge_function import DeduplicateMergeFunction
     from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
     class TablelogKeyValueWriter(KeyValueDataWriter):  # type: ignore[misc]
@@ -331,6 +337,14 @@ def _tablelog_key_value_writer() -> type:
             rows = super()._add_system_fields(data.remove_column(index))
             at = rows.schema.get_field_index(_VALUE_KIND)
             return rows.set_column(at, rows.schema.field(at), kinds.cast(pa.int8()))
+
+        def _merge_pending_by_pk(self, data: Any) -> Any:
+            # Rows sorted by key, each key once (a merged-changelog table's writes, folded
+            # by tablelog), are their own deduplicate fold.
+            if type(self._merge_function) is DeduplicateMergeFunction and _distinct_sorted_keys(
+                    data, len(self.trimmed_primary_keys)):
+                return data
+            return super()._merge_pending_by_pk(data)
 
         def _write_data_to_file(self, data: Any) -> None:
             if self.tablelog_thin:
@@ -346,6 +360,19 @@ def _tablelog_key_value_writer() -> type:
                 self.committed_files[-1] = dataclasses.replace(self.committed_files[-1], delete_row_count=retractions)
 
     return TablelogKeyValueWriter
+
+
+def _distinct_sorted_keys(data: Any, key_arity: int) -> bool:
+    """Whether rows sorted by their first ``key_arity`` columns (the key) hold each key once."""
+    import pyarrow.compute as pc
+
+    if data.num_rows < 2 or key_arity == 0:
+        return data.num_rows < 2
+    same = None
+    for column in data.columns[:key_arity]:
+        equal = pc.equal(column.slice(1), column.slice(0, len(column) - 1))
+        same = equal if same is None else pc.and_(same, equal)
+    return not pc.any(same).as_py()
 
 
 # ---- the check ----------------------------------------------------------------------
