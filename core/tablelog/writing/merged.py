@@ -28,7 +28,6 @@ import pyarrow as pa
 
 from tablelog.merging import (
     KeyValue,
-    MergeEngine,
     MergeError,
     MergeOptions,
     changelog,
@@ -36,6 +35,7 @@ from tablelog.merging import (
     merged_row,
     writable,
 )
+from tablelog.merging.engines import single_add_is_the_row
 from tablelog.records import RowKind
 
 if TYPE_CHECKING:
@@ -193,27 +193,6 @@ def merged_write(
         (pa.Table.from_pylist(change_rows, schema=schema), change_kinds, change_at),
     )
     return MergedWrite(records=records, kinds=record_kinds, changes=changes, change_kinds=kinds_of_changes)
-
-
-#: Aggregate functions whose aggregation of one non-null or null input into an empty
-#: row is that input (``listagg`` is not: it drops a blank input).
-_IDENTITY_ON_ONE_INPUT = frozenset({
-    "sum", "min", "max", "last_value", "last_non_null_value", "first_value", "first_non_null_value",
-    "first_not_null_value", "bool_and", "bool_or", "primary-key",
-})
-
-
-def single_add_is_the_row(options: MergeOptions) -> bool:
-    """Whether the table's merge of a key's one insert (or ``+U``) gives that record's row
-    as it was written: true of deduplicate and first-row, of partial-update without
-    sequence groups (a null in a NOT NULL column aside: :func:`_nulls_refused`), and of
-    aggregation whose functions all pass a single input through."""
-    engine = options.engine
-    if engine is MergeEngine.PARTIAL_UPDATE:
-        return not options.sequence_groups
-    if engine is MergeEngine.AGGREGATION:
-        return all(f.function in _IDENTITY_ON_ONE_INPUT for f in options.functions.values())
-    return True
 
 
 def _nulls_refused(arrow: pa.Table, options: MergeOptions) -> bool:
