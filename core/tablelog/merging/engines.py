@@ -16,6 +16,7 @@ sequence groups with them, so each can be read against its Java class.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -77,10 +78,15 @@ def compare_sequence(fields: tuple[str, ...], ascending: bool, a: Mapping[str, A
     return 0
 
 
+_SEQUENCE = operator.attrgetter("sequence")
+
+
 def sort_records(records: Iterable[KeyValue], options: MergeOptions) -> list[KeyValue]:
     """A key's records in merge order: by ``sequence.field`` (if any), then by sequence
     number (``SortMergeReader`` and the write buffer, ``LookupChangelogMergeFunctionWrapper.createSequenceComparator``)."""
     fields, ascending = options.sequence_fields, options.sequence_ascending
+    if not fields:
+        return sorted(records, key=_SEQUENCE)
 
     def order(a: KeyValue, b: KeyValue) -> int:
         return compare_sequence(fields, ascending, a.row, b.row) or (a.sequence > b.sequence) - (a.sequence < b.sequence)
@@ -156,13 +162,7 @@ class MergeFunction:
 
 def merge_function(options: MergeOptions) -> MergeFunction:
     """A fresh merge function for one key (``MergeFunctionFactory.create`` then ``reset``)."""
-    makers: dict[MergeEngine, Callable[[MergeOptions], MergeFunction]] = {
-        MergeEngine.DEDUPLICATE: Deduplicate,
-        MergeEngine.FIRST_ROW: FirstRow,
-        MergeEngine.PARTIAL_UPDATE: PartialUpdate,
-        MergeEngine.AGGREGATION: Aggregate,
-    }
-    return makers[options.engine](options)
+    return _MAKERS[options.engine](options)
 
 
 class Deduplicate(MergeFunction):
@@ -400,3 +400,11 @@ class Aggregate(MergeFunction):
             return None
         kind = RowKind.DELETE if self.current_delete_row else RowKind.INSERT
         return KeyValue(kind, dict(self.row), self.latest.sequence)
+
+
+_MAKERS: dict[MergeEngine, Callable[[MergeOptions], MergeFunction]] = {
+    MergeEngine.DEDUPLICATE: Deduplicate,
+    MergeEngine.FIRST_ROW: FirstRow,
+    MergeEngine.PARTIAL_UPDATE: PartialUpdate,
+    MergeEngine.AGGREGATION: Aggregate,
+}

@@ -88,11 +88,15 @@ def _records(
             table = table.filter(mask)
         if not table.num_rows:
             continue
-        for row in table.to_pylist():
-            values = {c: row[c] if c in row else partition_values.get(c) for c in columns}
-            key = tuple(values[k] for k in primary_key)
+        n = table.num_rows
+        names = set(table.column_names)
+        values = [table.column(c).to_pylist() if c in names else [partition_values.get(c)] * n for c in columns]
+        keys = zip(*(values[columns.index(k)] for k in primary_key), strict=True)
+        kinds = table.column(VALUE_KIND).to_pylist()
+        sequences = table.column(SEQUENCE_NUMBER).to_pylist()
+        for key, row, kind, sequence in zip(keys, zip(*values, strict=True), kinds, sequences, strict=True):
             if key in candidates:
-                yield key, KeyValue(_KINDS[row[VALUE_KIND]], values, int(row[SEQUENCE_NUMBER]))
+                yield key, KeyValue(_KINDS[kind], dict(zip(columns, row, strict=True)), int(sequence))
 
 
 #: Rows filtered by key at once: a filter builds its hash set of the wanted keys each

@@ -173,7 +173,7 @@ def merged_write(
     slow_rows = [i for i, key in enumerate(row_keys) if key in slow_keys] if len(fast) < len(row_keys) else []
     folded_keys, folded = fold_rows(
         arrow.take(pa.array(slow_rows, pa.int64())).to_pylist(), [kinds[i] for i in slow_rows], slow_rows, options)
-    new = {key: [attrs.evolve(record, sequence=NEWEST)] for key, record in zip(folded_keys, folded, strict=True)}
+    new = {key: [KeyValue(record.kind, record.row, NEWEST)] for key, record in zip(folded_keys, folded, strict=True)}
     change_rows: list[Mapping[str, Any]] = []
     change_kinds: list[RowKind] = []
     change_at: list[int] = []
