@@ -33,16 +33,25 @@ def key_records(
     """The records of each key of ``keys`` (primary-key columns) in the files of
     ``snapshot_id`` (None: none) and in ``extra_files`` (uncommitted commit messages),
     each key's in merge order; keys without a record are absent."""
+    return records_by_key(key_record_table(paimon, options, snapshot_id, keys, extra_files), options)
+
+
+def key_record_table(
+    paimon: Any, options: MergeOptions, snapshot_id: int | None, keys: pa.Table, extra_files: Sequence[Any] = (),
+) -> pa.Table:
+    """The records :func:`key_records` finds, as one Arrow table (:func:`record_schema`),
+    in no particular order."""
     primary_key = options.primary_key
     wanted = set(zip(*(keys.column(k).to_pylist() for k in primary_key), strict=True)) if keys.num_rows else set()
+    schema = record_schema(options)
     if not wanted:
-        return {}
+        return schema.empty_table()
     groups: list[tuple[tuple[Any, ...], int, Sequence[Any]]] = []
     if snapshot_id is not None:
         groups += [(b.partition, b.bucket, b.files) for b in bucket_files(paimon, snapshot_id)]
     groups += [(tuple(m.partition), int(m.bucket), m.new_files) for m in extra_files if getattr(m, "new_files", None)]
     partition_keys = tuple(paimon.partition_keys or ())
-    found: dict[Key, list[KeyValue]] = {}
+    found: list[pa.Table] = []
     for partition, bucket, files in groups:
         candidates = _in_partition(wanted, primary_key, partition_keys, partition)
         if not candidates:
@@ -50,8 +59,30 @@ def key_records(
         trimmed = [i for i, k in enumerate(primary_key) if k not in partition_keys]
         ranges = sorted(tuple(key[i] for i in trimmed) for key in candidates)
         chosen = [f for f in files if _may_hold(f, ranges)]
-        for record_key, record in _records(paimon, options, partition, bucket, chosen, candidates):
-            found.setdefault(record_key, []).append(record)
+        found += _records(paimon, options, schema, partition, bucket, chosen, candidates)
+    return pa.concat_tables(found) if found else schema.empty_table()
+
+
+def record_schema(options: MergeOptions) -> pa.Schema:
+    """The columns of :func:`key_record_table`: the table's (current schema), then each
+    record's sequence number and Paimon row-kind byte."""
+    return pa.schema([
+        *(pa.field(c, options.types[c]) for c in options.columns),
+        pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8()),
+    ])
+
+
+def records_by_key(table: pa.Table, options: MergeOptions) -> dict[Key, list[KeyValue]]:
+    """The records of a :func:`key_record_table` as :class:`~tablelog.merging.KeyValue`
+    per key, each key's in merge order."""
+    columns = options.columns
+    values = [table.column(c).to_pylist() for c in columns]
+    keys = zip(*(values[columns.index(k)] for k in options.primary_key), strict=True)
+    kinds = table.column(VALUE_KIND).to_pylist()
+    sequences = table.column(SEQUENCE_NUMBER).to_pylist()
+    found: dict[Key, list[KeyValue]] = {}
+    for key, row, kind, sequence in zip(keys, zip(*values, strict=True), kinds, sequences, strict=True):
+        found.setdefault(key, []).append(KeyValue(_KINDS[kind], dict(zip(columns, row, strict=True)), int(sequence)))
     return {key: sort_records(records, options) for key, records in found.items()}
 
 
@@ -73,9 +104,10 @@ def _may_hold(file: Any, ranges: list[Key]) -> bool:
 
 
 def _records(
-    paimon: Any, options: MergeOptions, partition: tuple[Any, ...], bucket: int, files: Sequence[Any],
-    candidates: set[Key],
-) -> Iterator[tuple[Key, KeyValue]]:
+    paimon: Any, options: MergeOptions, schema: pa.Schema, partition: tuple[Any, ...], bucket: int,
+    files: Sequence[Any], candidates: set[Key],
+) -> Iterator[pa.Table]:
+    """The records of ``candidates`` in ``files``, as tables of ``schema``."""
     if not files:
         return
     columns = options.columns
@@ -86,17 +118,21 @@ def _records(
         mask = _key_mask(table, value_sets)
         if mask is not None:
             table = table.filter(mask)
-        if not table.num_rows:
-            continue
         n = table.num_rows
+        if not n:
+            continue
         names = set(table.column_names)
-        values = [table.column(c).to_pylist() if c in names else [partition_values.get(c)] * n for c in columns]
-        keys = zip(*(values[columns.index(k)] for k in primary_key), strict=True)
-        kinds = table.column(VALUE_KIND).to_pylist()
-        sequences = table.column(SEQUENCE_NUMBER).to_pylist()
-        for key, row, kind, sequence in zip(keys, zip(*values, strict=True), kinds, sequences, strict=True):
-            if key in candidates:
-                yield key, KeyValue(_KINDS[kind], dict(zip(columns, row, strict=True)), int(sequence))
+        arrays = [
+            table.column(c).cast(options.types[c]) if c in names
+            else pa.array([partition_values.get(c)] * n, options.types[c]) for c in columns
+        ]
+        found = pa.Table.from_arrays(
+            [*arrays, table.column(SEQUENCE_NUMBER).cast(pa.int64()), table.column(VALUE_KIND).cast(pa.int8())],
+            schema=schema)
+        if len(primary_key) > 1:  # the mask is a superset: keep the wanted keys
+            keys = zip(*(found.column(k).to_pylist() for k in primary_key), strict=True)
+            found = found.filter(pa.array([key in candidates for key in keys], pa.bool_()))
+        yield found
 
 
 #: Rows filtered by key at once: a filter builds its hash set of the wanted keys each

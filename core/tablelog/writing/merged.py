@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tablelog.merging import (
     KeyValue,
+    MergeEngine,
     MergeError,
     MergeOptions,
     changelog,
@@ -37,6 +39,9 @@ from tablelog.merging import (
 )
 from tablelog.merging.engines import single_add_is_the_row
 from tablelog.records import RowKind
+from tablelog.store.key_records import records_by_key
+from tablelog.store.layout import VALUE_KIND
+from tablelog.writing.merged_arrow import merge_pairs, pairs_merge_in_arrow
 
 if TYPE_CHECKING:
     from tablelog.store import TableFiles
@@ -143,12 +148,13 @@ def merged_write(
 ) -> MergedWrite:
     """The attempt's folded records and their changes against ``base_snapshot``.
 
-    The common case stays in Arrow: a key written once in the attempt, with an insert
-    or ``+U``, that the table does not hold, on a table whose merge of one such record
-    is that record (:func:`single_add_is_the_row`) keeps its row as written and makes
-    one change, ``+I`` of that row. Every other key is folded and merged row by row, as
-    :meth:`PendingRows.fold` and :func:`key_changes` do; both give the same records and
-    changes, in the same key order."""
+    The common cases stay in Arrow. A key written once in the attempt, with an insert or
+    ``+U``, on a table whose merge of one such record is that record
+    (:func:`~tablelog.merging.engines.single_add_is_the_row`), keeps its row as written;
+    when the table does not hold the key its change is ``+I`` of that row, and when the
+    table holds one add of it, the two merge in Arrow (:mod:`.merged_arrow`). Every
+    other key is folded and merged row by row, as :meth:`PendingRows.fold` and
+    :func:`key_changes` do; both give the same records and changes, in the same key order."""
     arrow, kinds = pending.rows(schema)
     primary_key = options.primary_key
     row_keys = list(zip(*(arrow.column(c).to_pylist() for c in primary_key), strict=True))
@@ -158,41 +164,100 @@ def merged_write(
     keys = list(first)
     repeated = {k for k, n in Counter(row_keys).items() if n > 1} if len(keys) < len(row_keys) else set()
     lookup_keys = arrow.select(list(primary_key)).take(pa.array(list(first.values()), pa.int64()))
-    stored = files.key_records(base_snapshot, lookup_keys) if keys else {}
+    stored = files.key_record_table(base_snapshot, lookup_keys)
+    stored_keys = list(zip(*(stored.column(c).to_pylist() for c in primary_key), strict=True))
+    stored_count = Counter(stored_keys)
+    stored_row = {key: i for i, key in enumerate(stored_keys)}  # a key's row, when it has one
+    stored_adds = pc.is_in(stored.column(VALUE_KIND), value_set=pa.array(_ADD_CODES, pa.int8())).to_pylist()
     vectorised = single_add_is_the_row(options) and not _nulls_refused(arrow, options)
-    fast: list[int] = []  # rows kept as written, one per key
-    fast_at: list[int] = []  # their key's place in ``keys``
+    pairs = vectorised and pairs_merge_in_arrow(options)
+    alone: list[int] = []  # rows of keys the table does not hold, kept as written
+    alone_at: list[int] = []  # their key's place in ``keys``
+    paired: list[int] = []  # rows of keys the table holds once, as an add
+    paired_stored: list[int] = []
+    paired_at: list[int] = []
     slow_keys: dict[Key, int] = {}
     for at, key in enumerate(keys):
         row = first[key]
-        if vectorised and key not in repeated and key not in stored and not kinds[row].is_retraction:
-            fast.append(row)
-            fast_at.append(at)
+        held = stored_count.get(key, 0)
+        if not vectorised or key in repeated or kinds[row].is_retraction:
+            slow_keys[key] = at
+        elif not held:
+            alone.append(row)
+            alone_at.append(at)
+        elif pairs and held == 1 and stored_adds[stored_row[key]]:
+            paired.append(row)
+            paired_stored.append(stored_row[key])
+            paired_at.append(at)
         else:
             slow_keys[key] = at
-    slow_rows = [i for i, key in enumerate(row_keys) if key in slow_keys] if len(fast) < len(row_keys) else []
+    before = stored.take(pa.array(paired_stored, pa.int64())).select(list(options.columns)).cast(schema)
+    new_rows = arrow.take(pa.array(paired, pa.int64()))
+    after = merge_pairs(options, before, new_rows, schema) if paired else new_rows
+    if after is None:  # the row-by-row merge does these (and raises what it raises)
+        slow_keys.update(zip((keys[at] for at in paired_at), paired_at, strict=True))
+        paired, paired_at, before, after = [], [], before.slice(0, 0), new_rows.slice(0, 0)
+    slow = _merged_row_by_row(arrow, kinds, row_keys, slow_keys, stored, stored_keys, options, schema)
+    changed = options.engine is not MergeEngine.FIRST_ROW  # a first-row key the table holds keeps its row
+    kept = arrow.take(pa.array(alone + paired, pa.int64()))
+    records, record_kinds = _in_key_order(
+        (kept, [kinds[i] for i in alone + paired], alone_at + paired_at),
+        (slow.records, slow.kinds, slow.record_at),
+    )
+    changes, change_kinds = _in_key_order(
+        (kept.slice(0, len(alone)), [RowKind.INSERT] * len(alone), alone_at),
+        (before if changed else before.slice(0, 0), [RowKind.UPDATE_BEFORE] * len(paired) if changed else [],
+         paired_at if changed else []),
+        (after if changed else after.slice(0, 0), [RowKind.UPDATE_AFTER] * len(paired) if changed else [],
+         paired_at if changed else []),
+        (slow.changes, slow.change_kinds, slow.change_at),
+    )
+    return MergedWrite(records=records, kinds=record_kinds, changes=changes, change_kinds=change_kinds)
+
+
+#: Paimon's row-kind bytes of the records that add (+I, +U).
+_ADD_CODES = (0, 2)
+
+
+@attrs.frozen
+class _RowByRow:
+    """The records and changes of the keys merged row by row, each with its key's place."""
+
+    records: pa.Table
+    kinds: list[RowKind]
+    record_at: list[int]
+    changes: pa.Table
+    change_kinds: list[RowKind]
+    change_at: list[int]
+
+
+def _merged_row_by_row(
+    arrow: pa.Table, kinds: Sequence[RowKind], row_keys: Sequence[Key], slow_keys: Mapping[Key, int],
+    stored: pa.Table, stored_keys: Sequence[Key], options: MergeOptions, schema: pa.Schema,
+) -> _RowByRow:
+    """``slow_keys``' rows folded (:func:`fold_rows`) and their changes (:func:`key_change_lists`)."""
+    rows = [i for i, key in enumerate(row_keys) if key in slow_keys] if slow_keys else []
     folded_keys, folded = fold_rows(
-        arrow.take(pa.array(slow_rows, pa.int64())).to_pylist(), [kinds[i] for i in slow_rows], slow_rows, options)
+        arrow.take(pa.array(rows, pa.int64())).to_pylist(), [kinds[i] for i in rows], rows, options)
+    held = [key in slow_keys for key in stored_keys] if slow_keys else []
+    records_of = records_by_key(stored.filter(pa.array(held, pa.bool_())) if any(held) else stored.slice(0, 0), options)
     new = {key: [KeyValue(record.kind, record.row, NEWEST)] for key, record in zip(folded_keys, folded, strict=True)}
     change_rows: list[Mapping[str, Any]] = []
     change_kinds: list[RowKind] = []
     change_at: list[int] = []
-    for key, changes in key_change_lists(folded_keys, stored, new, options):
+    for key, changes in key_change_lists(folded_keys, records_of, new, options):
         for kind, row in changes:
             change_rows.append(row)
             change_kinds.append(kind)
             change_at.append(slow_keys[key])
-    kept = arrow.take(pa.array(fast, pa.int64()))
-    records, record_kinds = _in_key_order(
-        (kept, [kinds[i] for i in fast], fast_at),
-        (pa.Table.from_pylist([dict(r.row) for r in folded], schema=schema), [r.kind for r in folded],
-         [slow_keys[k] for k in folded_keys]),
+    return _RowByRow(
+        records=pa.Table.from_pylist([dict(r.row) for r in folded], schema=schema),
+        kinds=[r.kind for r in folded],
+        record_at=[slow_keys[k] for k in folded_keys],
+        changes=pa.Table.from_pylist(change_rows, schema=schema),
+        change_kinds=change_kinds,
+        change_at=change_at,
     )
-    changes, kinds_of_changes = _in_key_order(
-        (kept, [RowKind.INSERT] * len(fast), fast_at),
-        (pa.Table.from_pylist(change_rows, schema=schema), change_kinds, change_at),
-    )
-    return MergedWrite(records=records, kinds=record_kinds, changes=changes, change_kinds=kinds_of_changes)
 
 
 def _nulls_refused(arrow: pa.Table, options: MergeOptions) -> bool:
