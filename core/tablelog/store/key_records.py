@@ -52,12 +52,15 @@ def key_record_table(
     groups += [(tuple(m.partition), int(m.bucket), m.new_files) for m in extra_files if getattr(m, "new_files", None)]
     partition_keys = tuple(paimon.partition_keys or ())
     found: list[pa.Table] = []
+    trimmed = [i for i, k in enumerate(primary_key) if k not in partition_keys]
+    in_partition: dict[tuple[Any, ...], tuple[set[Key], list[Key]]] = {}  # per partition, once
     for partition, bucket, files in groups:
-        candidates = _in_partition(wanted, primary_key, partition_keys, partition)
+        if partition not in in_partition:
+            candidates = _in_partition(wanted, primary_key, partition_keys, partition)
+            in_partition[partition] = (candidates, sorted(tuple(key[i] for i in trimmed) for key in candidates))
+        candidates, ranges = in_partition[partition]
         if not candidates:
             continue
-        trimmed = [i for i, k in enumerate(primary_key) if k not in partition_keys]
-        ranges = sorted(tuple(key[i] for i in trimmed) for key in candidates)
         chosen = [f for f in files if _may_hold(f, ranges)]
         found += _records(paimon, options, schema, partition, bucket, chosen, candidates)
     return pa.concat_tables(found) if found else schema.empty_table()

@@ -85,11 +85,16 @@ class PendingRows:
         """Keep ``arrow``'s rows; the ones the table drops (``ignore-delete``,
         ``ignore-update-before``) are left out. A retraction the engine refuses raises
         here, before anything of the attempt is written."""
-        keep = [i for i, kind in enumerate(kinds) if writable(kind, self.options)]
-        if len(keep) != len(kinds):
-            arrow = arrow.take(pa.array(keep, pa.int64()))
-            kinds = [kinds[i] for i in keep]
-        retractions = [i for i, kind in enumerate(kinds) if kind.is_retraction]
+        if kinds and kinds.count(kinds[0]) == len(kinds):  # one kind (every insert-only write)
+            if not writable(kinds[0], self.options):
+                return
+            retractions = list(range(len(kinds))) if kinds[0].is_retraction else []
+        else:
+            keep = [i for i, kind in enumerate(kinds) if writable(kind, self.options)]
+            if len(keep) != len(kinds):
+                arrow = arrow.take(pa.array(keep, pa.int64()))
+                kinds = [kinds[i] for i in keep]
+            retractions = [i for i, kind in enumerate(kinds) if kind.is_retraction]
         if retractions:
             rows = arrow.take(pa.array(retractions, pa.int64())).to_pylist()
             for index, row in zip(retractions, rows, strict=True):
