@@ -13,6 +13,11 @@ the end of ``commit()``; a fraction ``hit`` of the batch's keys is already in th
 same rows in a round, in an order that rotates every round; the ratio to deduplicate
 is taken per round.
 
+Automatic compaction is off during the timed commits (``num-sorted-run.compaction-trigger``
+above the number of commits; ``--compaction-trigger``): one commit that compacts would
+time the compaction of a whole bucket, not the write. Each table size ends with a timed
+full compaction of each table (``Table.compact()``) instead.
+
 Memory: after the timed rounds, one more batch per variant and hit fraction with a
 sampler thread recording the process's RSS and Arrow's allocated bytes every 5 ms, and
 ``tracemalloc`` tracing the Python objects; each figure is the peak during the write
@@ -50,8 +55,9 @@ VARIANTS: dict[str, dict[str, str]] = {
 }
 
 
-def preload(warehouse: str, options: dict[str, str], size: int) -> Table:
-    table = create_table(warehouse, 4, {"log.system": "filesystem", **options})
+def preload(warehouse: str, options: dict[str, str], size: int, compaction_trigger: int) -> Table:
+    table = create_table(warehouse, 4, {
+        "log.system": "filesystem", "num-sorted-run.compaction-trigger": str(compaction_trigger), **options})
     writer = table.writer(unique("load"))
     for start in range(0, size, PRELOAD_COMMIT):
         for part in batches(make_rows(min(PRELOAD_COMMIT, size - start), 100, start=start)):
@@ -120,11 +126,13 @@ def memory_of(table: Table, rows: pa.Table) -> dict[str, float]:
     return out
 
 
-def run_size(size: int, batch: int, rounds: int, hits: list[float], seed: int) -> dict[str, Any]:
+def run_size(
+    size: int, batch: int, rounds: int, hits: list[float], seed: int, compaction_trigger: int,
+) -> dict[str, Any]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="bench-merge-") as warehouse:
         began = time.perf_counter()
-        tables = {name: preload(warehouse, options, size) for name, options in VARIANTS.items()}
+        tables = {name: preload(warehouse, options, size, compaction_trigger) for name, options in VARIANTS.items()}
         print(f"table of {size:,} rows: pre-loaded the {len(tables)} tables in "
               f"{time.perf_counter() - began:.0f} s", flush=True)
         fresh = size
@@ -150,6 +158,14 @@ def run_size(size: int, batch: int, rounds: int, hits: list[float], seed: int) -
             memory = {name: memory_of(tables[name], rows) for name in VARIANTS}
             result["hits"][hit] = {"rows_per_s": rates, "ratio_to_deduplicate": ratios, "memory": memory}
             _print(size, hit, rates, ratios, memory)
+        rows = size + (fresh - size) - sum(int(batch * h) for h in hits) * (rounds + 1)
+        result["compaction_seconds"] = {}
+        for name, table in tables.items():
+            began = time.perf_counter()
+            table.compact()
+            result["compaction_seconds"][name] = time.perf_counter() - began
+        print(f"  full compaction of the table (every bucket, {rows:,} rows): " + ", ".join(
+            f"{n} {s:.1f} s" for n, s in result["compaction_seconds"].items()), flush=True)
     return result
 
 
@@ -173,10 +189,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--hits", default="0.1,0.9", help="fractions of a batch's keys already in the table")
     parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument("--compaction-trigger", type=int, default=100,
+                        help="the tables' num-sorted-run.compaction-trigger: by default above the commits a run "
+                             "makes, so that no timed commit compacts (each size ends with a timed full compaction)")
     parser.add_argument("--json", help="write every run's figures to this file")
     args = parser.parse_args(argv)
     hits = [float(h) for h in args.hits.split(",")]
-    results = [run_size(int(s), args.batch, args.rounds, hits, args.seed) for s in args.sizes.split(",")]
+    results = [run_size(int(s), args.batch, args.rounds, hits, args.seed, args.compaction_trigger)
+               for s in args.sizes.split(",")]
     if args.json:
         with open(args.json, "w") as out:
             json.dump(results, out, indent=1, default=str)
