@@ -41,7 +41,7 @@ from tablelog.merging.engines import single_add_is_the_row
 from tablelog.records import RowKind
 from tablelog.store.key_records import records_by_key
 from tablelog.store.layout import VALUE_KIND
-from tablelog.writing.merged_arrow import merge_pairs, pairs_merge_in_arrow
+from tablelog.writing.merged_arrow import merge_pairs, merge_stored, pairs_merge_in_arrow
 
 if TYPE_CHECKING:
     from tablelog.store import TableFiles
@@ -157,7 +157,7 @@ def merged_write(
     ``+U``, on a table whose merge of one such record is that record
     (:func:`~tablelog.merging.engines.single_add_is_the_row`), keeps its row as written;
     when the table does not hold the key its change is ``+I`` of that row, and when the
-    table holds one add of it, the two merge in Arrow (:mod:`.merged_arrow`). Every
+    table holds adds of it only, they and the new row merge in Arrow (:mod:`.merged_arrow`). Every
     other key is folded and merged row by row, as :meth:`PendingRows.fold` and
     :func:`key_changes` do; both give the same records and changes, in the same key order."""
     arrow, kinds = pending.rows(schema)
@@ -171,42 +171,44 @@ def merged_write(
     lookup_keys = arrow.select(list(primary_key)).take(pa.array(list(first.values()), pa.int64()))
     stored = files.key_record_table(base_snapshot, lookup_keys)
     stored_keys = list(zip(*(stored.column(c).to_pylist() for c in primary_key), strict=True))
-    stored_count = Counter(stored_keys)
-    stored_row = {key: i for i, key in enumerate(stored_keys)}  # a key's row, when it has one
-    stored_adds = pc.is_in(stored.column(VALUE_KIND), value_set=pa.array(_ADD_CODES, pa.int8())).to_pylist()
+    held = set(stored_keys)
+    adds = pc.is_in(stored.column(VALUE_KIND), value_set=pa.array(_ADD_CODES, pa.int8())).to_pylist()
+    retracted = {key for key, add in zip(stored_keys, adds, strict=True) if not add}
     vectorised = single_add_is_the_row(options) and not _nulls_refused(arrow, options)
     pairs = vectorised and pairs_merge_in_arrow(options)
     alone: list[int] = []  # rows of keys the table does not hold, kept as written
     alone_at: list[int] = []  # their key's place in ``keys``
-    paired: list[int] = []  # rows of keys the table holds once, as an add
-    paired_stored: list[int] = []
-    paired_at: list[int] = []
+    paired: dict[Key, int] = {}  # keys the table holds as adds only: their place
     slow_keys: dict[Key, int] = {}
     for at, key in enumerate(keys):
         row = first[key]
-        held = stored_count.get(key, 0)
         if not vectorised or key in repeated or kinds[row].is_retraction:
             slow_keys[key] = at
-        elif not held:
+        elif key not in held:
             alone.append(row)
             alone_at.append(at)
-        elif pairs and held == 1 and stored_adds[stored_row[key]]:
-            paired.append(row)
-            paired_stored.append(stored_row[key])
-            paired_at.append(at)
+        elif pairs and key not in retracted:
+            paired[key] = at
         else:
             slow_keys[key] = at
-    before = stored.take(pa.array(paired_stored, pa.int64())).select(list(options.columns)).cast(schema)
-    new_rows = arrow.take(pa.array(paired, pa.int64()))
-    after = merge_pairs(options, before, new_rows, schema) if paired else new_rows
-    if after is None:  # the row-by-row merge does these (and raises what it raises)
-        slow_keys.update(zip((keys[at] for at in paired_at), paired_at, strict=True))
-        paired, paired_at, before, after = [], [], before.slice(0, 0), new_rows.slice(0, 0)
+    paired_rows = [first[key] for key in paired]
+    new_rows = arrow.take(pa.array(paired_rows, pa.int64()))
+    before = after = None
+    if paired:
+        records = [i for i, key in enumerate(stored_keys) if key in paired]
+        places = np.fromiter((paired[stored_keys[i]] for i in records), np.int64, len(records))
+        before = merge_stored(options, stored.take(pa.array(records, pa.int64())), places, schema)
+        after = None if before is None else merge_pairs(options, before, new_rows, schema)
+    if before is None or after is None:  # the row-by-row merge does these (and raises what it raises)
+        slow_keys.update(paired)
+        paired, paired_rows = {}, []
+        before = after = new_rows = new_rows.slice(0, 0)
+    paired_at = list(paired.values())
     slow = _merged_row_by_row(arrow, kinds, row_keys, slow_keys, stored, stored_keys, options, schema)
     changed = options.engine is not MergeEngine.FIRST_ROW  # a first-row key the table holds keeps its row
-    kept = arrow.take(pa.array(alone + paired, pa.int64()))
+    kept = arrow.take(pa.array(alone + paired_rows, pa.int64()))
     records, record_kinds = _in_key_order(
-        (kept, [kinds[i] for i in alone + paired], alone_at + paired_at),
+        (kept, [kinds[i] for i in alone + paired_rows], alone_at + paired_at),
         (slow.records, slow.kinds, slow.record_at),
     )
     changes, change_kinds = _in_key_order(

@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablelog.merging import MergeEngine, MergeOptions
+from tablelog.store.layout import SEQUENCE_NUMBER
 
 
 def pairs_merge_in_arrow(options: MergeOptions) -> bool:
@@ -30,6 +32,35 @@ def pairs_merge_in_arrow(options: MergeOptions) -> bool:
     if options.engine is MergeEngine.AGGREGATION:
         return all(f.function in _AGGREGATES for f in options.functions.values())
     return True
+
+
+def merge_stored(options: MergeOptions, records: pa.Table, places: np.ndarray, schema: pa.Schema) -> pa.Table | None:
+    """Per key, the merge of its stored ``records`` (adds only, with their sequence
+    numbers; ``places[i]``: the key of record i, as its place in the attempt), one row per
+    key in ascending place, in ``schema``: the records folded in sequence order, each
+    fold step a :func:`merge_pairs`. None when the row-by-row merge must do it."""
+    count = len(places)
+    order = np.lexsort((records.column(SEQUENCE_NUMBER).to_numpy(), places))
+    rows = records.select(list(options.columns)).cast(schema).take(pa.array(order, pa.int64()))
+    places = places[order]
+    starts = np.ones(count, bool)
+    starts[1:] = places[1:] != places[:-1]
+    index = np.arange(count)
+    rank = index - np.maximum.accumulate(np.where(starts, index, 0))  # a record's place in its key's order
+    merged, merged_places = rows.filter(pa.array(starts)), places[starts]
+    for step in range(1, int(rank.max()) + 1 if count else 1):
+        chosen = rank == step
+        at = np.searchsorted(merged_places, places[chosen])
+        folded = merge_pairs(options, merged.take(pa.array(at, pa.int64())), rows.filter(pa.array(chosen)), schema)
+        if folded is None:
+            return None
+        others = np.ones(len(merged_places), bool)
+        others[at] = False
+        together = pa.concat_tables([merged.filter(pa.array(others)), folded])
+        together_places = np.concatenate([merged_places[others], places[chosen]])
+        again = np.argsort(together_places, kind="stable")
+        merged, merged_places = together.take(pa.array(again, pa.int64())), together_places[again]
+    return merged
 
 
 def merge_pairs(options: MergeOptions, stored: pa.Table, new: pa.Table, schema: pa.Schema) -> pa.Table | None:
