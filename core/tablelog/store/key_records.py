@@ -53,16 +53,18 @@ def key_record_table(
     partition_keys = tuple(paimon.partition_keys or ())
     found: list[pa.Table] = []
     trimmed = [i for i, k in enumerate(primary_key) if k not in partition_keys]
-    in_partition: dict[tuple[Any, ...], tuple[set[Key], list[Key]]] = {}  # per partition, once
+    in_partition: dict[tuple[Any, ...], tuple[set[Key], list[Key], _ValueSets]] = {}  # per partition, once
     for partition, bucket, files in groups:
         if partition not in in_partition:
             candidates = _in_partition(wanted, primary_key, partition_keys, partition)
-            in_partition[partition] = (candidates, sorted(tuple(key[i] for i in trimmed) for key in candidates))
-        candidates, ranges = in_partition[partition]
+            in_partition[partition] = (
+                candidates, sorted(tuple(key[i] for i in trimmed) for key in candidates),
+                _ValueSets(primary_key, candidates))
+        candidates, ranges, value_sets = in_partition[partition]
         if not candidates:
             continue
         chosen = [f for f in files if _may_hold(f, ranges)]
-        found += _records(paimon, options, schema, partition, bucket, chosen, candidates)
+        found += _records(paimon, options, schema, partition, bucket, chosen, candidates, value_sets)
     return pa.concat_tables(found) if found else schema.empty_table()
 
 
@@ -108,7 +110,7 @@ def _may_hold(file: Any, ranges: list[Key]) -> bool:
 
 def _records(
     paimon: Any, options: MergeOptions, schema: pa.Schema, partition: tuple[Any, ...], bucket: int,
-    files: Sequence[Any], candidates: set[Key],
+    files: Sequence[Any], candidates: set[Key], value_sets: _ValueSets,
 ) -> Iterator[pa.Table]:
     """The records of ``candidates`` in ``files``, as tables of ``schema``."""
     if not files:
@@ -116,7 +118,6 @@ def _records(
     columns = options.columns
     partition_values = dict(zip(paimon.partition_keys or (), partition, strict=False))
     primary_key = options.primary_key
-    value_sets = _ValueSets(primary_key, candidates)
     for table in _grouped(key_value_file_batches(paimon, partition, bucket, files)):
         mask = _key_mask(table, value_sets)
         if mask is not None:
