@@ -57,9 +57,10 @@ def key_record_table(
     for partition, bucket, files in groups:
         if partition not in in_partition:
             candidates = _in_partition(wanted, primary_key, partition_keys, partition)
+            whole = len(trimmed) == len(primary_key)  # keys without partition columns: compared whole
             in_partition[partition] = (
-                candidates, sorted(tuple(key[i] for i in trimmed) for key in candidates),
-                _ValueSets(primary_key, candidates))
+                candidates, sorted(candidates) if whole else sorted(tuple(key[i] for i in trimmed) for key in candidates),
+                _ValueSets.of_keys(keys, primary_key) if candidates is wanted else _ValueSets(primary_key, candidates))
         candidates, ranges, value_sets = in_partition[partition]
         if not candidates:
             continue
@@ -162,15 +163,25 @@ class _ValueSets:
     """Per key column, the values the wanted keys hold there, as an Arrow array of the
     column's type in a file (made once per type, not per batch)."""
 
-    def __init__(self, primary_key: Sequence[str], candidates: Iterable[Key]) -> None:
-        keys = list(candidates)
-        self.values = {column: list({key[i] for key in keys}) for i, column in enumerate(primary_key)}
+    def __init__(self, primary_key: Sequence[str], candidates: Iterable[Key] = (),
+                 values: dict[str, Any] | None = None) -> None:
+        if values is None:
+            keys = list(candidates)
+            values = {column: list({key[i] for key in keys}) for i, column in enumerate(primary_key)}
+        self.values: dict[str, Any] = values  # per column, a list or an Arrow array
         self._arrays: dict[tuple[str, pa.DataType], pa.Array] = {}
+
+    @classmethod
+    def of_keys(cls, keys: pa.Table, primary_key: Sequence[str]) -> _ValueSets:
+        """The value sets of every key of ``keys`` (the key columns), made in Arrow."""
+        return cls(primary_key, values={column: pc.unique(keys.column(column)) for column in primary_key})
 
     def of(self, column: str, type_: pa.DataType) -> pa.Array:
         array = self._arrays.get((column, type_))
         if array is None:
-            array = self._arrays[(column, type_)] = pa.array(self.values[column], type_)
+            values = self.values[column]
+            array = values.cast(type_) if isinstance(values, pa.Array) else pa.array(values, type_)
+            self._arrays[(column, type_)] = array
         return array
 
 
