@@ -16,6 +16,7 @@ sequence groups with them, so each can be read against its Java class.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -77,10 +78,15 @@ def compare_sequence(fields: tuple[str, ...], ascending: bool, a: Mapping[str, A
     return 0
 
 
+_SEQUENCE = operator.attrgetter("sequence")
+
+
 def sort_records(records: Iterable[KeyValue], options: MergeOptions) -> list[KeyValue]:
     """A key's records in merge order: by ``sequence.field`` (if any), then by sequence
     number (``SortMergeReader`` and the write buffer, ``LookupChangelogMergeFunctionWrapper.createSequenceComparator``)."""
     fields, ascending = options.sequence_fields, options.sequence_ascending
+    if not fields:
+        return sorted(records, key=_SEQUENCE)
 
     def order(a: KeyValue, b: KeyValue) -> int:
         return compare_sequence(fields, ascending, a.row, b.row) or (a.sequence > b.sequence) - (a.sequence < b.sequence)
@@ -91,10 +97,51 @@ def sort_records(records: Iterable[KeyValue], options: MergeOptions) -> list[Key
 def merge(records: Iterable[KeyValue], options: MergeOptions) -> KeyValue | None:
     """The merged record of one key's records (in any order: they are sorted first), or
     None when the engine keeps nothing of them."""
+    records = list(records)
+    if len(records) == 1 and not records[0].kind.is_retraction:
+        one = _merge_one_add(records[0], options)
+        if one is not None:
+            return one
     function = merge_function(options)
     for record in sort_records(records, options):
         function.add(record)
     return function.result()
+
+
+#: Aggregate functions whose aggregation of one input (null or not) into an empty row
+#: is that input (``listagg`` is not: it drops a blank input).
+_PASS_ONE_INPUT = frozenset({
+    "sum", "min", "max", "last_value", "last_non_null_value", "first_value", "first_non_null_value",
+    "first_not_null_value", "bool_and", "bool_or", "primary-key",
+})
+
+
+def single_add_is_the_row(options: MergeOptions) -> bool:
+    """Whether the merge of a key's one insert (or ``+U``) holds that record's row as it
+    was written: true of deduplicate and first-row, of partial-update without sequence
+    groups (unless a NOT NULL column is null: the merge refuses it), and of aggregation
+    whose functions all pass a single input through."""
+    if options.engine is MergeEngine.PARTIAL_UPDATE:
+        return not options.sequence_groups
+    if options.engine is MergeEngine.AGGREGATION:
+        return all(f.function in _PASS_ONE_INPUT for f in options.functions.values())
+    return True
+
+
+def _merge_one_add(record: KeyValue, options: MergeOptions) -> KeyValue | None:
+    """The merge of one add record, what its merge function gives, computed without it;
+    None when that takes the merge function. Deduplicate and first-row keep the record;
+    partial-update and aggregation make an insert of its row (every column)."""
+    engine = options.engine
+    if engine is MergeEngine.DEDUPLICATE or engine is MergeEngine.FIRST_ROW:
+        return record
+    if not single_add_is_the_row(options):
+        return None
+    row = record.row
+    values = {c: row.get(c) for c in options.columns}
+    if engine is MergeEngine.PARTIAL_UPDATE and any(v is None and not options.nullable[c] for c, v in values.items()):
+        return None
+    return KeyValue(RowKind.INSERT, values, record.sequence)
 
 
 def merged_row(result: KeyValue | None) -> Mapping[str, Any] | None:
@@ -115,13 +162,7 @@ class MergeFunction:
 
 def merge_function(options: MergeOptions) -> MergeFunction:
     """A fresh merge function for one key (``MergeFunctionFactory.create`` then ``reset``)."""
-    makers: dict[MergeEngine, Callable[[MergeOptions], MergeFunction]] = {
-        MergeEngine.DEDUPLICATE: Deduplicate,
-        MergeEngine.FIRST_ROW: FirstRow,
-        MergeEngine.PARTIAL_UPDATE: PartialUpdate,
-        MergeEngine.AGGREGATION: Aggregate,
-    }
-    return makers[options.engine](options)
+    return _MAKERS[options.engine](options)
 
 
 class Deduplicate(MergeFunction):
@@ -359,3 +400,11 @@ class Aggregate(MergeFunction):
             return None
         kind = RowKind.DELETE if self.current_delete_row else RowKind.INSERT
         return KeyValue(kind, dict(self.row), self.latest.sequence)
+
+
+_MAKERS: dict[MergeEngine, Callable[[MergeOptions], MergeFunction]] = {
+    MergeEngine.DEDUPLICATE: Deduplicate,
+    MergeEngine.FIRST_ROW: FirstRow,
+    MergeEngine.PARTIAL_UPDATE: PartialUpdate,
+    MergeEngine.AGGREGATION: Aggregate,
+}

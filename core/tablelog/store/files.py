@@ -128,6 +128,12 @@ class TableFiles(Protocol):
         ``extra_files`` (prepared, uncommitted commit messages), in the current schema,
         each key's in merge order; keys without a record are absent."""
 
+    def key_record_table(self, snapshot_id: int | None, keys: pa.Table) -> pa.Table:
+        """The records :meth:`key_records` finds at ``snapshot_id``, as one Arrow table:
+        the table's columns, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` (Paimon's row-kind
+        byte), in no particular order (:func:`tablelog.store.key_records.records_by_key`
+        makes them :meth:`key_records`' dict)."""
+
     def key_hash_rows(self, data: pa.Table, modulus: int) -> list[tuple[int, list[int]]]: ...
 
     # -- commits of data files -------------------------------------------------

@@ -133,6 +133,22 @@ INTERNALS: tuple[Internal, ...] = (
              "the Python writer's key-value file writers become tablelog's (below)"),
     Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._add_system_fields",
              "tablelog's key-value file writer takes each row's kind from the _VALUE_KIND column"),
+    Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._merge_pending_by_pk",
+             "tablelog's key-value file writer passes rows of distinct keys through a deduplicate "
+             "fold unchanged (pypaimon's folds row by row in Python)"),
+    Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._merge_function",
+             "the same: only when the fold is deduplicate's"),
+    Internal("pypaimon.write.table_write:TableWrite.row_key_extractor",
+             "the Python writer's buckets of integer keys are computed vectorized "
+             "(pypaimon's fixed-bucket extractor hashes row by row in Python)"),
+    Internal("pypaimon.write.row_key_extractor:FixedBucketRowKeyExtractor._extract_buckets_batch",
+             "the same: replaced on the writer's extractor"),
+    Internal("pypaimon.write.row_key_extractor:RowKeyExtractor._input_columns",
+             "the same: the bucket-key columns of a batch, as pypaimon resolves them"),
+    Internal("pypaimon.write.row_key_extractor:FixedBucketRowKeyExtractor.bucket_key_indices",
+             "the same"),
+    Internal("pypaimon.write.row_key_extractor:FixedBucketRowKeyExtractor.num_buckets",
+             "the same"),
 )
 
 
@@ -308,11 +324,34 @@ def use_tablelog_key_value_writer(
         return writer
 
     store_write._create_data_writer = create_data_writer
+    _vectorized_integer_buckets(write)
     if value_kinds:
         write.table_pyarrow_schema = pa.schema([*write.table_pyarrow_schema, pa.field(_VALUE_KIND, pa.int8())])
 
 
 _VALUE_KIND = "_VALUE_KIND"
+
+
+def _vectorized_integer_buckets(write: Any) -> None:
+    """Give a fixed-bucket ``write``'s row-key extractor the buckets of integer keys from
+    :func:`tablelog.store.integer_hash.integer_key_buckets` (the same hash, vectorized);
+    other key types keep pypaimon's."""
+    from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor
+
+    from tablelog.store.integer_hash import INTEGER_WIDTHS, integer_key_buckets
+
+    extractor = write.row_key_extractor
+    if type(extractor) is not FixedBucketRowKeyExtractor:
+        return
+    row_by_row = extractor._extract_buckets_batch
+
+    def extract_buckets_batch(data: Any) -> list[int]:
+        columns = extractor._input_columns(data, extractor.bucket_key_indices)
+        if not columns or any(c.type not in INTEGER_WIDTHS or c.null_count for c in columns):
+            return list(row_by_row(data))
+        return list(integer_key_buckets(columns, extractor.num_buckets).tolist())
+
+    extractor._extract_buckets_batch = extract_buckets_batch
 
 
 @functools.cache
@@ -321,6 +360,7 @@ def _tablelog_key_value_writer() -> type:
     of what is written, and leaving the ``_KEY_`` columns out of a thin table's files."""
     import pyarrow as pa
     import pyarrow.compute as pc
+    from pypaimon.read.reader.deduplicate_merge_function import DeduplicateMergeFunction
     from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
     class TablelogKeyValueWriter(KeyValueDataWriter):  # type: ignore[misc]
@@ -334,6 +374,14 @@ def _tablelog_key_value_writer() -> type:
             rows = super()._add_system_fields(data.remove_column(index))
             at = rows.schema.get_field_index(_VALUE_KIND)
             return rows.set_column(at, rows.schema.field(at), kinds.cast(pa.int8()))
+
+        def _merge_pending_by_pk(self, data: Any) -> Any:
+            # Rows sorted by key, each key once (a merged-changelog table's writes, folded
+            # by tablelog), are their own deduplicate fold.
+            if type(self._merge_function) is DeduplicateMergeFunction and _distinct_sorted_keys(
+                    data, len(self.trimmed_primary_keys)):
+                return data
+            return super()._merge_pending_by_pk(data)
 
         def _write_data_to_file(self, data: Any) -> None:
             if self.tablelog_thin:
@@ -349,6 +397,19 @@ def _tablelog_key_value_writer() -> type:
                 self.committed_files[-1] = dataclasses.replace(self.committed_files[-1], delete_row_count=retractions)
 
     return TablelogKeyValueWriter
+
+
+def _distinct_sorted_keys(data: Any, key_arity: int) -> bool:
+    """Whether rows sorted by their first ``key_arity`` columns (the key) hold each key once."""
+    import pyarrow.compute as pc
+
+    if data.num_rows < 2 or key_arity == 0:
+        return data.num_rows < 2
+    same = None
+    for column in data.columns[:key_arity]:
+        equal = pc.equal(column.slice(1), column.slice(0, len(column) - 1))
+        same = equal if same is None else pc.and_(same, equal)
+    return not pc.any(same).as_py()
 
 
 # ---- the check ----------------------------------------------------------------------

@@ -30,7 +30,7 @@ from tablelog.store.dynamic_index import reconcile_hash_indexes
 from tablelog.store.evolution import SchemaMapping, SchemaVersion
 from tablelog.store.expiry import SnapshotDeletion
 from tablelog.store.key_hash import key_hash_rows
-from tablelog.store.key_records import key_records
+from tablelog.store.key_records import key_record_table, key_records
 from tablelog.store.leases import Leases
 from tablelog.store.locks import hold_lock, try_lock
 from tablelog.store.merged_reads import parsed_merge_options
@@ -171,6 +171,13 @@ class PaimonTable:
         if options is None:
             raise ValueError(f"table {self.identifier!r} has no primary key: it has no records of keys")
         return key_records(self.paimon, options, snapshot_id, keys, extra_files)
+
+    def key_record_table(self, snapshot_id: int | None, keys: pa.Table) -> pa.Table:
+        """:meth:`key_records`' records as one Arrow table (:func:`.key_records.key_record_table`)."""
+        options = self._merge()
+        if options is None:
+            raise ValueError(f"table {self.identifier!r} has no primary key: it has no records of keys")
+        return key_record_table(self.paimon, options, snapshot_id, keys)
 
     @property
     def has_kind_field(self) -> bool:
