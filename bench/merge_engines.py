@@ -55,9 +55,14 @@ VARIANTS: dict[str, dict[str, str]] = {
 }
 
 
+#: The log's record format (``--log-format``): Debezium JSON, Paimon's and tablelog's default, unless asked.
+LOG_FORMAT = {"log.format": "debezium-json"}
+
+
 def preload(warehouse: str, options: dict[str, str], size: int, compaction_trigger: int) -> Table:
     table = create_table(warehouse, 4, {
-        "log.system": "filesystem", "num-sorted-run.compaction-trigger": str(compaction_trigger), **options})
+        "log.system": "filesystem", "num-sorted-run.compaction-trigger": str(compaction_trigger), **LOG_FORMAT,
+        **options})
     writer = table.writer(unique("load"))
     for start in range(0, size, PRELOAD_COMMIT):
         for part in batches(make_rows(min(PRELOAD_COMMIT, size - start), 100, start=start)):
@@ -193,8 +198,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="the tables' num-sorted-run.compaction-trigger: by default above the commits a run "
                              "makes, so that no timed commit compacts (each size ends with a timed full compaction)")
     parser.add_argument("--json", help="write every run's figures to this file")
+    parser.add_argument("--log-format", default="debezium-json", help="the tables' log.format")
     args = parser.parse_args(argv)
     hits = [float(h) for h in args.hits.split(",")]
+    LOG_FORMAT["log.format"] = args.log_format
     results = [run_size(int(s), args.batch, args.rounds, hits, args.seed, args.compaction_trigger)
                for s in args.sizes.split(",")]
     if args.json:
