@@ -83,7 +83,7 @@ def failed_tasks_per_batch(spark: Any, query: Any) -> list[int]:
     tracker = spark.sparkContext.statusTracker()
     return [
         sum(tracker.getStageInfo(s).numFailedTasks for s in tracker.getJobInfo(job).stageIds)
-        for job in tracker.getJobIdsForGroup(str(query.runId))
+        for job in sorted(tracker.getJobIdsForGroup(str(query.runId)))  # ids grow with time: batch order
     ]
 
 

@@ -104,18 +104,19 @@ class SparkMergeEngineScenarios(SparkTaskFailureScenarios):
     def test_merge_tables_fed_by_spark_with_a_task_attempt_failing_after_producing_hold_the_reference_changelog(
         self, spark: Any, log_options: dict[str, str], tmp_path: Path
     ) -> None:
-        # In every query, attempt 0 of partition 0 of micro-batch 1 dies after its records
-        # (its changes) are durable in the log; its retry computes them again.
+        # In every query, attempt 0 of partition 0 of micro-batch 1 (the last) dies after its
+        # records (its changes) are durable in the log; its retry computes them again.
         queries = self._run_merge_streams(spark, tmp_path, log_options, **{"testing.fail-after-finish": "1:0"})
-        assert [failed_tasks_per_batch(spark, query) for query in queries] == [[0, 1, 0]] * len(queries)
+        failed = [failed_tasks_per_batch(spark, query) for query in queries]
+        assert failed == [[0, 1]] * len(queries), failed  # each retried once
         self._check_merge_tables(spark, tmp_path, log_options)
 
     def test_merge_tables_fed_by_spark_with_the_driver_killed_after_a_table_commit_hold_the_reference_changelog(
         self, spark: Any, log_options: dict[str, str], tmp_path: Path
     ) -> None:
-        # Each query's driver thread commits micro-batch 1 to its table, then sleeps before
+        # Each query's driver thread commits micro-batch 0 to its table, then sleeps before
         # Spark's commit log records it: the test kills the driver there, and restarts the
-        # queries from their checkpoints, which replay micro-batch 1.
+        # queries from their checkpoints, which replay micro-batch 0 and run micro-batch 1.
         script = textwrap.dedent("""
             from pathlib import Path
             from tablelog.testing.processes import child_config
@@ -124,28 +125,28 @@ class SparkMergeEngineScenarios(SparkTaskFailureScenarios):
             config = child_config()
             spark = spark_test_session("local[2,2]")
             SparkMergeEngineScenarios()._start_merge_streams(
-                spark, Path(config["base"]), config["options"], **{"testing.pause-after-commit": "1:600"})
+                spark, Path(config["base"]), config["options"], **{"testing.pause-after-commit": "0:600"})
             spark.streams.awaitAnyTermination()
         """)
         wanted = {(spec.identifier, stream.writer) for spec in MERGE_TABLES for stream in spec.streams}
 
-        def every_batch_1_committed() -> tuple[bool, str]:
+        def every_batch_0_committed() -> tuple[bool, str]:
             done = set()
             for spec in MERGE_TABLES:
                 try:
                     table = open_table(str(tmp_path / "wh"), spec.identifier, log_options)
                 except Exception as err:  # not (completely) created yet: looked at again later
                     return False, f"{type(err).__name__}: {err}"
-                done |= {(spec.identifier, r.writer) for r in log_snapshots(table) if r.commit_identifier == 2}
+                done |= {(spec.identifier, r.writer) for r in log_snapshots(table) if r.commit_identifier == 1}
             return done == wanted, f"committed: {sorted(done)}"
 
         kill_driver_when(script, {"base": str(tmp_path), "options": log_options}, tmp_path / "driver.log",
-                         every_batch_1_committed)
+                         every_batch_0_committed)
         for checkpoint in (tmp_path / "ck").glob("*/*"):
-            assert not (checkpoint / "commits" / "1").exists(), checkpoint  # Spark has not recorded batch 1
+            assert not (checkpoint / "commits" / "0").exists(), checkpoint  # Spark has not recorded batch 0
         self._run_merge_streams(spark, tmp_path, log_options)
         for checkpoint in (tmp_path / "ck").glob("*/*"):
-            assert (checkpoint / "commits" / "2").exists(), checkpoint
+            assert (checkpoint / "commits" / "1").exists(), checkpoint
         self._check_merge_tables(spark, tmp_path, log_options)
 
 

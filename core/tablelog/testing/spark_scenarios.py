@@ -97,7 +97,7 @@ def kill_driver_when(script: str, config: dict[str, Any], log_path: Path,
                 break
             time.sleep(0.2)
         else:
-            raise AssertionError(f"batch 1 was never committed ({why or 'no error opening the table'}); "
+            raise AssertionError(f"the batch awaited was never committed ({why or 'no error opening the table'}); "
                                  f"driver log:\n{log_path.read_text()[-4000:]}")
     finally:
         os.killpg(driver.pid, signal.SIGKILL)
