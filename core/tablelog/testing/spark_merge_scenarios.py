@@ -27,8 +27,19 @@ from tablelog.commit import log_commits
 from tablelog.normalize import Normalizer
 from tablelog.table import Table, internals
 from tablelog.tables import create_table, open_table
-from tablelog.testing.spark_inputs import collect_stream, failed_tasks_per_batch, log_snapshots, table_rows
-from tablelog.testing.spark_merge_inputs import MERGE_TABLES, MergeTable, Reference, Row, write_stream_input
+from tablelog.testing.spark_inputs import (
+    collect_stream,
+    failed_tasks_per_batch,
+    log_snapshots,
+    table_rows,
+)
+from tablelog.testing.spark_merge_inputs import (
+    MERGE_TABLES,
+    MergeTable,
+    Reference,
+    Row,
+    write_stream_input,
+)
 from tablelog.testing.spark_scenarios import SparkTaskFailureScenarios, kill_driver_when
 from tablelog.verify import verify
 

@@ -29,7 +29,7 @@ from tablelog.records import ProduceBatch, ProducedRange, RowKind
 from tablelog.store import KIND_FIELD, PartitionDrop
 from tablelog.writing import inputs
 from tablelog.writing.merged import PendingRows, merged_write
-from tablelog.writing.merged_repair import REPAIR_WRITER, repair
+from tablelog.writing.merged_repair import REPAIR_WRITER, correct_replay, repair
 from tablelog.writing.routing import partition_order
 
 if TYPE_CHECKING:
@@ -347,11 +347,17 @@ class WriteTask:
 
 def repair_changes(
     table: TableView, receipts: Sequence[WriteReceipt], latest: int | None, log_pool: LogPool | None,
+    *, replayed: bool = False,
 ) -> list[WriteReceipt]:
     """The committer's repair of a merged-changelog commit (:mod:`tablelog.writing.merged_repair`),
-    producing with write tasks of its own."""
-    return repair(table, receipts, latest, log_pool,
-                  new_task=lambda name: WriteTask(table, REPAIR_WRITER, 0, name, log_pool=log_pool))
+    or its correction of a replay's changes, producing with write tasks of its own."""
+    def new_task(name: str) -> WriteTask:
+        return WriteTask(table, REPAIR_WRITER, 0, name, log_pool=log_pool)
+
+    if replayed:
+        correct_replay(table, receipts, latest, new_task=new_task)
+        return list(receipts)
+    return repair(table, receipts, latest, log_pool, new_task=new_task)
 
 
 class Writer:
