@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tablelog.commit.compaction import compact_after_commit
 from tablelog.commit.history import find_commit, find_commit_or_expired, last_end_positions
@@ -46,15 +46,10 @@ if TYPE_CHECKING:
     from tablelog.table_view import TableView
 
 
-class Repair(Protocol):
-    """Computes a merged-changelog commit's changes again when its attempts' no longer hold
-    (:func:`tablelog.writing.merged_repair.repair`; the writing layer, above this one,
-    passes it). ``replayed``: the commit is in the table already, and the receipts are a
-    replay's; their keys' true rows are produced for eventual readers
-    (:func:`tablelog.writing.merged_repair.correct_replay`)."""
-
-    def __call__(self, table: TableView, receipts: Sequence[WriteReceipt], latest: int | None,
-                 log_pool: LogPool | None, *, replayed: bool = False) -> list[WriteReceipt]: ...
+#: Computes a merged-changelog commit's changes again when its attempts' no longer hold:
+#: ``(table, receipts, latest snapshot, log pool) -> receipts``
+#: (:func:`tablelog.writing.merged_repair.repair`; the writing layer, above this one, passes it).
+Repair = Callable[["TableView", Sequence[WriteReceipt], "int | None", "LogPool | None"], list[WriteReceipt]]
 
 
 def commit(
@@ -133,9 +128,6 @@ def _commit_once(
     ranges = tuple(rng for r in receipts for rng in r.ranges)
     records = sum(r.count for r in ranges)
     existing, expired = find_commit_or_expired(table.files, writer_id, commit_identifier)
-    if (existing is not None or expired) and ranges and repair is not None and merged_receipts(receipts):
-        # Before their leases end: what the replay's attempts produced is still in the log.
-        repair(table, receipts, _latest_before(table, None), log_pool, replayed=True)
     # A replay: these receipts' records are never committed, their leases hold nothing.
     if (existing is not None or expired) and ranges and log_deletes_before(table):
         release_leases(table, receipts)

@@ -63,10 +63,17 @@ def repair(
     new = table.files.key_records(None, lookup, extra_files=[m for r in merged for m in r.paimon_messages])
     rows, kinds = key_changes(keys, stored, new, options)
     schema = table.codec.schema
-    changed = {tuple(row[c] for c in options.primary_key) for row in rows}
-    _produce_corrections(table, new_task, *_corrections(
-        [key for key in keys if key not in changed], new,
-        lambda key: merged_row(merge([*stored.get(key, []), *new[key]], options))))
+    corrections, correction_kinds = _corrections(keys, stored, new, rows, options)
+    if corrections:
+        task = new_task("correction")
+        try:
+            task.produce_changes(pa.Table.from_pylist(corrections, schema=schema), correction_kinds)
+            correction = task.finish()
+        except BaseException:
+            task.abort()
+            raise
+        if log_deletes_before(table):
+            release_leases(table, [correction])  # never to be committed
     task = new_task("changes")
     try:
         task.produce_changes(pa.Table.from_pylist(rows, schema=schema), kinds)
@@ -88,56 +95,21 @@ def _distinct_keys(tables: Sequence[Any], key_columns: Sequence[str]) -> list[Ke
     return list(keys)
 
 
-def correct_replay(
-    table: TableView, receipts: Sequence[WriteReceipt], latest: int | None, *, new_task: Callable[[str], ChangeTask],
-) -> None:
-    """After the receipts of a commit that is in the table already (a Spark micro-batch
-    replayed after its driver died): their attempts computed their changes as if their
-    records were new, and eventual readers saw them (an aggregation's sums counted twice).
-    Each key they wrote gets its true row at snapshot ``latest`` (``+U``), or a ``-D`` when
-    the table holds none, under a token that is never committed."""
-    options = table.files.merge_options
-    replayed = [r for r in merged_receipts(receipts) if r.ranges]
-    if options is None or not replayed:
-        return
-    keys = _distinct_keys([r.written_keys for r in replayed], options.primary_key)
-    lookup = key_table(keys, options)
-    stored = table.files.key_records(latest, lookup)
-    written = table.files.key_records(None, lookup, extra_files=[m for r in replayed for m in r.paimon_messages])
-    _produce_corrections(table, new_task, *_corrections(
-        keys, written, lambda key: merged_row(merge(stored[key], options)) if stored.get(key) else None))
-
-
-def _corrections(keys: Sequence[Key], written: Any, true_row: Callable[[Key], Any],
+def _corrections(keys: Sequence[Key], stored: Any, new: Any, changes: Sequence[Any], options: Any,
                  ) -> tuple[list[dict[str, Any]], list[RowKind]]:
-    """For each of ``keys`` written: ``true_row(key)`` as a ``+U``, or a ``-D`` when it is
-    None (the row of the key's last written record)."""
+    """For each key whose changes are none: its true row as a ``+U``, or a ``-D`` when the
+    table holds none (the row the commit's record carries)."""
+    changed = {tuple(row[c] for c in options.primary_key) for row in changes}
     rows: list[dict[str, Any]] = []
     kinds: list[RowKind] = []
     for key in keys:
-        if not written.get(key):
+        if key in changed or not new.get(key):
             continue
-        after = true_row(key)
+        after = merged_row(merge([*stored.get(key, []), *new[key]], options))
         if after is not None:
             rows.append(dict(after))
             kinds.append(RowKind.UPDATE_AFTER)
         else:
-            rows.append(dict(written[key][-1].row))
+            rows.append(dict(new[key][-1].row))
             kinds.append(RowKind.DELETE)
     return rows, kinds
-
-
-def _produce_corrections(table: TableView, new_task: Callable[[str], ChangeTask], rows: list[dict[str, Any]],
-                         kinds: list[RowKind]) -> None:
-    """Produce ``rows`` for eventual readers under a token that is never committed."""
-    if not rows:
-        return
-    task = new_task("correction")
-    try:
-        task.produce_changes(pa.Table.from_pylist(rows, schema=table.codec.schema), kinds)
-        correction = task.finish()
-    except BaseException:
-        task.abort()
-        raise
-    if log_deletes_before(table):
-        release_leases(table, [correction])  # never to be committed

@@ -29,7 +29,7 @@ from tablelog.records import ProduceBatch, ProducedRange, RowKind
 from tablelog.store import KIND_FIELD, PartitionDrop
 from tablelog.writing import inputs
 from tablelog.writing.merged import PendingRows, merged_write
-from tablelog.writing.merged_repair import REPAIR_WRITER, correct_replay, repair
+from tablelog.writing.merged_repair import REPAIR_WRITER, repair
 from tablelog.writing.routing import partition_order
 
 if TYPE_CHECKING:
@@ -152,13 +152,20 @@ class WriteTask:
         self._base_snapshot = latest.id if latest is not None else 0  # 0: before the first snapshot
         write = merged_write(table.files, pending.options, table.codec.schema, None if latest is None else latest.id, pending)
         self._written_keys = write.records.select(list(pending.options.primary_key))
+        # A replay of a commit the table holds already (a Spark micro-batch replayed after
+        # its driver died) would compute its changes on top of its own records (an
+        # aggregation's sums counted twice): it commits nothing, so it produces nothing.
         batches, projected = (
             self._encode(write.changes, write.change_kinds)
-            if table.options.log_enabled and write.changes.num_rows else ([], []))
+            if table.options.log_enabled and write.changes.num_rows and not self._replays_a_commit() else ([], []))
         self._open(files=write.records.num_rows > 0)
         if write.records.num_rows:
             self._write_files(write.records, write.kinds)
         self._produce(batches, projected)
+
+    def _replays_a_commit(self) -> bool:
+        existing, expired = history.find_commit_or_expired(self.table.files, self.writer, self.commit_identifier)
+        return existing is not None or expired
 
     def _produce(self, batches: list[ProduceBatch], projected: list[ProduceBatch]) -> None:
         assert self._log is not None or not batches
@@ -347,17 +354,11 @@ class WriteTask:
 
 def repair_changes(
     table: TableView, receipts: Sequence[WriteReceipt], latest: int | None, log_pool: LogPool | None,
-    *, replayed: bool = False,
 ) -> list[WriteReceipt]:
     """The committer's repair of a merged-changelog commit (:mod:`tablelog.writing.merged_repair`),
-    or its correction of a replay's changes, producing with write tasks of its own."""
-    def new_task(name: str) -> WriteTask:
-        return WriteTask(table, REPAIR_WRITER, 0, name, log_pool=log_pool)
-
-    if replayed:
-        correct_replay(table, receipts, latest, new_task=new_task)
-        return list(receipts)
-    return repair(table, receipts, latest, log_pool, new_task=new_task)
+    producing with write tasks of its own."""
+    return repair(table, receipts, latest, log_pool,
+                  new_task=lambda name: WriteTask(table, REPAIR_WRITER, 0, name, log_pool=log_pool))
 
 
 class Writer:
