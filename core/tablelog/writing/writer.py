@@ -152,20 +152,14 @@ class WriteTask:
         self._base_snapshot = latest.id if latest is not None else 0  # 0: before the first snapshot
         write = merged_write(table.files, pending.options, table.codec.schema, None if latest is None else latest.id, pending)
         self._written_keys = write.records.select(list(pending.options.primary_key))
-        # A replay of a commit the table holds already (a Spark micro-batch replayed after
-        # its driver died) would compute its changes on top of its own records (an
-        # aggregation's sums counted twice): it commits nothing, so it produces nothing.
+        replayed = history.is_replay(table.files, self.writer, self.commit_identifier)
         batches, projected = (
             self._encode(write.changes, write.change_kinds)
-            if table.options.log_enabled and write.changes.num_rows and not self._replays_a_commit() else ([], []))
+            if table.options.log_enabled and write.changes.num_rows and not replayed else ([], []))
         self._open(files=write.records.num_rows > 0)
         if write.records.num_rows:
             self._write_files(write.records, write.kinds)
         self._produce(batches, projected)
-
-    def _replays_a_commit(self) -> bool:
-        existing, expired = history.find_commit_or_expired(self.table.files, self.writer, self.commit_identifier)
-        return existing is not None or expired
 
     def _produce(self, batches: list[ProduceBatch], projected: list[ProduceBatch]) -> None:
         assert self._log is not None or not batches
