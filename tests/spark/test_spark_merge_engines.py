@@ -2,8 +2,9 @@
 (tablelog.testing.spark_merge_scenarios): two queries filling different columns of one
 partial-update table, an aggregation table summing and counting with deletes, a
 first-row table with repeated keys and a sequence-field table fed late events, all
-five queries at once; with a task attempt that dies after producing, and with the
-driver killed with SIGKILL between its table commits and Spark's commit log. Each table's
+five queries at once, in one pipeline with the driver killed with SIGKILL between its
+table commits and Spark's commit log, restarted, and a task attempt that dies after
+producing. Each table's
 changes are checked, snapshot by snapshot and through the Spark source row by row, against
 a reference of its engine computed from the input."""
 

@@ -5,8 +5,11 @@ Subclass :class:`SparkMergeEngineScenarios` in a test module and provide the fix
 Five streaming queries run at once (:data:`tablelog.testing.spark_merge_inputs.MERGE_TABLES`):
 two filling different columns of one partial-update table, and one each into an
 aggregation, a first-row and a sequence-field table, which the sink creates from its
-options. Both Spark tasks of a micro-batch write some of the same keys, so the committer
-computes those commits' changes again. Then, per table:
+options. Both Spark tasks of a micro-batch write some of the same keys of the last three,
+and the two partial-update queries the same keys, so the committer computes those
+commits' changes again. The driver is killed with SIGKILL after committing micro-batch 0
+to the tables, before Spark's commit log records it; restarted from the checkpoints,
+the queries replay it, and a task attempt of micro-batch 1 dies after producing. Then, per table:
 
 - each of its snapshots holds one micro-batch of one query, once;
 - a transactional reader returns, snapshot by snapshot, the changes the reference
@@ -28,7 +31,7 @@ from tablelog.normalize import Normalizer
 from tablelog.table import Table, internals
 from tablelog.tables import create_table, open_table
 from tablelog.testing.spark_inputs import (
-    collect_stream,
+    collect_streams,
     failed_tasks_per_batch,
     log_snapshots,
     table_rows,
@@ -49,8 +52,9 @@ def _counted(changes: list[tuple[str, Row]]) -> Counter[tuple[str, tuple[tuple[s
 
 
 class SparkMergeEngineScenarios(SparkTaskFailureScenarios):
-    """The merge-engine scenarios: a task attempt dying after producing, a driver killed
-    between its table commits and Spark's commit log. Provide fixtures ``log_options`` and ``spark``."""
+    """The merge-engine scenarios: a driver killed between its table commits and Spark's
+    commit log, then a task attempt dying after producing, in one pipeline (a Spark test
+    is costly). Provide fixtures ``log_options`` and ``spark``."""
 
     test_task_attempt_failing_after_producing_is_counted_once = None  # type: ignore[assignment]
     test_task_attempt_failing_mid_write_is_counted_once = None  # type: ignore[assignment]
@@ -80,8 +84,8 @@ class SparkMergeEngineScenarios(SparkTaskFailureScenarios):
             assert query.exception() is None, query.exception()
         return queries
 
-    def _check_merge_table(self, spark: Any, table: Table, spec: MergeTable, base: Path,
-                           log_options: dict[str, str]) -> None:
+    def _check_merge_table(self, table: Table, spec: MergeTable, source_rows: list[Row]) -> None:
+        """``source_rows``: what the Spark source returned from ``earliest``."""
         reference = Reference(spec)
         expected: dict[int, list[tuple[str, Row]]] = {}
         batches = []
@@ -97,8 +101,7 @@ class SparkMergeEngineScenarios(SparkTaskFailureScenarios):
         assert len(read) == sum(len(changes) for changes in expected.values())
         assert table_rows(table) == reference.rows, spec.name
         # The Spark source, from earliest: the same changes, counted row by row.
-        source = self._read_stream(spark, base / "wh", spec.identifier, log_options, **{"scan.mode": "earliest"})
-        changes = [(row.pop("_kind"), row) for row in collect_stream(source, base / "read" / spec.name)]
+        changes = [(row.pop("_kind"), row) for row in source_rows]
         assert _counted(changes) == _counted([change for its in expected.values() for change in its]), spec.name
         assert replay(changes) == reference.rows, spec.name
         assert verify(table).consistent, spec.name
@@ -108,26 +111,19 @@ class SparkMergeEngineScenarios(SparkTaskFailureScenarios):
         assert {row["id"]: dict(row) for row in normalizer.rows()} == reference.rows, spec.name
 
     def _check_merge_tables(self, spark: Any, base: Path, log_options: dict[str, str]) -> None:
-        for spec in MERGE_TABLES:
-            table = open_table(str(base / "wh"), spec.identifier, log_options)
-            self._check_merge_table(spark, table, spec, base, log_options)
+        reads = [(self._read_stream(spark, base / "wh", spec.identifier, log_options, **{"scan.mode": "earliest"}),
+                  base / "read" / spec.name) for spec in MERGE_TABLES]
+        for spec, rows in zip(MERGE_TABLES, collect_streams(reads), strict=True):
+            self._check_merge_table(open_table(str(base / "wh"), spec.identifier, log_options), spec, rows)
 
-    def test_merge_tables_fed_by_spark_with_a_task_attempt_failing_after_producing_hold_the_reference_changelog(
-        self, spark: Any, log_options: dict[str, str], tmp_path: Path
-    ) -> None:
-        # In every query, attempt 0 of partition 0 of micro-batch 1 (the last) dies after its
-        # records (its changes) are durable in the log; its retry computes them again.
-        queries = self._run_merge_streams(spark, tmp_path, log_options, **{"testing.fail-after-finish": "1:0"})
-        failed = [failed_tasks_per_batch(spark, query) for query in queries]
-        assert failed == [[0, 1]] * len(queries), failed  # each retried once
-        self._check_merge_tables(spark, tmp_path, log_options)
-
-    def test_merge_tables_fed_by_spark_with_the_driver_killed_after_a_table_commit_hold_the_reference_changelog(
+    def test_merge_tables_fed_by_spark_through_a_driver_kill_and_a_dead_task_attempt_hold_the_reference_changelog(
         self, spark: Any, log_options: dict[str, str], tmp_path: Path
     ) -> None:
         # Each query's driver thread commits micro-batch 0 to its table, then sleeps before
         # Spark's commit log records it: the test kills the driver there, and restarts the
-        # queries from their checkpoints, which replay micro-batch 0 and run micro-batch 1.
+        # queries from their checkpoints, which replay micro-batch 0 (its tasks write again,
+        # its commit is there) and run micro-batch 1, where attempt 0 of partition 0 dies
+        # after its records (its changes) are durable in the log.
         script = textwrap.dedent("""
             from pathlib import Path
             from tablelog.testing.processes import child_config
@@ -155,9 +151,11 @@ class SparkMergeEngineScenarios(SparkTaskFailureScenarios):
                          every_batch_0_committed)
         for checkpoint in (tmp_path / "ck").glob("*/*"):
             assert not (checkpoint / "commits" / "0").exists(), checkpoint  # Spark has not recorded batch 0
-        self._run_merge_streams(spark, tmp_path, log_options)
+        queries = self._run_merge_streams(spark, tmp_path, log_options, **{"testing.fail-after-finish": "1:0"})
         for checkpoint in (tmp_path / "ck").glob("*/*"):
             assert (checkpoint / "commits" / "1").exists(), checkpoint
+        failed = [failed_tasks_per_batch(spark, query) for query in queries]
+        assert failed == [[0, 1]] * len(queries), failed  # each retried once
         self._check_merge_tables(spark, tmp_path, log_options)
 
 
