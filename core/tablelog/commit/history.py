@@ -70,6 +70,16 @@ def find_commit_or_expired(store: TableFiles, writer_id: str, commit_identifier:
     return None, earliest is not None and earliest > 1
 
 
+def is_replay(store: TableFiles, writer_id: str, commit_identifier: int) -> bool:
+    """Whether ``writer_id`` committed ``commit_identifier`` already (its snapshot kept or
+    expired): an attempt writing it is a replay (a Spark micro-batch replayed after its
+    driver died) whose commit commits nothing. A merged-changelog attempt then produces no
+    changes: computed against a table that holds its records already, they would count
+    them twice (an aggregation's sums)."""
+    existing, expired = find_commit_or_expired(store, writer_id, commit_identifier)
+    return existing is not None or expired
+
+
 def last_commit_identifier(store: TableFiles, writer_id: str) -> int | None:
     """The newest commit identifier ``writer_id`` committed (None: none)."""
     for _, record in log_commits(store, newest_first=True):

@@ -83,7 +83,7 @@ def failed_tasks_per_batch(spark: Any, query: Any) -> list[int]:
     tracker = spark.sparkContext.statusTracker()
     return [
         sum(tracker.getStageInfo(s).numFailedTasks for s in tracker.getJobInfo(job).stageIds)
-        for job in tracker.getJobIdsForGroup(str(query.runId))
+        for job in sorted(tracker.getJobIdsForGroup(str(query.runId)))  # ids grow with time: batch order
     ]
 
 
@@ -94,17 +94,24 @@ def eventual_count(table: Table) -> int:
 
 def collect_stream(df: Any, checkpoint: Path, output_mode: str = "append") -> list[dict[str, Any]]:
     """Run a streaming DataFrame with Trigger.AvailableNow; every row it emitted, in batch order."""
-    out: list[dict[str, Any]] = []
+    return collect_streams([(df, checkpoint)], output_mode)[0]
 
-    def collect(batch: Any, batch_id: int) -> None:
-        out.extend(r.asDict() for r in batch.collect())
 
-    query = (df.writeStream.outputMode(output_mode).foreachBatch(collect)
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    query.awaitTermination(300)
-    if query.exception() is not None:
-        raise AssertionError(f"streaming query failed: {query.exception()}")
-    return out
+def collect_streams(reads: list[tuple[Any, Path]], output_mode: str = "append") -> list[list[dict[str, Any]]]:
+    """:func:`collect_stream` of several (DataFrame, checkpoint), run at the same time."""
+    outs: list[list[dict[str, Any]]] = [[] for _ in reads]
+
+    def collector(out: list[dict[str, Any]]) -> Any:
+        return lambda batch, batch_id: out.extend(r.asDict() for r in batch.collect())
+
+    queries = [df.writeStream.outputMode(output_mode).foreachBatch(collector(out))
+               .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+               for (df, checkpoint), out in zip(reads, outs, strict=True)]
+    for query in queries:
+        query.awaitTermination(300)
+        if query.exception() is not None:
+            raise AssertionError(f"streaming query failed: {query.exception()}")
+    return outs
 
 
 def replay(changes: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:

@@ -24,6 +24,7 @@ import textwrap
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,30 @@ def runtime_options(log_options: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in log_options.items() if not k.startswith("log.")}
 
 
+def kill_driver_when(script: str, config: dict[str, Any], log_path: Path,
+                     committed: Callable[[], tuple[bool, str]]) -> None:
+    """Run the driver ``script`` (``config`` on its standard input: never on its command
+    line) until ``committed()`` finds what it waits for in the table, then kill the whole
+    driver (JVM and Python) with SIGKILL. ``committed`` returns whether, and why not yet."""
+    with open(log_path, "wb") as log:
+        driver = start_python(script, config, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        why = ""
+        while time.monotonic() < deadline and driver.poll() is None:
+            done, why = committed()
+            if done:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"the batch awaited was never committed ({why or 'no error opening the table'}); "
+                                 f"driver log:\n{log_path.read_text()[-4000:]}")
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    assert driver.returncode == -signal.SIGKILL
+
+
 class SparkTaskFailureScenarios:
     """The task-attempt scenarios alone, for a test module whose driver kill is proven
     elsewhere (e.g. on a cluster); provide fixtures ``log_options`` and ``spark``."""
@@ -93,16 +118,17 @@ class SparkTaskFailureScenarios:
         raise NotImplementedError("provide a `spark` fixture (tablelog.testing.spark_scenarios.spark_test_session)")
 
     def _stream_write(self, spark: Any, inputs: Path, warehouse: Path | str, name: str, checkpoint: Path,
-                      log_options: dict[str, str], **extra: str) -> Any:
-        """A streaming write of the input files; ``extra`` options with ``testing.*`` faults
-        write through :mod:`tablelog.spark.faults`' source instead of the plain ``tablelog``."""
+                      log_options: dict[str, str], schema: str = INPUT_SCHEMA, **extra: str) -> Any:
+        """A streaming write of the input files (JSON of Spark schema ``schema``); ``extra``
+        options with ``testing.*`` faults write through :mod:`tablelog.spark.faults`' source
+        instead of the plain ``tablelog``."""
         from tablelog.spark import faults
 
         sink = "tablelog"
         if any(key.lower().startswith(faults.TESTING_PREFIX) for key in extra):
             faults.register(spark)
             sink = faults.FORMAT
-        source = spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", FILES_PER_BATCH).json(str(inputs))
+        source = spark.readStream.schema(schema).option("maxFilesPerTrigger", FILES_PER_BATCH).json(str(inputs))
         writer = (source.writeStream.format(sink).option("warehouse", str(warehouse)).option("table", name)
                   .option("primary-key", "id").option("bucket", "2").option("checkpointLocation", str(checkpoint)))
         for key, value in {**log_options, **extra}.items():
@@ -247,25 +273,13 @@ class SparkExactlyOnceScenarios(SparkTaskFailureScenarios):
         """)
         config = {"inputs": str(inputs), "warehouse": str(warehouse), "name": name,
                   "checkpoint": str(checkpoint), "options": log_options}
-        log_path = tmp_path / "driver.log"
-        with open(log_path, "wb") as log:
-            driver = start_python(script, config, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 240
-            why = ""
-            while time.monotonic() < deadline and driver.poll() is None:
-                committed, why = committed_identifiers(warehouse, name, log_options)
-                if 2 in committed:
-                    break
-                time.sleep(0.2)
-            else:
-                raise AssertionError(f"batch 1 was never committed ({why or 'no error opening the table'}); "
-                                     f"driver log:\n{log_path.read_text()[-4000:]}")
-            assert not (checkpoint / "commits" / "1").exists()  # Spark has not recorded batch 1
-        finally:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait(timeout=30)
-        assert driver.returncode == -signal.SIGKILL
+
+        def batch_1_committed() -> tuple[bool, str]:
+            committed, why = committed_identifiers(warehouse, name, log_options)
+            return 2 in committed, why
+
+        kill_driver_when(script, config, tmp_path / "driver.log", batch_1_committed)
+        assert not (checkpoint / "commits" / "1").exists()  # Spark has not recorded batch 1
         table = open_table(str(warehouse), name, log_options)
         assert [s.commit_identifier for s in log_snapshots(table)] == [1, 2]
         before_restart = eventual_count(table)

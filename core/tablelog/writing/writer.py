@@ -143,7 +143,10 @@ class WriteTask:
         if pending is None or pending.empty:
             return
         table = self.table
-        write = merged_write(table.files, table.codec.schema, pending, changes=table.options.log_enabled)
+        # A replay of a committed commit (a Spark micro-batch after its driver died) would
+        # compute changes over its own records; it commits nothing, so it produces none.
+        replayed = history.is_replay(table.files, self.writer, self.commit_identifier)
+        write = merged_write(table.files, table.codec.schema, pending, changes=table.options.log_enabled and not replayed)
         self._merged = (write.base_snapshot, write.keys)
         batches = self._encode(write.changes, write.change_kinds) if write.changes.num_rows else ([], [])
         self._open(files=write.records.num_rows > 0)
