@@ -139,12 +139,10 @@ class WriteTask:
 
     def _write_merged(self) -> None:
         """A merged-changelog attempt's records and changes (:mod:`tablelog.writing.merged`)."""
-        pending, self._pending = self._pending, None
+        pending, self._pending, table = self._pending, None, self.table
         if pending is None or pending.empty:
             return
-        table = self.table
-        # A replay of a committed commit (a Spark micro-batch after its driver died) would
-        # compute changes over its own records; it commits nothing, so it produces none.
+        # A replay (a Spark micro-batch after its driver died) commits nothing: no changes.
         replayed = history.is_replay(table.files, self.writer, self.commit_identifier)
         write = merged_write(table.files, table.codec.schema, pending, changes=table.options.log_enabled and not replayed)
         self._merged = (write.base_snapshot, write.keys)
