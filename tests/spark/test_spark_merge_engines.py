@@ -16,6 +16,9 @@ import pytest
 
 from tablelog.testing.spark_merge_scenarios import SparkMergeEngineScenarios
 
+#: Two minutes of Spark: run by `tox -e matrix`; CI runs tests/spark/test_spark_merge_batch.py.
+pytestmark = pytest.mark.matrix
+
 
 class TestSparkMergeEnginesFilesystem(SparkMergeEngineScenarios):
     @pytest.fixture
