@@ -231,15 +231,15 @@ class TableCompactions:
 
     def merges_with_older_runs(self, files: BucketFiles) -> bool:
         """Whether ``files`` (some of a bucket's newest runs) may only be merged together
-        with all the bucket's older runs: a merge engine's merge of only some of a key's
-        records is not the same as of all of them when they hold retractions (a
-        ``last_non_null_value`` -D merged alone becomes +I null) or when records are ordered
-        by ``sequence.field`` or sequence groups (the older runs may hold later ones)."""
-        if not merges_with_tablelog(self._paimon):
-            return False
-        options = self._paimon.table_schema.options or {}
-        ordered = "sequence.field" in options or any(k.endswith(".sequence-group") for k in options)
-        return ordered or any(int(f.delete_row_count or 0) > 0 for f in files.files)
+        with all the bucket's older runs: for every merge engine but deduplicate. Its merge
+        of some of a key's records is not the same as of all of them: a record merged from
+        several takes the newest one's sequence number while holding older ones' values,
+        and several writers' records are ordered by when they were written, not committed
+        (:mod:`tablelog.store.writes`), so another run may hold a record ordered between
+        them (a partial-update column would then change without a changelog); retractions
+        merged alone turn into rows (a ``last_non_null_value`` -D becomes +I null)."""
+        del files  # whichever runs were picked
+        return merges_with_tablelog(self._paimon)
 
     @property
     def compacts_level0_at_commit(self) -> bool:
