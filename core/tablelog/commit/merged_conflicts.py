@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tablelog.store import DeltaRemovesFilesError
+from tablelog.store.key_records import key_tuples
 
 if TYPE_CHECKING:
     from tablelog.commit.log_commit import WriteReceipt
@@ -66,8 +67,7 @@ def _repeated_key(receipts: Sequence[WriteReceipt], key_columns: list[str]) -> b
 
 
 def _key_set(table: pa.Table, key_columns: list[str]) -> set[tuple[Any, ...]]:
-    columns = [table.column(c).to_pylist() for c in key_columns]
-    return set(zip(*columns, strict=True))
+    return set(key_tuples(table, key_columns))
 
 
 def _snapshot_keys(files: TableFiles, snapshot_id: int, key_columns: list[str]) -> set[tuple[Any, ...]] | None:

@@ -27,6 +27,11 @@ _KINDS = (RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.D
 Key = tuple[Any, ...]
 
 
+def key_tuples(table: pa.Table, key_columns: Sequence[str]) -> list[Key]:
+    """Each row's values of ``key_columns``, as tuples (a primary key's, in its order)."""
+    return list(zip(*(table.column(c).to_pylist() for c in key_columns), strict=True))
+
+
 def key_records(
     paimon: Any, options: MergeOptions, snapshot_id: int | None, keys: pa.Table, extra_files: Sequence[Any] = (),
 ) -> dict[Key, list[KeyValue]]:
@@ -42,7 +47,7 @@ def key_record_table(
     """The records :func:`key_records` finds, as one Arrow table (:func:`record_schema`),
     in no particular order."""
     primary_key = options.primary_key
-    wanted = set(zip(*(keys.column(k).to_pylist() for k in primary_key), strict=True)) if keys.num_rows else set()
+    wanted = set(key_tuples(keys, primary_key))
     schema = record_schema(options)
     if not wanted:
         return schema.empty_table()
@@ -135,8 +140,7 @@ def _records(
             [*arrays, table.column(SEQUENCE_NUMBER).cast(pa.int64()), table.column(VALUE_KIND).cast(pa.int8())],
             schema=schema)
         if len(primary_key) > 1:  # the mask is a superset: keep the wanted keys
-            keys = zip(*(found.column(k).to_pylist() for k in primary_key), strict=True)
-            found = found.filter(pa.array([key in candidates for key in keys], pa.bool_()))
+            found = found.filter(pa.array([key in candidates for key in key_tuples(found, primary_key)], pa.bool_()))
         yield found
 
 

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from tablelog.merging import MergeOptions, changelog
 from tablelog.store.deltas import ROW_KIND
+from tablelog.store.key_records import key_tuples
 
 if TYPE_CHECKING:
     from tablelog.store.files import TableFiles
@@ -72,7 +73,7 @@ def delta_changes(
     if delta.num_rows == 0:
         return delta
     keys = delta.select(list(files.primary_key)).group_by(list(files.primary_key)).aggregate([])
-    order = list(dict.fromkeys(zip(*(delta.column(k).to_pylist() for k in files.primary_key), strict=True)))
+    order = list(dict.fromkeys(key_tuples(delta, files.primary_key)))
     buckets = _buckets(files, keys)
     partitions = _table_partitions(files, keys)
     try:
@@ -122,9 +123,5 @@ def _rows_by_key(
     numbered = rows.select(primary_key).append_column(_ROW_NUMBER, pa.array(range(rows.num_rows), pa.int64()))
     wanted = numbered.join(keys, primary_key, join_type="left semi").column(_ROW_NUMBER)
     rows = rows.take(wanted)
-    return {
-        key: row for key, row in zip(
-            zip(*(rows.column(k).to_pylist() for k in primary_key), strict=True), rows.to_pylist(), strict=True,
-        )
-    }
+    return dict(zip(key_tuples(rows, primary_key), rows.to_pylist(), strict=True))
 

@@ -267,7 +267,7 @@ class PaimonTable:
 
     def new_write(self) -> TableWrite:
         """A write of data files, to commit later (:meth:`commit`) or abort."""
-        return TableWrite(self.identifier, self.paimon)
+        return TableWrite(self.identifier, self.paimon, merged_changelog=self.merge_options is not None)
 
     def commit(
         self, messages: Sequence[Any], *, commit_user: str, commit_identifier: int, properties: Mapping[str, str]

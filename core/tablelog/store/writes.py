@@ -41,11 +41,14 @@ class TableWrite:
     cannot write them). A primary-key table without tablelog's row-kind column has its
     rows' kinds written to Paimon's ``_VALUE_KIND`` directly. A merge-engine table's
     rows must be key-unique and already folded with its engine (written as they are).
+    ``merged_changelog``: the table's log carries its changelog rather than the writes
+    (:attr:`tablelog.store.files.TableFiles.merge_options` is set).
     """
 
-    def __init__(self, identifier: str, paimon: Any) -> None:
+    def __init__(self, identifier: str, paimon: Any, *, merged_changelog: bool = False) -> None:
         self._identifier = identifier
         self._paimon = paimon  # pypaimon FileStoreTable
+        self._merged_changelog = merged_changelog
         options = paimon.table_schema.options or {}
         key_value = bool(paimon.table_schema.primary_keys)
         self._thin = key_value and writes_thin(options)
@@ -63,7 +66,7 @@ class TableWrite:
             # engine: a deduplicate fold of key-unique rows is the identity, and pypaimon
             # then neither refuses the engine's options nor folds the rows again.
             paimon = paimon.copy({"merge-engine": "deduplicate"})
-        if key_value and _merged_changelog(self._paimon):
+        if key_value and self._merged_changelog:
             # Several writers may write a key between commits (Spark tasks, processes),
             # each from the sequence numbers of the snapshot it started at: their records
             # are ordered by when they were written (the clock, in microseconds), never
@@ -123,13 +126,6 @@ class TableWrite:
         write, self._write = self._write, None
         if write is not None:
             write.close()
-
-
-def _merged_changelog(paimon: Any) -> bool:
-    """Whether the table's log carries its changelog rather than the writes (a merge
-    engine, or the lookup changelog producer: :attr:`tablelog.merging.MergeOptions.merged_changelog`)."""
-    options = paimon.table_schema.options or {}
-    return merges_with_tablelog(paimon) or str(options.get("changelog-producer", "none")).lower() == "lookup"
 
 
 def _kind_codes(rows: int, kinds: Sequence[str] | None) -> pa.Array:

@@ -39,7 +39,7 @@ from tablelog.merging import (
 )
 from tablelog.merging.engines import single_add_is_the_row
 from tablelog.records import RowKind
-from tablelog.store.key_records import records_by_key
+from tablelog.store.key_records import key_tuples, records_by_key
 from tablelog.store.layout import VALUE_KIND
 from tablelog.writing.merged_arrow import merge_pairs, merge_stored, pairs_merge_in_arrow
 
@@ -180,7 +180,7 @@ def _merged_changes(
     :func:`key_changes` do; both give the same records and changes, in the same key order."""
     arrow, kinds = pending.rows(schema)
     primary_key = options.primary_key
-    row_keys = list(zip(*(arrow.column(c).to_pylist() for c in primary_key), strict=True))
+    row_keys = key_tuples(arrow, primary_key)
     first: dict[Key, int] = {}
     for row, key in enumerate(row_keys):
         first.setdefault(key, row)
@@ -188,7 +188,7 @@ def _merged_changes(
     repeated = {k for k, n in Counter(row_keys).items() if n > 1} if len(keys) < len(row_keys) else set()
     lookup_keys = arrow.select(list(primary_key)).take(pa.array(list(first.values()), pa.int64()))
     stored = files.key_record_table(base_snapshot, lookup_keys)
-    stored_keys = list(zip(*(stored.column(c).to_pylist() for c in primary_key), strict=True))
+    stored_keys = key_tuples(stored, primary_key)
     held = set(stored_keys)
     adds = pc.is_in(stored.column(VALUE_KIND), value_set=pa.array(_ADD_CODES, pa.int8())).to_pylist()
     retracted = {key for key, add in zip(stored_keys, adds, strict=True) if not add}

@@ -17,7 +17,7 @@ another token that is never committed: transactional readers never see it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -25,9 +25,10 @@ import pyarrow as pa
 
 from tablelog.commit.leases import log_deletes_before, release_leases
 from tablelog.commit.merged_conflicts import merged_receipts
-from tablelog.merging import merge, merged_row
+from tablelog.merging import KeyValue, MergeOptions, merge, merged_row
 from tablelog.records import RowKind
-from tablelog.writing.merged import Key, key_changes, key_table
+from tablelog.store.key_records import key_tuples
+from tablelog.writing.merged import Key, key_change_lists, key_table
 
 if TYPE_CHECKING:
     from tablelog.commit.log_commit import WriteReceipt
@@ -61,9 +62,19 @@ def repair(
     lookup = key_table(keys, options)
     stored = table.files.key_records(latest, lookup)
     new = table.files.key_records(None, lookup, extra_files=[m for r in merged for m in r.paimon_messages])
-    rows, kinds = key_changes(keys, stored, new, options)
+    rows: list[Mapping[str, Any]] = []
+    kinds: list[RowKind] = []
+    corrections: list[Mapping[str, Any]] = []
+    correction_kinds: list[RowKind] = []
+    for key, its_changes in key_change_lists(keys, stored, new, options):
+        for kind, row in its_changes:
+            rows.append(row)
+            kinds.append(kind)
+        if not its_changes and new.get(key):  # eventual readers may hold a provisional change of it
+            row, kind = _true_row(stored.get(key, []), new[key], options)
+            corrections.append(row)
+            correction_kinds.append(kind)
     schema = table.codec.schema
-    corrections, correction_kinds = _corrections(keys, stored, new, rows, options)
     if corrections:
         correction = _produced(new_task("correction"), pa.Table.from_pylist(corrections, schema=schema), correction_kinds)
         if log_deletes_before(table):
@@ -85,29 +96,15 @@ def _produced(task: ChangeTask, rows: pa.Table, kinds: list[RowKind]) -> WriteRe
         raise
 
 
-def _distinct_keys(tables: Sequence[Any], key_columns: Sequence[str]) -> list[Key]:
+def _distinct_keys(tables: Sequence[pa.Table], key_columns: Sequence[str]) -> list[Key]:
     keys: dict[Key, None] = {}
     for table in tables:
-        columns = [table.column(c).to_pylist() for c in key_columns]
-        keys.update(dict.fromkeys(zip(*columns, strict=True)))
+        keys.update(dict.fromkeys(key_tuples(table, key_columns)))
     return list(keys)
 
 
-def _corrections(keys: Sequence[Key], stored: Any, new: Any, changes: Sequence[Any], options: Any,
-                 ) -> tuple[list[dict[str, Any]], list[RowKind]]:
-    """For each key whose changes are none: its true row as a ``+U``, or a ``-D`` when the
-    table holds none (the row the commit's record carries)."""
-    changed = {tuple(row[c] for c in options.primary_key) for row in changes}
-    rows: list[dict[str, Any]] = []
-    kinds: list[RowKind] = []
-    for key in keys:
-        if key in changed or not new.get(key):
-            continue
-        after = merged_row(merge([*stored.get(key, []), *new[key]], options))
-        if after is not None:
-            rows.append(dict(after))
-            kinds.append(RowKind.UPDATE_AFTER)
-        else:
-            rows.append(dict(new[key][-1].row))
-            kinds.append(RowKind.DELETE)
-    return rows, kinds
+def _true_row(stored: list[KeyValue], new: list[KeyValue], options: MergeOptions) -> tuple[Mapping[str, Any], RowKind]:
+    """A correction of a key the commit leaves unchanged: its true row as a ``+U``, or a
+    ``-D`` when the table holds none (the row the commit's record carries)."""
+    after = merged_row(merge([*stored, *new], options))
+    return (after, RowKind.UPDATE_AFTER) if after is not None else (new[-1].row, RowKind.DELETE)
