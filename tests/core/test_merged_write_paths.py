@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
 from tablelog.merging import KeyValue, MergeError, MergeOptions, parse_merge_options
@@ -21,8 +20,10 @@ from tablelog.writing.merged import NEWEST, PendingRows, key_changes, merged_wri
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), nullable=False), pa.field("n", pa.int32()), pa.field("x", pa.float64()),
-    pa.field("s", pa.string()), pa.field("b", pa.bool_()),
+    pa.field("s", pa.string()), pa.field("b", pa.bool_()), pa.field("region", pa.string(), nullable=False),
 ])
+#: The primary keys the writes are checked with: one column, and two of different types.
+PRIMARY_KEYS = {"one column": ["id"], "two columns": ["region", "id"]}
 _CODES = {RowKind.INSERT: 0, RowKind.UPDATE_BEFORE: 1, RowKind.UPDATE_AFTER: 2, RowKind.DELETE: 3}
 
 TABLES: dict[str, dict[str, str]] = {
@@ -55,15 +56,17 @@ class StoredRecords:
         return types.SimpleNamespace(id=1)
 
     def key_record_table(self, snapshot_id: int | None, keys: pa.Table) -> pa.Table:
-        wanted = pa.array(keys.column("id").to_pylist(), pa.int64())
-        return self.table.filter(pc.is_in(self.table.column("id"), value_set=wanted))
+        columns = self.options.primary_key
+        wanted = set(zip(*(keys.column(c).to_pylist() for c in columns), strict=True))
+        held = zip(*(self.table.column(c).to_pylist() for c in columns), strict=True)
+        return self.table.filter(pa.array([key in wanted for key in held], pa.bool_()))
 
 
 def random_row(rng: random.Random, key: int) -> dict[str, Any]:
     def maybe(value: Any) -> Any:
         return None if rng.random() < 0.3 else value
 
-    return {"id": key, "n": maybe(rng.randint(-5, 5)), "x": maybe(rng.choice([0.5, -1.25, 2.0])),
+    return {"id": key // 2, "region": "ab"[key % 2], "n": maybe(rng.randint(-5, 5)), "x": maybe(rng.choice([0.5, -1.25, 2.0])),
             "s": maybe(rng.choice(["a", "b", " ", "c,d"])), "b": maybe(rng.random() < 0.5)}
 
 
@@ -76,10 +79,11 @@ def row_by_row(options: MergeOptions, stored: Sequence[KeyValue], pending: Pendi
     return ([dict(r.row) for r in folded], [r.kind for r in folded], [dict(r) for r in rows], kinds)
 
 
+@pytest.mark.parametrize("key", list(PRIMARY_KEYS))
 @pytest.mark.parametrize("name", list(TABLES))
-def test_a_merged_write_gives_the_row_by_row_records_and_changes(name: str) -> None:
-    options = parse_merge_options(TABLES[name], SCHEMA, ["id"])
-    rng = random.Random(name)
+def test_a_merged_write_gives_the_row_by_row_records_and_changes(name: str, key: str) -> None:
+    options = parse_merge_options(TABLES[name], SCHEMA, PRIMARY_KEYS[key])
+    rng = random.Random(name + key)
     for _ in range(40):
         stored: list[KeyValue] = []
         for key in range(12):
@@ -112,8 +116,8 @@ def test_a_merged_write_gives_the_row_by_row_records_and_changes(name: str) -> N
 def test_a_sum_that_overflows_is_refused_as_row_by_row() -> None:
     options = parse_merge_options(
         {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum"}, SCHEMA, ["id"])  # Arrow's path
-    stored = [KeyValue(RowKind.INSERT, {"id": 1, "n": 2**31 - 1, "x": None, "s": None, "b": None}, 1)]
+    stored = [KeyValue(RowKind.INSERT, {"id": 1, "n": 2**31 - 1, "x": None, "s": None, "b": None, "region": "a"}, 1)]
     pending = PendingRows(options, "t")
-    pending.add(pa.Table.from_pylist([{"id": 1, "n": 1}], schema=SCHEMA), [RowKind.INSERT])
+    pending.add(pa.Table.from_pylist([{"id": 1, "n": 1, "region": "a"}], schema=SCHEMA), [RowKind.INSERT])
     with pytest.raises(MergeError, match="overflow"):
         merged_write(StoredRecords(stored, options), SCHEMA, pending)  # type: ignore[arg-type]

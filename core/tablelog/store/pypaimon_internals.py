@@ -330,6 +330,7 @@ def use_tablelog_key_value_writer(
 
 
 _VALUE_KIND = "_VALUE_KIND"
+_SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 
 
 def _vectorized_integer_buckets(write: Any) -> None:
@@ -358,6 +359,7 @@ def _vectorized_integer_buckets(write: Any) -> None:
 def _tablelog_key_value_writer() -> type:
     """pypaimon's key-value file writer, taking row kinds from the ``_VALUE_KIND`` column
     of what is written, and leaving the ``_KEY_`` columns out of a thin table's files."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
     from pypaimon.read.reader.deduplicate_merge_function import DeduplicateMergeFunction
@@ -370,10 +372,23 @@ def _tablelog_key_value_writer() -> type:
             index = data.schema.get_field_index(_VALUE_KIND)
             if index < 0:
                 return super()._add_system_fields(data)
-            kinds = data.column(index)
-            rows = super()._add_system_fields(data.remove_column(index))
-            at = rows.schema.get_field_index(_VALUE_KIND)
-            return rows.set_column(at, rows.schema.field(at), kinds.cast(pa.int8()))
+            kinds = data.column(index).cast(pa.int8())
+            data = data.remove_column(index)
+            # pypaimon's columns (_KEY_ columns, sequence number, kind, the row), with the
+            # sequence numbers made at once, not by one call of its generator per row
+            generator = self.sequence_generator
+            first = generator.current + 1
+            generator.current += data.num_rows
+            schema = data.schema
+            keys = [schema.field(k) for k in self.trimmed_primary_keys if k in schema.names]
+            return type(data).from_arrays(
+                [*(data.column(k.name) for k in keys), pa.array(np.arange(first, generator.current + 1)), kinds,
+                 *data.columns],
+                schema=pa.schema([
+                    *(pa.field(f"_KEY_{k.name}", k.type, nullable=k.nullable) for k in keys),
+                    pa.field(_SEQUENCE_NUMBER, pa.int64(), nullable=False),
+                    pa.field(_VALUE_KIND, pa.int8(), nullable=False), *schema,
+                ]))
 
         def _merge_pending_by_pk(self, data: Any) -> Any:
             # Rows sorted by key, each key once (a merged-changelog table's writes, folded

@@ -64,6 +64,26 @@ def encode(
     )
 
 
+#: Rows encoded at once when a whole attempt's changes are (a merged-changelog table's,
+#: :func:`encode_slices`): a batch costs more per record the larger it is.
+SLICE_ROWS = 10_000
+
+
+def encode_slices(
+    table: TableView, arrow: pa.Table, kinds: list[RowKind], token: str,
+    seq: dict[int, int], projection_seq: dict[int, int],
+) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
+    """:func:`encode` of ``SLICE_ROWS`` rows at a time, every slice encoded before any is produced."""
+    batches: list[ProduceBatch] = []
+    projected: list[ProduceBatch] = []
+    for start in range(0, arrow.num_rows, SLICE_ROWS):
+        more, more_projected = encode(
+            table, arrow.slice(start, SLICE_ROWS), kinds[start:start + SLICE_ROWS], token, seq, projection_seq)
+        batches += more
+        projected += more_projected
+    return batches, projected
+
+
 def next_batch(
     token: str, partition: int, keys: Sequence[bytes | None], values: Sequence[bytes], now: int,
     seq: dict[int, int],

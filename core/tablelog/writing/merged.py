@@ -18,14 +18,12 @@ key's row before the commit and its row after, compared by the rule of
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tablelog.merging import (
     KeyValue,
@@ -41,6 +39,7 @@ from tablelog.merging.engines import single_add_is_the_row
 from tablelog.records import RowKind
 from tablelog.store.key_records import key_tuples, records_by_key
 from tablelog.store.layout import VALUE_KIND
+from tablelog.writing.key_places import first_rows, places
 from tablelog.writing.merged_arrow import merge_pairs, merge_stored, pairs_merge_in_arrow
 
 if TYPE_CHECKING:
@@ -80,6 +79,7 @@ class PendingRows:
         self._table = table
         self._rows: list[pa.Table] = []
         self._kinds: list[RowKind] = []
+        self._retractions: list[int] = []  # rows (of all kept) that retract
 
     @property
     def empty(self) -> bool:
@@ -110,6 +110,7 @@ class PendingRows:
                         f"engine {self.options.engine.value!r}: {err}; nothing was written"
                     ) from None
         if arrow.num_rows:
+            self._retractions.extend(len(self._kinds) + i for i in retractions)
             self._rows.append(arrow)
             self._kinds.extend(kinds)
 
@@ -118,6 +119,12 @@ class PendingRows:
         if not self._rows:
             return schema.empty_table(), []
         return pa.concat_tables([t.cast(schema) for t in self._rows]), self._kinds
+
+    def retracting(self) -> np.ndarray:
+        """Per row kept (as :meth:`rows`), whether it retracts (``-U``, ``-D``)."""
+        retracting = np.zeros(len(self._kinds), bool)
+        retracting[self._retractions] = True
+        return retracting
 
     def fold(self, schema: pa.Schema) -> tuple[list[Key], list[KeyValue]]:
         """Each key's rows folded as Paimon's write buffer folds them (one record stays as
@@ -177,65 +184,49 @@ def _merged_changes(
     when the table does not hold the key its change is ``+I`` of that row, and when the
     table holds adds of it only, they and the new row merge in Arrow (:mod:`.merged_arrow`). Every
     other key is folded and merged row by row, as :meth:`PendingRows.fold` and
-    :func:`key_changes` do; both give the same records and changes, in the same key order."""
+    :func:`key_changes` do; both give the same records and changes, in the same key order.
+    Keys are told apart by their place among the attempt's keys (:mod:`.key_places`)."""
     arrow, kinds = pending.rows(schema)
-    primary_key = options.primary_key
-    row_keys = key_tuples(arrow, primary_key)
-    first: dict[Key, int] = {}
-    for row, key in enumerate(row_keys):
-        first.setdefault(key, row)
-    keys = list(first)
-    repeated = {k for k, n in Counter(row_keys).items() if n > 1} if len(keys) < len(row_keys) else set()
-    lookup_keys = arrow.select(list(primary_key)).take(pa.array(list(first.values()), pa.int64()))
+    primary_key = list(options.primary_key)
+    first, counts = first_rows(arrow, primary_key)
+    lookup_keys = arrow.select(primary_key).take(pa.array(first, pa.int64()))
     stored = files.key_record_table(base_snapshot, lookup_keys)
-    stored_keys = key_tuples(stored, primary_key)
-    held = set(stored_keys)
-    adds = pc.is_in(stored.column(VALUE_KIND), value_set=pa.array(_ADD_CODES, pa.int8())).to_pylist()
-    retracted = {key for key, add in zip(stored_keys, adds, strict=True) if not add}
+    stored_at = places(stored, lookup_keys)  # each stored record's key place
+    held = np.zeros(len(first), bool)
+    held[stored_at] = True
+    retracted = np.zeros(len(first), bool)
+    retracted[stored_at[~np.isin(stored.column(VALUE_KIND).to_numpy(), _ADD_CODES)]] = True
     vectorised = single_add_is_the_row(options) and not _nulls_refused(arrow, options)
     pairs = vectorised and pairs_merge_in_arrow(options)
-    alone: list[int] = []  # rows of keys the table does not hold, kept as written
-    alone_at: list[int] = []  # their key's place in ``keys``
-    paired: dict[Key, int] = {}  # keys the table holds as adds only: their place
-    slow_keys: dict[Key, int] = {}
-    for at, key in enumerate(keys):
-        row = first[key]
-        if not vectorised or key in repeated or kinds[row].is_retraction:
-            slow_keys[key] = at
-        elif key not in held:
-            alone.append(row)
-            alone_at.append(at)
-        elif pairs and key not in retracted:
-            paired[key] = at
-        else:
-            slow_keys[key] = at
-    paired_rows = [first[key] for key in paired]
-    new_rows = arrow.take(pa.array(paired_rows, pa.int64()))
+    slow = (counts > 1) | pending.retracting()[first] if vectorised else np.ones(len(first), bool)
+    alone = ~slow & ~held
+    paired = ~slow & held & ~retracted if pairs else np.zeros(len(first), bool)
     before = after = None
-    if paired:
-        records = [i for i, key in enumerate(stored_keys) if key in paired]
-        places = np.fromiter((paired[stored_keys[i]] for i in records), np.int64, len(records))
-        before = merge_stored(options, stored.take(pa.array(records, pa.int64())), places, schema)
+    if paired.any():
+        chosen = paired[stored_at]
+        before = merge_stored(options, stored.filter(pa.array(chosen)), stored_at[chosen], schema)
+        new_rows = arrow.take(pa.array(first[paired], pa.int64()))
         after = None if before is None else merge_pairs(options, before, new_rows, schema)
     if before is None or after is None:  # the row-by-row merge does these (and raises what it raises)
-        slow_keys.update(paired)
-        paired, paired_rows = {}, []
-        before = after = new_rows = new_rows.slice(0, 0)
-    paired_at = list(paired.values())
-    slow = _merged_row_by_row(arrow, kinds, row_keys, slow_keys, stored, stored_keys, options, schema)
+        paired[:] = False
+        before = after = arrow.slice(0, 0)
+    slow = ~alone & ~paired
+    alone_at, paired_at = np.flatnonzero(alone), np.flatnonzero(paired)
+    kept_rows = np.concatenate([first[alone_at], first[paired_at]])
+    by_row = _merged_row_by_row(arrow, kinds, slow, stored, stored_at, lookup_keys, options, schema) \
+        if slow.any() else _RowByRow.none(schema)
     changed = options.engine is not MergeEngine.FIRST_ROW  # a first-row key the table holds keeps its row
-    kept = arrow.take(pa.array(alone + paired_rows, pa.int64()))
+    updated_at = paired_at if changed else paired_at[:0]
+    kept = arrow.take(pa.array(kept_rows, pa.int64()))
     records, record_kinds = _in_key_order(
-        (kept, [kinds[i] for i in alone + paired_rows], alone_at + paired_at),
-        (slow.records, slow.kinds, slow.record_at),
+        (kept, [kinds[i] for i in kept_rows.tolist()], np.concatenate([alone_at, paired_at])),
+        (by_row.records, by_row.kinds, by_row.record_at),
     )
     changes, change_kinds = _in_key_order(
-        (kept.slice(0, len(alone)), [RowKind.INSERT] * len(alone), alone_at),
-        (before if changed else before.slice(0, 0), [RowKind.UPDATE_BEFORE] * len(paired) if changed else [],
-         paired_at if changed else []),
-        (after if changed else after.slice(0, 0), [RowKind.UPDATE_AFTER] * len(paired) if changed else [],
-         paired_at if changed else []),
-        (slow.changes, slow.change_kinds, slow.change_at),
+        (kept.slice(0, len(alone_at)), [RowKind.INSERT] * len(alone_at), alone_at),
+        (before.slice(0, len(updated_at)), [RowKind.UPDATE_BEFORE] * len(updated_at), updated_at),
+        (after.slice(0, len(updated_at)), [RowKind.UPDATE_AFTER] * len(updated_at), updated_at),
+        (by_row.changes, by_row.change_kinds, by_row.change_at),
     )
     return MergedWrite(records=records, kinds=record_kinds, changes=changes, change_kinds=change_kinds)
 
@@ -250,22 +241,30 @@ class _RowByRow:
 
     records: pa.Table
     kinds: list[RowKind]
-    record_at: list[int]
+    record_at: np.ndarray
     changes: pa.Table
     change_kinds: list[RowKind]
-    change_at: list[int]
+    change_at: np.ndarray
+
+    @classmethod
+    def none(cls, schema: pa.Schema) -> _RowByRow:
+        nothing = np.zeros(0, np.int64)
+        return cls(schema.empty_table(), [], nothing, schema.empty_table(), [], nothing)
 
 
 def _merged_row_by_row(
-    arrow: pa.Table, kinds: Sequence[RowKind], row_keys: Sequence[Key], slow_keys: Mapping[Key, int],
-    stored: pa.Table, stored_keys: Sequence[Key], options: MergeOptions, schema: pa.Schema,
+    arrow: pa.Table, kinds: Sequence[RowKind], slow: np.ndarray, stored: pa.Table, stored_at: np.ndarray,
+    keys: pa.Table, options: MergeOptions, schema: pa.Schema,
 ) -> _RowByRow:
-    """``slow_keys``' rows folded (:func:`fold_rows`) and their changes (:func:`key_change_lists`)."""
-    rows = [i for i, key in enumerate(row_keys) if key in slow_keys] if slow_keys else []
+    """The rows of the ``slow`` keys (by place) folded (:func:`fold_rows`), and their
+    changes (:func:`key_change_lists`)."""
+    primary_key = options.primary_key
+    place_of = dict(zip(key_tuples(keys.filter(pa.array(slow)), primary_key), np.flatnonzero(slow).tolist(),
+                        strict=True))
+    rows = np.flatnonzero(slow[places(arrow, keys)]).tolist()
     folded_keys, folded = fold_rows(
         arrow.take(pa.array(rows, pa.int64())).to_pylist(), [kinds[i] for i in rows], rows, options)
-    held = [key in slow_keys for key in stored_keys] if slow_keys else []
-    records_of = records_by_key(stored.filter(pa.array(held, pa.bool_())) if any(held) else stored.slice(0, 0), options)
+    records_of = records_by_key(stored.filter(pa.array(slow[stored_at])), options)
     new = {key: [KeyValue(record.kind, record.row, NEWEST)] for key, record in zip(folded_keys, folded, strict=True)}
     change_rows: list[Mapping[str, Any]] = []
     change_kinds: list[RowKind] = []
@@ -274,14 +273,14 @@ def _merged_row_by_row(
         for kind, row in changes:
             change_rows.append(row)
             change_kinds.append(kind)
-            change_at.append(slow_keys[key])
+            change_at.append(place_of[key])
     return _RowByRow(
         records=pa.Table.from_pylist([dict(r.row) for r in folded], schema=schema),
         kinds=[r.kind for r in folded],
-        record_at=[slow_keys[k] for k in folded_keys],
+        record_at=np.array([place_of[k] for k in folded_keys], np.int64),
         changes=pa.Table.from_pylist(change_rows, schema=schema),
         change_kinds=change_kinds,
-        change_at=change_at,
+        change_at=np.array(change_at, np.int64),
     )
 
 
@@ -290,15 +289,15 @@ def _nulls_refused(arrow: pa.Table, options: MergeOptions) -> bool:
     return any(not options.nullable[c] and arrow.column(c).null_count for c in options.columns)
 
 
-def _in_key_order(*parts: tuple[pa.Table, list[RowKind], list[int]]) -> tuple[pa.Table, list[RowKind]]:
+def _in_key_order(*parts: tuple[pa.Table, list[RowKind], np.ndarray]) -> tuple[pa.Table, list[RowKind]]:
     """Parts' rows and kinds merged by each row's key place (stable: a key's rows keep their order)."""
     tables = [table for table, _, _ in parts]
     kinds = [kind for _, part_kinds, _ in parts for kind in part_kinds]
-    places = np.fromiter((at for _, _, part_at in parts for at in part_at), np.int64)
+    at = np.concatenate([part_at for _, _, part_at in parts]).astype(np.int64)
     table = pa.concat_tables(tables)
-    if len(places) < 2 or bool((places[1:] >= places[:-1]).all()):
+    if len(at) < 2 or bool((at[1:] >= at[:-1]).all()):
         return table, kinds
-    order = np.argsort(places, kind="stable")
+    order = np.argsort(at, kind="stable")
     return table.take(pa.array(order)), [kinds[i] for i in order.tolist()]
 
 

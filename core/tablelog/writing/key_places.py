@@ -1,0 +1,76 @@
+"""Which key a row holds, as its key's *place* (its index among an attempt's distinct
+keys, in first-write order), computed in Arrow: the merged writer's bookkeeping for
+tens of thousands of keys, without a Python tuple per row.
+
+Keys compare as Arrow's hash grouping and joins compare them (by value, per column);
+when a key column's type cannot be grouped or joined in Arrow, the same is done with
+Python tuples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from tablelog.store.key_records import key_tuples
+
+_ROW = "__tablelog_row"
+_PLACE = "__tablelog_place"
+
+
+def first_rows(table: pa.Table, key_columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per distinct key of ``table``, in first-write order: the row where it first
+    appears, and how many rows hold it."""
+    count = table.num_rows
+    if not count:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    try:
+        grouped = (
+            table.select(list(key_columns)).append_column(_ROW, pa.array(np.arange(count, dtype=np.int64)))
+            .group_by(list(key_columns), use_threads=False).aggregate([(_ROW, "min"), (_ROW, "count")])
+        )
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return _first_rows_in_python(key_tuples(table, key_columns))
+    first = grouped.column(f"{_ROW}_min").to_numpy()
+    counts = grouped.column(f"{_ROW}_count").to_numpy()
+    order = np.argsort(first, kind="stable")
+    return first[order].astype(np.int64), counts[order].astype(np.int64)
+
+
+def places(table: pa.Table, keys: pa.Table) -> np.ndarray:
+    """For each row of ``table``, the index in ``keys`` (distinct keys, the key columns)
+    of the key it holds; every row's key must be among ``keys``."""
+    count = table.num_rows
+    found = np.zeros(count, np.int64)
+    if not count:
+        return found
+    columns = list(keys.column_names)
+    left = table.select(columns).append_column(_ROW, pa.array(np.arange(count, dtype=np.int64)))
+    right = keys.cast(left.select(columns).schema).append_column(
+        _PLACE, pa.array(np.arange(keys.num_rows, dtype=np.int64)))
+    try:
+        joined = left.join(right, keys=columns, join_type="inner", use_threads=False)
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+        return _places_in_python(key_tuples(table, columns), key_tuples(keys, columns))
+    if joined.num_rows != count:
+        raise ValueError(f"{count - joined.num_rows} of {count} rows hold a key that is not among the keys")
+    found[joined.column(_ROW).to_numpy()] = joined.column(_PLACE).to_numpy()
+    return found
+
+
+def _first_rows_in_python(row_keys: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    first: dict[Any, int] = {}
+    counts: dict[Any, int] = {}
+    for row, key in enumerate(row_keys):
+        first.setdefault(key, row)
+        counts[key] = counts.get(key, 0) + 1
+    return (np.fromiter(first.values(), np.int64, len(first)),
+            np.fromiter((counts[k] for k in first), np.int64, len(first)))
+
+
+def _places_in_python(row_keys: list[Any], keys: list[Any]) -> np.ndarray:
+    at = {key: place for place, key in enumerate(keys)}
+    return np.fromiter((at[key] for key in row_keys), np.int64, len(row_keys))
