@@ -61,17 +61,16 @@ def key_record_table(
         groups += [(b.partition, b.bucket, b.files) for b in bucket_files(paimon, snapshot_id)]
     groups += [(tuple(m.partition), int(m.bucket), m.new_files) for m in extra_files if getattr(m, "new_files", None)]
     partition_keys = tuple(paimon.partition_keys or ())
-    wanted = _WantedKeys.of(keys, primary_key, partition_keys)
-    chosen: dict[tuple[Any, ...], list[tuple[int, Any]]] = {}
+    wanted = _WantedKeys(keys, primary_key, partition_keys)
+    chosen: dict[tuple[Any, ...], tuple[_InPartition, list[tuple[int, Any]]]] = {}
     for partition, bucket, files in groups:
         in_partition = wanted.in_partition(partition)
         if in_partition is not None:
-            chosen.setdefault(partition, []).extend((bucket, f) for f in files if in_partition.may_hold(f))
+            chosen.setdefault(partition, (in_partition, []))[1].extend(
+                (bucket, f) for f in files if in_partition.may_hold(f))
     found: list[pa.Table] = []
-    for partition, files in chosen.items():
-        in_partition = wanted.in_partition(partition)
-        assert in_partition is not None
-        found += _records(paimon, options, schema, partition, files, in_partition, cache)
+    for partition, (in_partition, its_files) in chosen.items():
+        found += _records(paimon, options, schema, partition, its_files, in_partition, cache)
     return pa.concat_tables(found) if found else schema.empty_table()
 
 
@@ -103,10 +102,6 @@ class _WantedKeys:
                         if p in primary_key]
         self._wanted: set[Key] | None = None
         self._partitions: dict[tuple[Any, ...], _InPartition | None] = {}
-
-    @classmethod
-    def of(cls, keys: pa.Table, primary_key: Sequence[str], partition_keys: Sequence[str]) -> _WantedKeys:
-        return cls(keys, primary_key, partition_keys)
 
     def in_partition(self, partition: tuple[Any, ...]) -> _InPartition | None:
         """The wanted keys ``partition`` can hold (None: none)."""
