@@ -16,6 +16,16 @@ import pytest
 from tablelog.testing.kafka_server import external_kafka, tansu_broker
 
 
+@pytest.fixture(scope="session", autouse=True)
+def lookup_cache_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The session's lookup cache (decoded data files of merge-engine tables) in its own
+    temporary directory, not the machine's: pytest removes it with the session's others.
+    Set in the environment, so the processes tests start (Spark's workers) use it too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TABLELOG_LOOKUP_CACHE_DIR", str(tmp_path_factory.mktemp("lookup-cache")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """TABLELOG_TEST_KAFKA_BOOTSTRAP, else a Tansu broker started for this session."""

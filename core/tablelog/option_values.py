@@ -122,3 +122,31 @@ def duration_text(millis: int) -> str:
         if millis and millis % factor == 0:
             return f"{millis // factor} {unit}"
     return f"{millis} ms"
+
+
+# Paimon's MemorySize units (powers of 1024), by every spelling it accepts.
+_MEMORY_UNITS = (
+    (1, ("b", "bytes")),
+    (1 << 10, ("k", "kb", "kibibytes")),
+    (1 << 20, ("m", "mb", "mebibytes")),
+    (1 << 30, ("g", "gb", "gibibytes")),
+    (1 << 40, ("t", "tb", "tebibytes")),
+)
+
+
+def parse_memory_size(value: Any) -> int:
+    """A size as Paimon writes one (``256 mb``, ``10gb``, ``1 kb``; a bare number is
+    bytes), in bytes."""
+    import re
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise InvalidValue("expected a size >= 0 such as '256 mb', '10 gb', '512 kb'")
+        return value
+    match = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", str(value).lower())
+    factor = next((f for f, names in _MEMORY_UNITS if match is not None and match[2] in names), None)
+    if match is not None and not match[2]:
+        factor = 1
+    if match is None or factor is None:
+        raise InvalidValue("expected a size: a number and a unit (b, kb, mb, gb, tb), such as '256 mb', '10 gb'")
+    return int(match[1]) * factor

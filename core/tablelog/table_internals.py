@@ -42,6 +42,13 @@ class TableInternals:
     system_options: dict[str, str] = attrs.field(repr=False)
     _codec: RecordCodec | None = attrs.field(default=None, init=False, repr=False, eq=False)
 
+    def __attrs_post_init__(self) -> None:
+        self._use_lookup_cache()
+
+    def _use_lookup_cache(self) -> None:
+        """Tell the files this object's bounds of the lookup cache (given ones over stored ones)."""
+        self.files.use_lookup_cache(self.options.lookup_cache_max_disk_size, self.options.lookup_cache_file_retention)
+
     @property
     def identifier(self) -> str:
         return self.files.identifier
@@ -96,6 +103,7 @@ class TableInternals:
         if not self.files.has_newer_schema():
             return False
         self.files = self.warehouse.open(self.identifier)
+        self._use_lookup_cache()
         self._codec = None
         return True
 

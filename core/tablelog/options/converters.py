@@ -18,6 +18,7 @@ from tablelog.option_values import (
     parse_bool,
     parse_duration_ms,
     parse_int,
+    parse_memory_size,
 )
 
 
@@ -56,6 +57,11 @@ def to_positive_duration(value: Any) -> datetime.timedelta:
     if not given:
         raise InvalidValue("expected a duration > 0 such as '1 h', '30 min', '90 s', '500 ms'")
     return given
+
+
+def to_memory_size(value: Any) -> int | None:
+    """A size in bytes (Paimon's MemorySize text); None: unbounded."""
+    return None if value is None else parse_memory_size(value)
 
 
 def to_optional_text(value: Any) -> str | None:

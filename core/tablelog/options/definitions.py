@@ -26,6 +26,7 @@ from tablelog.options.converters import (
     to_duration,
     to_enum,
     to_int,
+    to_memory_size,
     to_optional_text,
     to_positive_duration,
     to_system_name,
@@ -190,6 +191,18 @@ class TableOptions:
         "one) is compacted as Paimon's universal compaction picks, with more always (a `COMPACT` "
         "snapshot; `tablelog compact` on demand). See docs/compaction.md.",
         to_int(1),
+    )
+    lookup_cache_max_disk_size: int | None = option(
+        "lookup.cache-max-disk-size", None,
+        "Most bytes the machine's lookup cache (data files a merge-engine writer looks keys up in, "
+        "decoded once; `TABLELOG_LOOKUP_CACHE_DIR`) may hold; the least recently used go first "
+        "(Paimon's option and syntax: `256 mb`, `10 gb`; default: unbounded). See docs/merge-engines.md.",
+        to_memory_size,
+    )
+    lookup_cache_file_retention: datetime.timedelta = option(
+        "lookup.cache-file-retention", datetime.timedelta(hours=1),
+        "A file of the lookup cache not used for this long is removed (Paimon's option).",
+        to_positive_duration,
     )
     scan_mode: ScanMode = option(
         "scan.mode", ScanMode.LATEST_FULL,

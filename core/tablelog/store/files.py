@@ -8,6 +8,7 @@ implementation), so what they depend on is this list, and a test keeps it that w
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -133,6 +134,10 @@ class TableFiles(Protocol):
         the table's columns, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` (Paimon's row-kind
         byte), in no particular order (:func:`tablelog.store.key_records.records_by_key`
         makes them :meth:`key_records`' dict)."""
+
+    def use_lookup_cache(self, max_disk_size: int | None, retention: datetime.timedelta) -> None:
+        """Keep the data files lookups decode in the machine's lookup cache, bounded by
+        ``lookup.cache-max-disk-size`` (bytes; None: unbounded) and ``lookup.cache-file-retention``."""
 
     def key_hash_rows(self, data: pa.Table, modulus: int) -> list[tuple[int, list[int]]]: ...
 

@@ -1,11 +1,12 @@
 """Every record a table holds of some keys, unmerged: what a lookup merges
 (:mod:`tablelog.merging`), read as Paimon's lookup reads a key's levels.
 
-Files are read one at a time, only those whose key range (``DataFileMeta`` min/max key)
-holds a wanted key, with pypaimon's own reader of key-value files (Arrow batches; older
-schemas mapped to the table's by field id, files with or without ``_KEY_`` columns); rows
-are filtered by key in Arrow before any Python object is made. With dynamic buckets the
-bucket of a key is not known: every bucket's files are pruned by key range.
+Only the files whose key range (``DataFileMeta`` min/max key) holds a wanted key are
+read: each decoded once by pypaimon's own reader of key-value files (older schemas mapped
+to the table's by field id, files with or without ``_KEY_`` columns) into the machine's
+lookup cache (:mod:`.lookup_cache`), from which later lookups map it; rows are filtered
+by key in Arrow before any Python object is made. With dynamic buckets the bucket of a
+key is not known: every bucket's files are pruned by key range.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import attrs
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -21,7 +24,7 @@ from tablelog.merging import KeyValue, MergeOptions, sort_records
 from tablelog.records import RowKind
 from tablelog.store.compaction import bucket_files
 from tablelog.store.layout import SEQUENCE_NUMBER, VALUE_KIND
-from tablelog.store.pypaimon_internals import key_value_file_batches
+from tablelog.store.lookup_cache import LookupCache, decoded_records, record_schema
 
 _KINDS = (RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE)
 Key = tuple[Any, ...]
@@ -34,53 +37,41 @@ def key_tuples(table: pa.Table, key_columns: Sequence[str]) -> list[Key]:
 
 def key_records(
     paimon: Any, options: MergeOptions, snapshot_id: int | None, keys: pa.Table, extra_files: Sequence[Any] = (),
+    cache: LookupCache | None = None,
 ) -> dict[Key, list[KeyValue]]:
     """The records of each key of ``keys`` (primary-key columns) in the files of
     ``snapshot_id`` (None: none) and in ``extra_files`` (uncommitted commit messages),
-    each key's in merge order; keys without a record are absent."""
-    return records_by_key(key_record_table(paimon, options, snapshot_id, keys, extra_files), options)
+    each key's in merge order; keys without a record are absent. ``cache``: where decoded
+    files are kept (None: each file is decoded again)."""
+    return records_by_key(key_record_table(paimon, options, snapshot_id, keys, extra_files, cache), options)
 
 
 def key_record_table(
     paimon: Any, options: MergeOptions, snapshot_id: int | None, keys: pa.Table, extra_files: Sequence[Any] = (),
+    cache: LookupCache | None = None,
 ) -> pa.Table:
     """The records :func:`key_records` finds, as one Arrow table (:func:`record_schema`),
     in no particular order."""
     primary_key = options.primary_key
-    wanted = set(key_tuples(keys, primary_key))
     schema = record_schema(options)
-    if not wanted:
+    if not keys.num_rows:
         return schema.empty_table()
     groups: list[tuple[tuple[Any, ...], int, Sequence[Any]]] = []
     if snapshot_id is not None:
         groups += [(b.partition, b.bucket, b.files) for b in bucket_files(paimon, snapshot_id)]
     groups += [(tuple(m.partition), int(m.bucket), m.new_files) for m in extra_files if getattr(m, "new_files", None)]
     partition_keys = tuple(paimon.partition_keys or ())
-    found: list[pa.Table] = []
-    trimmed = [i for i, k in enumerate(primary_key) if k not in partition_keys]
-    in_partition: dict[tuple[Any, ...], tuple[set[Key], list[Key], _ValueSets]] = {}  # per partition, once
+    wanted = _WantedKeys(keys, primary_key, partition_keys)
+    chosen: dict[tuple[Any, ...], tuple[_InPartition, list[tuple[int, Any]]]] = {}
     for partition, bucket, files in groups:
-        if partition not in in_partition:
-            candidates = _in_partition(wanted, primary_key, partition_keys, partition)
-            whole = len(trimmed) == len(primary_key)  # keys without partition columns: compared whole
-            in_partition[partition] = (
-                candidates, sorted(candidates) if whole else sorted(tuple(key[i] for i in trimmed) for key in candidates),
-                _ValueSets.of_keys(keys, primary_key) if candidates is wanted else _ValueSets(primary_key, candidates))
-        candidates, ranges, value_sets = in_partition[partition]
-        if not candidates:
-            continue
-        chosen = [f for f in files if _may_hold(f, ranges)]
-        found += _records(paimon, options, schema, partition, bucket, chosen, candidates, value_sets)
+        in_partition = wanted.in_partition(partition)
+        if in_partition is not None:
+            chosen.setdefault(partition, (in_partition, []))[1].extend(
+                (bucket, f) for f in files if in_partition.may_hold(f))
+    found: list[pa.Table] = []
+    for partition, (in_partition, its_files) in chosen.items():
+        found += _records(paimon, options, schema, partition, its_files, in_partition, cache)
     return pa.concat_tables(found) if found else schema.empty_table()
-
-
-def record_schema(options: MergeOptions) -> pa.Schema:
-    """The columns of :func:`key_record_table`: the table's (current schema), then each
-    record's sequence number and Paimon row-kind byte."""
-    return pa.schema([
-        *(pa.field(c, options.types[c]) for c in options.columns),
-        pa.field(SEQUENCE_NUMBER, pa.int64()), pa.field(VALUE_KIND, pa.int8()),
-    ])
 
 
 def records_by_key(table: pa.Table, options: MergeOptions) -> dict[Key, list[KeyValue]]:
@@ -97,70 +88,126 @@ def records_by_key(table: pa.Table, options: MergeOptions) -> dict[Key, list[Key
     return {key: sort_records(records, options) for key, records in found.items()}
 
 
-def _in_partition(wanted: set[Key], primary_key: Sequence[str], partition_keys: Sequence[str],
-                  partition: tuple[Any, ...]) -> set[Key]:
-    """The wanted keys that can be in ``partition`` (all, unless the key holds partition columns)."""
-    at = [(primary_key.index(p), value) for p, value in zip(partition_keys, partition, strict=False) if p in primary_key]
-    return {key for key in wanted if all(key[i] == value for i, value in at)} if at else wanted
+class _WantedKeys:
+    """The keys of a lookup, as each partition can hold them (:meth:`in_partition`).
+
+    Keys without partition columns are the same in every partition, worked out once, and
+    with one key column in Arrow and numpy: no Python object per key. Keys holding
+    partition columns are Python tuples, those of each partition picked out of them."""
+
+    def __init__(self, keys: pa.Table, primary_key: Sequence[str], partition_keys: Sequence[str]) -> None:
+        self._keys = keys
+        self._primary_key = primary_key
+        self._in_key = [(primary_key.index(p), value_at) for value_at, p in enumerate(partition_keys)
+                        if p in primary_key]
+        self._wanted: set[Key] | None = None
+        self._partitions: dict[tuple[Any, ...], _InPartition | None] = {}
+
+    def in_partition(self, partition: tuple[Any, ...]) -> _InPartition | None:
+        """The wanted keys ``partition`` can hold (None: none)."""
+        at = () if not self._in_key else partition
+        if at not in self._partitions:
+            self._partitions[at] = self._of_partition(partition) if self._in_key else self._everywhere()
+        return self._partitions[at]
+
+    def _everywhere(self) -> _InPartition:
+        primary_key = self._primary_key
+        value_sets = _ValueSets.of_keys(self._keys, primary_key)
+        if len(primary_key) == 1:
+            values = value_sets.values[primary_key[0]]
+            ordered = values.take(pc.sort_indices(values))
+            ranges = ordered.to_numpy() if pa.types.is_integer(ordered.type) else ordered.to_pylist()
+            return _InPartition(ranges, value_sets, None, single=True)
+        wanted = self._wanted_tuples()
+        return _InPartition(sorted(wanted), value_sets, wanted)
+
+    def _of_partition(self, partition: tuple[Any, ...]) -> _InPartition | None:
+        at = [(i, partition[value_at]) for i, value_at in self._in_key if value_at < len(partition)]
+        wanted = self._wanted_tuples()
+        candidates = {key for key in wanted if all(key[i] == value for i, value in at)} if at else wanted
+        if not candidates:
+            return None
+        trimmed = [i for i in range(len(self._primary_key)) if i not in {i for i, _ in self._in_key}]
+        ranges = sorted(tuple(key[i] for i in trimmed) for key in candidates)
+        return _InPartition(ranges, _ValueSets(self._primary_key, candidates), candidates)
+
+    def _wanted_tuples(self) -> set[Key]:
+        if self._wanted is None:
+            self._wanted = set(key_tuples(self._keys, self._primary_key))
+        return self._wanted
 
 
-def _may_hold(file: Any, ranges: list[Key]) -> bool:
-    """Whether a file's key range holds one of the sorted ``ranges`` keys."""
-    try:
-        low, high = tuple(file.min_key.values), tuple(file.max_key.values)
-        at = bisect.bisect_left(ranges, low)
-        return at < len(ranges) and ranges[at] <= high
-    except (AttributeError, TypeError):
-        return True  # no comparable range: read it
+@attrs.frozen
+class _InPartition:
+    """The wanted keys one partition can hold."""
+
+    #: Sorted: the key values (``single``: one key column; a numpy array for an integer
+    #: column), else key tuples without the partition's columns, as files' key ranges are.
+    ranges: Any
+    value_sets: _ValueSets
+    #: The keys, for the exact check of rows that several key columns' masks let through
+    #: (None: the mask of one key column is exact).
+    candidates: set[Key] | None
+    single: bool = False
+
+    def may_hold(self, file: Any) -> bool:
+        """Whether a file's key range (``DataFileMeta`` min/max key) holds a wanted key."""
+        ranges = self.ranges
+        try:
+            low, high = tuple(file.min_key.values), tuple(file.max_key.values)
+            if self.single:
+                low, high = low[0], high[0]
+            at = int(np.searchsorted(ranges, low)) if isinstance(ranges, np.ndarray) else bisect.bisect_left(ranges, low)
+            return bool(at < len(ranges) and ranges[at] <= high)
+        except (AttributeError, TypeError, IndexError, ValueError, OverflowError):
+            return True  # no comparable range: read it
 
 
 def _records(
-    paimon: Any, options: MergeOptions, schema: pa.Schema, partition: tuple[Any, ...], bucket: int,
-    files: Sequence[Any], candidates: set[Key], value_sets: _ValueSets,
+    paimon: Any, options: MergeOptions, schema: pa.Schema, partition: tuple[Any, ...],
+    files: Sequence[tuple[int, Any]], wanted: _InPartition, cache: LookupCache | None,
 ) -> Iterator[pa.Table]:
-    """The records of ``candidates`` in ``files``, as tables of ``schema``."""
-    if not files:
-        return
-    columns = options.columns
-    partition_values = dict(zip(paimon.partition_keys or (), partition, strict=False))
+    """The records of the ``wanted`` keys in ``files`` (bucket, data file) of ``partition``,
+    as tables of ``schema``, copied out of the cache's mapped files."""
     primary_key = options.primary_key
-    for table in _grouped(key_value_file_batches(paimon, partition, bucket, files)):
-        mask = _key_mask(table, value_sets)
-        if mask is not None:
-            table = table.filter(mask)
-        n = table.num_rows
-        if not n:
+    for table in _grouped(_file_tables(paimon, options, schema, partition, files, cache)):
+        found = table.filter(_key_mask(table, wanted.value_sets))
+        if not found.num_rows:
             continue
-        names = set(table.column_names)
-        arrays = [
-            table.column(c).cast(options.types[c]) if c in names
-            else pa.array([partition_values.get(c)] * n, options.types[c]) for c in columns
-        ]
-        found = pa.Table.from_arrays(
-            [*arrays, table.column(SEQUENCE_NUMBER).cast(pa.int64()), table.column(VALUE_KIND).cast(pa.int8())],
-            schema=schema)
-        if len(primary_key) > 1:  # the mask is a superset: keep the wanted keys
+        if wanted.candidates is not None:  # the mask is a superset: keep the wanted keys
+            candidates = wanted.candidates
             found = found.filter(pa.array([key in candidates for key in key_tuples(found, primary_key)], pa.bool_()))
         yield found
 
 
+def _file_tables(
+    paimon: Any, options: MergeOptions, schema: pa.Schema, partition: tuple[Any, ...],
+    files: Sequence[tuple[int, Any]], cache: LookupCache | None,
+) -> Iterator[pa.Table]:
+    for bucket, file in files:
+        if cache is None:
+            yield decoded_records(paimon, options, schema, partition, bucket, file)
+        else:
+            yield cache.file_records(paimon, options, partition, bucket, file)
+
+
 #: Rows filtered by key at once: a filter builds its hash set of the wanted keys each
-#: time, so batches of one schema are taken together up to this many rows.
+#: time, so files are taken together up to this many rows.
 _FILTER_ROWS = 65_536
 
 
-def _grouped(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
-    """``batches`` as tables of about ``_FILTER_ROWS`` rows, each of one schema."""
-    held: list[pa.RecordBatch] = []
+def _grouped(tables: Iterable[pa.Table]) -> Iterator[pa.Table]:
+    """``tables`` (of one schema) concatenated into tables of about ``_FILTER_ROWS`` rows."""
+    held: list[pa.Table] = []
     rows = 0
-    for batch in batches:
-        if held and (batch.schema != held[0].schema or rows >= _FILTER_ROWS):
-            yield pa.Table.from_batches(held)
+    for table in tables:
+        if held and rows >= _FILTER_ROWS:
+            yield pa.concat_tables(held)
             held, rows = [], 0
-        held.append(batch)
-        rows += batch.num_rows
+        held.append(table)
+        rows += table.num_rows
     if held:
-        yield pa.Table.from_batches(held)
+        yield pa.concat_tables(held)
 
 
 class _ValueSets:
@@ -194,8 +241,6 @@ def _key_mask(table: pa.Table, value_sets: _ValueSets) -> Any:
     a superset for several, checked again per row)."""
     mask = None
     for column in value_sets.values:
-        if column not in table.column_names:
-            continue
         part = pc.is_in(table.column(column), value_set=value_sets.of(column, table.schema.field(column).type))
         mask = part if mask is None else pc.and_(mask, part)
     return mask

@@ -14,6 +14,7 @@ method is a short delegation to the store module that does the work."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from tablelog.store.key_hash import key_hash_rows
 from tablelog.store.key_records import key_record_table, key_records
 from tablelog.store.leases import Leases
 from tablelog.store.locks import hold_lock, try_lock
+from tablelog.store.lookup_cache import LookupCache, cache_directory
 from tablelog.store.merged_reads import parsed_merge_options
 from tablelog.store.metadata import MainBranchSchemas, MainBranchSnapshots
 from tablelog.store.partitions import list_partitions
@@ -75,6 +77,8 @@ class PaimonTable:
     _schemas: Any = attrs.field(init=False, repr=False, eq=False)
     _snapshots: Any = attrs.field(init=False, repr=False, eq=False)
     _versions: dict[int, SchemaVersion] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    #: Where lookups keep decoded data files (None: not told yet; each lookup decodes them).
+    _lookup_cache: LookupCache | None = attrs.field(default=None, init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         self._schemas = MainBranchSchemas(self.file_io, self.path)
@@ -170,14 +174,20 @@ class PaimonTable:
         options = self._merge()
         if options is None:
             raise ValueError(f"table {self.identifier!r} has no primary key: it has no records of keys")
-        return key_records(self.paimon, options, snapshot_id, keys, extra_files)
+        return key_records(self.paimon, options, snapshot_id, keys, extra_files, self._lookup_cache)
 
     def key_record_table(self, snapshot_id: int | None, keys: pa.Table) -> pa.Table:
         """:meth:`key_records`' records as one Arrow table (:func:`.key_records.key_record_table`)."""
         options = self._merge()
         if options is None:
             raise ValueError(f"table {self.identifier!r} has no primary key: it has no records of keys")
-        return key_record_table(self.paimon, options, snapshot_id, keys)
+        return key_record_table(self.paimon, options, snapshot_id, keys, cache=self._lookup_cache)
+
+    def use_lookup_cache(self, max_disk_size: int | None, retention: datetime.timedelta) -> None:
+        """Keep the data files that lookups decode in the machine's lookup cache
+        (:mod:`.lookup_cache`), bounded by ``lookup.cache-max-disk-size`` (None: unbounded)
+        and ``lookup.cache-file-retention``."""
+        self._lookup_cache = LookupCache(cache_directory(), max_disk_size, retention.total_seconds())
 
     @property
     def has_kind_field(self) -> bool:
