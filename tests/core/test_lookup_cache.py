@@ -163,6 +163,25 @@ def test_a_table_told_its_cache_keeps_decoded_files_in_it(tmp_path: Path, monkey
     assert _cache_files(tmp_path / "machine")
 
 
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_the_files_a_writer_writes_are_cached_as_it_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partitioned: bool,
+) -> None:
+    monkeypatch.setenv("TABLELOG_LOOKUP_CACHE_DIR", str(tmp_path / "machine"))
+    schema = pa.schema([pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int32(), nullable=False),
+                        ("v", pa.string())])
+    files = _table(tmp_path / "wh", schema, ["p", "k"], partition=["p"] if partitioned else ())
+    files.use_lookup_cache(None, datetime.timedelta(hours=1))
+    for c in range(2):
+        _commit(files, [{"p": p, "k": k, "v": f"{c}"} for p in ("a", "b") for k in range(c * 5, c * 5 + 20)])
+    keys = pa.table({"p": ["a", "b", "b"], "k": pa.array([0, 7, 24], pa.int32())})
+    expected = _every_record_of(files, keys)
+    reads = _counting_reads(monkeypatch)
+    snapshot = files.latest_snapshot().id
+    assert _sorted(files.key_record_table(snapshot, keys)) == expected
+    assert reads == []  # every file was kept when written: none is decoded
+
+
 def test_a_schema_change_gives_the_records_in_the_new_schema(tmp_path: Path) -> None:
     files = _int_table(tmp_path / "wh", commits=1)
     keys = pa.table({"k": pa.array([3, 4], pa.int64())})

@@ -115,8 +115,8 @@ class _WantedKeys:
         value_sets = _ValueSets.of_keys(self._keys, primary_key)
         if len(primary_key) == 1:
             values = value_sets.values[primary_key[0]]
-            ordered = values.take(pc.sort_indices(values))
-            ranges = ordered.to_numpy() if pa.types.is_integer(ordered.type) else ordered.to_pylist()
+            ranges = (np.sort(values.to_numpy()) if pa.types.is_integer(values.type) and not values.null_count
+                      else values.take(pc.sort_indices(values)).to_pylist())
             return _InPartition(ranges, value_sets, None, single=True)
         wanted = self._wanted_tuples()
         return _InPartition(sorted(wanted), value_sets, wanted)
@@ -170,7 +170,10 @@ def _records(
     """The records of the ``wanted`` keys in ``files`` (bucket, data file) of ``partition``,
     as tables of ``schema``, copied out of the cache's mapped files."""
     primary_key = options.primary_key
-    for table in _grouped(_file_tables(paimon, options, schema, partition, files, cache)):
+    tables = _file_tables(paimon, options, schema, partition, files, cache)
+    # Mapped files are filtered all at once (no copy is made to concatenate them); decoded
+    # ones in groups, so that only a group's rows are held at a time.
+    for table in ([pa.concat_tables(list(tables))] if cache is not None and files else _grouped(tables)):
         found = table.filter(_key_mask(table, wanted.value_sets))
         if not found.num_rows:
             continue
@@ -241,6 +244,10 @@ def _key_mask(table: pa.Table, value_sets: _ValueSets) -> Any:
     a superset for several, checked again per row)."""
     mask = None
     for column in value_sets.values:
-        part = pc.is_in(table.column(column), value_set=value_sets.of(column, table.schema.field(column).type))
+        values, wanted = table.column(column), value_sets.of(column, table.schema.field(column).type)
+        if pa.types.is_integer(values.type) and not values.null_count and not wanted.null_count:
+            part = pa.array(np.isin(values.to_numpy(), wanted.to_numpy()))  # numpy's sort-based test: no hash set
+        else:
+            part = pc.is_in(values, value_set=wanted)
         mask = part if mask is None else pc.and_(mask, part)
     return mask

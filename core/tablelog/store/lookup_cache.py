@@ -97,6 +97,27 @@ class LookupCache:
         self._sweep(inserted=True)
         return records
 
+    def put(
+        self, paimon: Any, options: MergeOptions, partition: Sequence[Any], bucket: int, file: Any, rows: Any,
+    ) -> None:
+        """Keep the records of a data file this process just wrote (``rows``: what the file
+        holds, the table's current columns with ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``),
+        so that no lookup decodes it. Rows that do not hold every column are not kept."""
+        schema = record_schema(options)
+        partition_values = dict(zip(paimon.partition_keys or (), partition, strict=False))
+        names = set(rows.schema.names)
+        try:
+            n = rows.num_rows
+            records = pa.Table.from_arrays([
+                *(rows.column(c).cast(options.types[c]) if c in names
+                  else pa.array([partition_values[c]] * n, options.types[c]) for c in options.columns),
+                rows.column(SEQUENCE_NUMBER).cast(pa.int64()), rows.column(VALUE_KIND).cast(pa.int8()),
+            ], schema=schema)
+        except (KeyError, pa.ArrowException):
+            return
+        self._write(self.directory / (_entry_name(paimon, schema, partition, bucket, file) + _SUFFIX), records)
+        self._sweep(inserted=True)
+
     def _write(self, path: Path, records: pa.Table) -> None:
         """``records`` as ``path``, whole or not at all (a cache that cannot be written is
         a cache that misses, not a failed lookup)."""

@@ -296,12 +296,15 @@ def write_native_with_kinds(write: Any, data: Any) -> None:
 
 def use_tablelog_key_value_writer(
     write: Any, *, thin: bool, value_kinds: bool, sequence_floor: int | None = None,
+    on_file: Callable[[tuple[Any, ...], int, Any, Any], None] | None = None,
 ) -> None:
     """Make pypaimon's Python ``write`` (a stream table write of a primary-key table) write
     the key-value files tablelog's table declares: without the ``_KEY_`` columns when
     ``thin``; with ``value_kinds``, each row's kind taken from a ``_VALUE_KIND`` column
     of the data written (every write then carries it). ``sequence_floor``: the rows'
-    sequence numbers start above it (and above the bucket's largest, as always)."""
+    sequence numbers start above it (and above the bucket's largest, as always).
+    ``on_file(partition, bucket, file meta, rows)``: told of each data file written, with
+    the rows it holds (the table's columns, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``)."""
     import pyarrow as pa
     from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
@@ -318,6 +321,7 @@ def use_tablelog_key_value_writer(
             return writer
         writer.__class__ = _tablelog_key_value_writer()
         writer.tablelog_thin = thin
+        writer.tablelog_on_file = on_file
         if sequence_floor is not None:
             generator = writer.sequence_generator
             generator.current = max(generator.current, sequence_floor)
@@ -367,6 +371,7 @@ def _tablelog_key_value_writer() -> type:
 
     class TablelogKeyValueWriter(KeyValueDataWriter):  # type: ignore[misc]
         tablelog_thin = False
+        tablelog_on_file: Callable[[tuple[Any, ...], int, Any, Any], None] | None = None
 
         def _add_system_fields(self, data: Any) -> Any:
             index = data.schema.get_field_index(_VALUE_KIND)
@@ -410,6 +415,8 @@ def _tablelog_key_value_writer() -> type:
                 retract = pc.is_in(data.column(_VALUE_KIND), value_set=pa.array([1, 3], pa.int8()))
                 retractions = int(pc.sum(retract).as_py() or 0)
                 self.committed_files[-1] = dataclasses.replace(self.committed_files[-1], delete_row_count=retractions)
+                if self.tablelog_on_file is not None:
+                    self.tablelog_on_file(tuple(self.partition), int(self.bucket), self.committed_files[-1], data)
 
     return TablelogKeyValueWriter
 

@@ -277,7 +277,16 @@ class PaimonTable:
 
     def new_write(self) -> TableWrite:
         """A write of data files, to commit later (:meth:`commit`) or abort."""
-        return TableWrite(self.identifier, self.paimon, merged_changelog=self.merge_options is not None)
+        merged = self.merge_options
+        cache = self._lookup_cache
+        keep = None
+        if merged is not None and cache is not None:
+            paimon = self.paimon
+
+            def keep(partition: tuple[Any, ...], bucket: int, file: Any, rows: Any) -> None:
+                cache.put(paimon, merged, partition, bucket, file, rows)  # the next lookup decodes none of it
+
+        return TableWrite(self.identifier, self.paimon, merged_changelog=merged is not None, on_file=keep)
 
     def commit(
         self, messages: Sequence[Any], *, commit_user: str, commit_identifier: int, properties: Mapping[str, str]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,13 +42,18 @@ class TableWrite:
     rows' kinds written to Paimon's ``_VALUE_KIND`` directly. A merge-engine table's
     rows must be key-unique and already folded with its engine (written as they are).
     ``merged_changelog``: the table's log carries its changelog rather than the writes
-    (:attr:`tablelog.store.files.TableFiles.merge_options` is set).
+    (:attr:`tablelog.store.files.TableFiles.merge_options` is set). ``on_file(partition,
+    bucket, file meta, rows)``: told of each key-value file pypaimon's Python writer writes.
     """
 
-    def __init__(self, identifier: str, paimon: Any, *, merged_changelog: bool = False) -> None:
+    def __init__(
+        self, identifier: str, paimon: Any, *, merged_changelog: bool = False,
+        on_file: Callable[[tuple[Any, ...], int, Any, Any], None] | None = None,
+    ) -> None:
         self._identifier = identifier
         self._paimon = paimon  # pypaimon FileStoreTable
         self._merged_changelog = merged_changelog
+        self._on_file = on_file
         options = paimon.table_schema.options or {}
         key_value = bool(paimon.table_schema.primary_keys)
         self._thin = key_value and writes_thin(options)
@@ -81,7 +86,8 @@ class TableWrite:
         self._native = writes_natively(self._write)
         if key_value and not self._native:
             use_tablelog_key_value_writer(
-                self._write, thin=self._thin, value_kinds=self._value_kinds, sequence_floor=sequence_floor)
+                self._write, thin=self._thin, value_kinds=self._value_kinds, sequence_floor=sequence_floor,
+                on_file=self._on_file)
 
     def write_arrow(self, data: Any, kinds: Sequence[str] | None = None) -> None:
         """Write ``data``; ``kinds``: each row's kind (``+I``, ``-U``, ``+U``, ``-D``) for

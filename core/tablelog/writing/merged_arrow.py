@@ -40,26 +40,28 @@ def merge_stored(options: MergeOptions, records: pa.Table, places: np.ndarray, s
     key in ascending place, in ``schema``: the records folded in sequence order, each
     fold step a :func:`merge_pairs`. None when the row-by-row merge must do it."""
     count = len(places)
-    order = np.lexsort((records.column(SEQUENCE_NUMBER).to_numpy(), places))
-    rows = records.select(list(options.columns)).cast(schema).take(pa.array(order, pa.int64()))
-    places = places[order]
+    order = np.argsort(places, kind="stable")
     starts = np.ones(count, bool)
-    starts[1:] = places[1:] != places[:-1]
+    starts[1:] = np.diff(places[order]) != 0
+    several = not starts.all()
+    if several:  # each key's records in sequence order
+        order = np.lexsort((records.column(SEQUENCE_NUMBER).to_numpy(), places))
+    rows = records.select(list(options.columns)).cast(schema).take(pa.array(order, pa.int64()))
+    if not several:  # one record per key: it is the key's merge
+        return rows
     index = np.arange(count)
     rank = index - np.maximum.accumulate(np.where(starts, index, 0))  # a record's place in its key's order
-    merged, merged_places = rows.filter(pa.array(starts)), places[starts]
-    for step in range(1, int(rank.max()) + 1 if count else 1):
-        chosen = rank == step
-        at = np.searchsorted(merged_places, places[chosen])
-        folded = merge_pairs(options, merged.take(pa.array(at, pa.int64())), rows.filter(pa.array(chosen)), schema)
+    key_of = np.cumsum(starts) - 1  # a record's key, as its row in ``merged``
+    merged = rows.filter(pa.array(starts))
+    for step in range(1, int(rank.max()) + 1):
+        chosen = np.flatnonzero(rank == step)
+        at = key_of[chosen]
+        folded = merge_pairs(options, merged.take(pa.array(at, pa.int64())), rows.take(pa.array(chosen)), schema)
         if folded is None:
             return None
-        others = np.ones(len(merged_places), bool)
-        others[at] = False
-        together = pa.concat_tables([merged.filter(pa.array(others)), folded])
-        together_places = np.concatenate([merged_places[others], places[chosen]])
-        again = np.argsort(together_places, kind="stable")
-        merged, merged_places = together.take(pa.array(again, pa.int64())), together_places[again]
+        rows_after = np.arange(merged.num_rows)  # the folded rows take their keys' places
+        rows_after[at] = merged.num_rows + np.arange(len(at))
+        merged = pa.concat_tables([merged, folded]).take(pa.array(rows_after, pa.int64()))
     return merged
 
 
