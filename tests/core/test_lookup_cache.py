@@ -309,3 +309,16 @@ def test_the_cache_options_take_paimons_values_and_reach_the_tables_files(tmp_pa
     with pytest.raises(OptionError, match=r"invalid value '10 parsecs' for option 'lookup.cache-max-disk-size': "
                                           r"expected a size"):
         tablelog.open_table(str(tmp_path), "db.t", {"lookup.cache-max-disk-size": "10 parsecs"})
+
+
+def test_a_cache_directory_others_may_write_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _int_table(tmp_path / "wh", commits=1)
+    keys = pa.table({"k": pa.array([1, 2], pa.int64())})
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    reads = _counting_reads(monkeypatch)
+    cache = LookupCache(shared)
+    assert _lookup(files, keys, cache) == _lookup(files, keys, cache) == _lookup(files, keys, None)
+    assert not _cache_files(shared)
+    assert len(reads) >= 3  # every lookup decoded the files again

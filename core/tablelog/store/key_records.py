@@ -171,9 +171,9 @@ def _records(
     as tables of ``schema``, copied out of the cache's mapped files."""
     primary_key = options.primary_key
     tables = _file_tables(paimon, options, schema, partition, files, cache)
-    # Mapped files are filtered all at once (no copy is made to concatenate them); decoded
-    # ones in groups, so that only a group's rows are held at a time.
-    for table in ([pa.concat_tables(list(tables))] if cache is not None and files else _grouped(tables)):
+    # Files are filtered a group at a time, so that one group's rows are held (decoded) or
+    # mapped (from the cache: their pages count in the process's resident memory) at once.
+    for table in _grouped(tables, _MAPPED_BYTES if cache is not None else None):
         found = table.filter(_key_mask(table, wanted.value_sets))
         if not found.num_rows:
             continue
@@ -194,21 +194,25 @@ def _file_tables(
             yield cache.file_records(paimon, options, partition, bucket, file)
 
 
-#: Rows filtered by key at once: a filter builds its hash set of the wanted keys each
-#: time, so files are taken together up to this many rows.
+#: Rows filtered by key at once: a filter builds its set of the wanted keys each time, so
+#: decoded files are taken together up to this many rows.
 _FILTER_ROWS = 65_536
+#: Bytes of mapped cache files filtered at once (:mod:`.lookup_cache`): a group's pages
+#: stay mapped until it is filtered.
+_MAPPED_BYTES = 64 * 2**20
 
 
-def _grouped(tables: Iterable[pa.Table]) -> Iterator[pa.Table]:
-    """``tables`` (of one schema) concatenated into tables of about ``_FILTER_ROWS`` rows."""
+def _grouped(tables: Iterable[pa.Table], max_bytes: int | None) -> Iterator[pa.Table]:
+    """``tables`` (of one schema) concatenated into groups of about ``_FILTER_ROWS`` rows,
+    or with ``max_bytes`` of about that many bytes."""
     held: list[pa.Table] = []
-    rows = 0
+    size = 0
     for table in tables:
-        if held and rows >= _FILTER_ROWS:
+        if held and size >= (max_bytes or _FILTER_ROWS):
             yield pa.concat_tables(held)
-            held, rows = [], 0
+            held, size = [], 0
         held.append(table)
-        rows += table.num_rows
+        size += table.nbytes if max_bytes else table.num_rows
     if held:
         yield pa.concat_tables(held)
 

@@ -85,6 +85,8 @@ class LookupCache:
         table of :func:`record_schema`. A hit is memory-mapped: the mapping lasts as long as
         the table, so keep filtered copies only."""
         schema = record_schema(options)
+        if not _usable(self.directory):
+            return decoded_records(paimon, options, schema, partition, bucket, file)
         path = self.directory / (_entry_name(paimon, schema, partition, bucket, file) + _SUFFIX)
         mapped = _read(path, schema)
         if mapped is not None:
@@ -104,6 +106,8 @@ class LookupCache:
         holds, the table's current columns with ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``),
         so that no lookup decodes it. Rows that do not hold every column are not kept."""
         schema = record_schema(options)
+        if not _usable(self.directory):
+            return
         partition_values = dict(zip(paimon.partition_keys or (), partition, strict=False))
         names = set(rows.schema.names)
         try:
@@ -122,7 +126,6 @@ class LookupCache:
         """``records`` as ``path``, whole or not at all (a cache that cannot be written is
         a cache that misses, not a failed lookup)."""
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             descriptor, temporary = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=self.directory)
         except OSError:
             return
@@ -183,6 +186,25 @@ def evict(directory: Path, max_disk_size: int | None, retention_seconds: float, 
             break
         _remove(path)
         total -= size
+
+
+def _usable(directory: Path) -> bool:
+    """Whether ``directory`` exists (made if not) and is this user's alone: a shared temp
+    directory may hold one of that name made by someone else, whose files no lookup may
+    trust (then every lookup decodes). Checked once per process."""
+    key = str(directory)
+    if key not in _USABLE:
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            stat = directory.lstat()
+            _USABLE[key] = directory.is_dir() and not directory.is_symlink() and not stat.st_mode & 0o022 and (
+                not hasattr(os, "getuid") or stat.st_uid == os.getuid())
+        except OSError:
+            _USABLE[key] = False
+    return _USABLE[key]
+
+
+_USABLE: dict[str, bool] = {}
 
 
 def _remove(path: str) -> None:

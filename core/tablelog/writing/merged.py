@@ -198,7 +198,7 @@ def _merged_changes(
     retracted[stored_at[~np.isin(stored.column(VALUE_KIND).to_numpy(), _ADD_CODES)]] = True
     vectorised = single_add_is_the_row(options) and not _nulls_refused(arrow, options)
     pairs = vectorised and pairs_merge_in_arrow(options)
-    slow = (counts > 1) | pending.retracting()[first] if vectorised else np.ones(len(first), bool)
+    slow = ((counts > 1) | pending.retracting()[first]) if vectorised else np.ones(len(first), bool)
     alone = ~slow & ~held
     paired = ~slow & held & ~retracted if pairs else np.zeros(len(first), bool)
     before = after = None
