@@ -44,8 +44,10 @@ def merge_stored(options: MergeOptions, records: pa.Table, places: np.ndarray, s
     starts = np.ones(count, bool)
     starts[1:] = np.diff(places[order]) != 0
     several = not starts.all()
-    if several:  # each key's records in sequence order
-        order = np.lexsort((records.column(SEQUENCE_NUMBER).to_numpy(), places))
+    if several:  # each key's records in sequence order: those of keys with several sorted again
+        alone = starts & np.append(starts[1:], True)
+        again = order[~alone]
+        order[~alone] = again[np.lexsort((records.column(SEQUENCE_NUMBER).to_numpy()[again], places[again]))]
     rows = records.select(list(options.columns)).cast(schema).take(pa.array(order, pa.int64()))
     if not several:  # one record per key: it is the key's merge
         return rows
