@@ -199,7 +199,7 @@ def _file_tables(
 _FILTER_ROWS = 65_536
 #: Bytes of mapped cache files filtered at once (:mod:`.lookup_cache`): a group's pages
 #: stay mapped until it is filtered.
-_MAPPED_BYTES = 64 * 2**20
+_MAPPED_BYTES = 32 * 2**20
 
 
 def _grouped(tables: Iterable[pa.Table], max_bytes: int | None) -> Iterator[pa.Table]:
