@@ -1,6 +1,7 @@
 """Which key a row holds, as its key's *place* (its index among an attempt's distinct
-keys, in first-write order), computed in Arrow: the merged writer's bookkeeping for
-tens of thousands of keys, without a Python tuple per row.
+keys, in first-write order), computed in numpy (a key of one integer column) or Arrow:
+the merged writer's bookkeeping for tens of thousands of keys, without a Python tuple
+per row.
 
 Keys compare as Arrow's hash grouping and joins compare them (by value, per column);
 when a key column's type cannot be grouped or joined in Arrow, the same is done with
@@ -27,6 +28,11 @@ def first_rows(table: pa.Table, key_columns: Sequence[str]) -> tuple[np.ndarray,
     count = table.num_rows
     if not count:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    single = _integers(table, key_columns)
+    if single is not None:
+        _, first, counts = np.unique(single, return_index=True, return_counts=True)
+        order = np.argsort(first, kind="stable")
+        return first[order].astype(np.int64), counts[order].astype(np.int64)
     try:
         grouped = (
             table.select(list(key_columns)).append_column(_ROW, pa.array(np.arange(count, dtype=np.int64)))
@@ -48,6 +54,15 @@ def places(table: pa.Table, keys: pa.Table) -> np.ndarray:
     if not count:
         return found
     columns = list(keys.column_names)
+    wanted, held = _integers(keys, columns), _integers(table, columns)
+    if wanted is not None and held is not None:  # one integer column: a binary search
+        if not len(wanted):
+            raise ValueError(f"{count} rows hold a key but there are no keys")
+        order = np.argsort(wanted, kind="stable")
+        at = order[np.minimum(np.searchsorted(wanted, held, sorter=order), len(order) - 1)]
+        if not np.array_equal(wanted[at], held):
+            raise ValueError("a row holds a key that is not among the keys")
+        return at.astype(np.int64)
     left = table.select(columns).append_column(_ROW, pa.array(np.arange(count, dtype=np.int64)))
     right = keys.cast(left.select(columns).schema).append_column(
         _PLACE, pa.array(np.arange(keys.num_rows, dtype=np.int64)))
@@ -59,6 +74,16 @@ def places(table: pa.Table, keys: pa.Table) -> np.ndarray:
         raise ValueError(f"{count - joined.num_rows} of {count} rows hold a key that is not among the keys")
     found[joined.column(_ROW).to_numpy()] = joined.column(_PLACE).to_numpy()
     return found
+
+
+def _integers(table: pa.Table, key_columns: Sequence[str]) -> np.ndarray | None:
+    """The values of a key of one integer column without nulls, as numpy (else None)."""
+    if len(key_columns) != 1:
+        return None
+    column = table.column(key_columns[0])
+    if not pa.types.is_integer(column.type) or column.null_count:
+        return None
+    return column.to_numpy().astype(np.int64, copy=False) if not pa.types.is_uint64(column.type) else None
 
 
 def _first_rows_in_python(row_keys: list[Any]) -> tuple[np.ndarray, np.ndarray]:
