@@ -11,6 +11,7 @@ from tablelog.errors import (
     TableNotFoundError,
 )
 from tablelog.table import internals
+from tablelog.writing.log_batches import SLICE_ROWS
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
@@ -104,6 +105,17 @@ def test_oversized_record_is_named_by_its_input_row_when_rows_span_partitions(tm
     rows[29]["name"] = "x" * 500
     with pytest.raises(SchemaMismatchError, match="row 29 encodes to .* bytes"):
         table.writer().write(rows)
+    assert_nothing_committed(table)
+
+
+def test_oversized_record_past_the_first_encoded_slice_is_named_by_its_input_row(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # rows are encoded SLICE_ROWS at a time, all before any is produced
+    table = tablelog.create_table(str(tmp_path), "db.big_write", SCHEMA, primary_key=["id"], bucket=2,
+                                  options={"log.system": "filesystem", "log.max-record-bytes": "200"})
+    rows = [{"id": i, "name": "small"} for i in range(SLICE_ROWS + 50)]
+    rows[SLICE_ROWS + 7]["name"] = "x" * 500
+    with pytest.raises(SchemaMismatchError, match=f"row {SLICE_ROWS + 7} encodes to .* bytes"):
+        table.writer().write(pa.Table.from_pylist(rows, schema=SCHEMA))
     assert_nothing_committed(table)
 
 

@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from tablelog.table_view import TableView
 
 
+#: Rows encoded at once: a batch costs more per record the larger it is (a write of many
+#: rows, a merged-changelog attempt's changes) and the records are the same either way.
+SLICE_ROWS = 10_000
+
+
 def encode(
     table: TableView, arrow: pa.Table, kinds: list[RowKind], token: str,
     seq: dict[int, int], projection_seq: dict[int, int],
@@ -25,6 +30,21 @@ def encode(
     """The batches of the table topic and of its projection stream, all encoded before
     any is produced: a row too large fails the write with nothing sent. ``seq`` and
     ``projection_seq``: the attempt's next sequence number per partition of each (advanced)."""
+    batches: list[ProduceBatch] = []
+    projected: list[ProduceBatch] = []
+    for start in range(0, arrow.num_rows, SLICE_ROWS):
+        more, more_projected = _encode_slice(
+            table, arrow.slice(start, SLICE_ROWS), kinds[start:start + SLICE_ROWS], token, seq, projection_seq, start)
+        batches += more
+        projected += more_projected
+    return batches, projected
+
+
+def _encode_slice(
+    table: TableView, arrow: pa.Table, kinds: list[RowKind], token: str,
+    seq: dict[int, int], projection_seq: dict[int, int], first_row: int,
+) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
+    """:func:`encode` of the rows from input row ``first_row`` on."""
     input_rows: list[int] | None = None  # input row of each encoded row, when not the same
     # Rows of one kind (every insert-only write): the first says whether any is a -U,
     # without comparing every row's kind.
@@ -49,7 +69,7 @@ def encode(
         """The input row an encoded row came from, for an error that names it."""
         if order is not None:
             row = int(order[row])
-        return input_rows[row] if input_rows is not None else row
+        return first_row + (input_rows[row] if input_rows is not None else row)
 
     now = int(time.time() * 1000)
     limit = table.options.log_max_record_bytes
@@ -62,26 +82,6 @@ def encode(
         [next_batch(token, partition, keys, values, now, seq) for partition, keys, values in encoded],
         [next_batch(token, partition, keys, values, now, projection_seq) for partition, keys, values in projected],
     )
-
-
-#: Rows encoded at once when a whole attempt's changes are (a merged-changelog table's,
-#: :func:`encode_slices`): a batch costs more per record the larger it is.
-SLICE_ROWS = 10_000
-
-
-def encode_slices(
-    table: TableView, arrow: pa.Table, kinds: list[RowKind], token: str,
-    seq: dict[int, int], projection_seq: dict[int, int],
-) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
-    """:func:`encode` of ``SLICE_ROWS`` rows at a time, every slice encoded before any is produced."""
-    batches: list[ProduceBatch] = []
-    projected: list[ProduceBatch] = []
-    for start in range(0, arrow.num_rows, SLICE_ROWS):
-        more, more_projected = encode(
-            table, arrow.slice(start, SLICE_ROWS), kinds[start:start + SLICE_ROWS], token, seq, projection_seq)
-        batches += more
-        projected += more_projected
-    return batches, projected
 
 
 def next_batch(

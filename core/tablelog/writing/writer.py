@@ -26,7 +26,7 @@ from tablelog.logs.pool import LogPool, release
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
 from tablelog.store import KIND_FIELD, PartitionDrop
 from tablelog.writing import inputs
-from tablelog.writing.log_batches import encode, encode_slices
+from tablelog.writing.log_batches import encode
 from tablelog.writing.merged import PendingRows, merged_write
 from tablelog.writing.merged_repair import REPAIR_WRITER, repair
 
@@ -146,8 +146,7 @@ class WriteTask:
         replayed = history.is_replay(table.files, self.writer, self.commit_identifier)
         write = merged_write(table.files, table.codec.schema, pending, changes=table.options.log_enabled and not replayed)
         self._merged = (write.base_snapshot, write.keys)
-        batches = encode_slices(self.table, write.changes, write.change_kinds, self.token, self._seq,
-                                self._projection_seq)
+        batches = self._encode(write.changes, write.change_kinds) if write.changes.num_rows else ([], [])
         self._open(files=write.records.num_rows > 0)
         if write.records.num_rows:
             self._write_files(write.records, write.kinds)
