@@ -30,9 +30,15 @@ def first_rows(table: pa.Table, key_columns: Sequence[str]) -> tuple[np.ndarray,
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     single = _integers(table, key_columns)
     if single is not None:
-        _, first, counts = np.unique(single, return_index=True, return_counts=True)
-        order = np.argsort(first, kind="stable")
-        return first[order].astype(np.int64), counts[order].astype(np.int64)
+        # np.unique's first indices need a stable sort: an unstable one and each group's
+        # smallest row give the same, faster
+        order = np.argsort(single)
+        ordered = single[order]
+        starts = np.flatnonzero(np.append(True, ordered[1:] != ordered[:-1]))
+        first = np.minimum.reduceat(order, starts)
+        counts = np.diff(np.append(starts, count))
+        by_first = np.argsort(first)  # rows are distinct: no tie to keep in order
+        return first[by_first].astype(np.int64), counts[by_first].astype(np.int64)
     try:
         grouped = (
             table.select(list(key_columns)).append_column(_ROW, pa.array(np.arange(count, dtype=np.int64)))
@@ -58,7 +64,7 @@ def places(table: pa.Table, keys: pa.Table) -> np.ndarray:
     if wanted is not None and held is not None:  # one integer column: a binary search
         if not len(wanted):
             raise ValueError(f"{count} rows hold a key but there are no keys")
-        order = np.argsort(wanted, kind="stable")
+        order = np.argsort(wanted)  # the keys are distinct: no tie to keep in order
         at = order[np.minimum(np.searchsorted(wanted, held, sorter=order), len(order) - 1)]
         if not np.array_equal(wanted[at], held):
             raise ValueError("a row holds a key that is not among the keys")

@@ -40,7 +40,7 @@ def merge_stored(options: MergeOptions, records: pa.Table, places: np.ndarray, s
     key in ascending place, in ``schema``: the records folded in sequence order, each
     fold step a :func:`merge_pairs`. None when the row-by-row merge must do it."""
     count = len(places)
-    order = np.argsort(places, kind="stable")
+    order = np.argsort(places)  # a key's several records are put in sequence order below
     starts = np.ones(count, bool)
     starts[1:] = np.diff(places[order]) != 0
     several = not starts.all()
