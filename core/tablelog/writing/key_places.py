@@ -1,7 +1,7 @@
 """Which key a row holds, as its key's *place* (its index among an attempt's distinct
 keys, in first-write order), computed in numpy (a key of one integer column) or Arrow:
 the merged writer's bookkeeping for tens of thousands of keys, without a Python tuple
-per row.
+per row; and its records and changes put in the order of their keys' places.
 
 Keys compare as Arrow's hash grouping and joins compare them (by value, per column);
 when a key column's type cannot be grouped or joined in Arrow, the same is done with
@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from tablelog.records import RowKind
 from tablelog.store.key_records import key_tuples
 
 _ROW = "__tablelog_row"
@@ -80,6 +81,39 @@ def places(table: pa.Table, keys: pa.Table) -> np.ndarray:
         raise ValueError(f"{count - joined.num_rows} of {count} rows hold a key that is not among the keys")
     found[joined.column(_ROW).to_numpy()] = joined.column(_PLACE).to_numpy()
     return found
+
+
+_CHANGE_KINDS = (RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER)
+
+
+def kept_in_place_order(
+    arrow: pa.Table, kinds: list[RowKind], first: np.ndarray, alone: np.ndarray, paired: np.ndarray,
+    before: pa.Table, after: pa.Table, changed: bool,
+) -> tuple[pa.Table, list[RowKind], pa.Table, list[RowKind]]:
+    """The records, their kinds, the changes and theirs, of a merged attempt (rows
+    ``arrow`` with ``kinds``; ``first``: each key's first row) when every key is kept as written (``alone``: not in the
+    table, ``+I``) or merged in Arrow (``paired``: ``-U`` of ``before``, ``+U`` of
+    ``after``, one row per paired key in place order), put in key order by arithmetic on
+    the places rather than by sorting."""
+    kept_at = np.flatnonzero(alone | paired)
+    kept_rows = first[kept_at]
+    records = arrow.take(pa.array(kept_rows, pa.int64()))
+    one_kind = bool(kinds) and kinds.count(kinds[0]) == len(kinds)
+    record_kinds = [kinds[0]] * len(kept_rows) if one_kind else [kinds[i] for i in kept_rows.tolist()]
+    inserts = arrow.take(pa.array(first[alone], pa.int64()))
+    if not changed or not paired.any():
+        return records, record_kinds, inserts, [RowKind.INSERT] * inserts.num_rows
+    updated = paired[kept_at]  # per kept key, in place order: two changes, else one
+    width = 1 + updated.astype(np.int64)
+    start = np.cumsum(width) - width
+    count_alone, count_paired = inserts.num_rows, int(updated.sum())
+    order = np.empty(count_alone + 2 * count_paired, np.int64)
+    codes = np.empty(len(order), np.int8)
+    order[start[~updated]], codes[start[~updated]] = np.arange(count_alone), 0
+    order[start[updated]], codes[start[updated]] = count_alone + np.arange(count_paired), 1
+    order[start[updated] + 1], codes[start[updated] + 1] = count_alone + count_paired + np.arange(count_paired), 2
+    changes = pa.concat_tables([inserts, before, after]).take(pa.array(order))
+    return records, record_kinds, changes, [_CHANGE_KINDS[c] for c in codes.tolist()]
 
 
 def _integers(table: pa.Table, key_columns: Sequence[str]) -> np.ndarray | None:

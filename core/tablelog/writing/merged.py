@@ -39,7 +39,7 @@ from tablelog.merging.engines import single_add_is_the_row
 from tablelog.records import RowKind
 from tablelog.store.key_records import key_tuples, records_by_key
 from tablelog.store.layout import VALUE_KIND
-from tablelog.writing.key_places import first_rows, places
+from tablelog.writing.key_places import first_rows, kept_in_place_order, places
 from tablelog.writing.merged_arrow import merge_pairs, merge_stored, pairs_merge_in_arrow
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ def _merged_changes(
     slow = ~alone & ~paired
     changed = options.engine is not MergeEngine.FIRST_ROW  # a first-row key the table holds keeps its row
     if not slow.any():
-        return _kept_in_key_order(arrow, kinds, first, alone, paired, before, after, changed)
+        return MergedWrite(*kept_in_place_order(arrow, kinds, first, alone, paired, before, after, changed))
     alone_at, paired_at = np.flatnonzero(alone), np.flatnonzero(paired)
     kept_rows = np.concatenate([first[alone_at], first[paired_at]])
     by_row = _merged_row_by_row(arrow, kinds, slow, stored, stored_at, lookup_keys, options, schema)
@@ -234,36 +234,6 @@ def _merged_changes(
 
 #: Paimon's row-kind bytes of the records that add (+I, +U).
 _ADD_CODES = (0, 2)
-_CHANGE_KINDS = (RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER)
-
-
-def _kept_in_key_order(
-    arrow: pa.Table, kinds: list[RowKind], first: np.ndarray, alone: np.ndarray, paired: np.ndarray,
-    before: pa.Table, after: pa.Table, changed: bool,
-) -> MergedWrite:
-    """The records and changes when every key is kept as written (``alone``: not in the
-    table, ``+I``) or merged in Arrow (``paired``: ``-U`` of ``before``, ``+U`` of
-    ``after``, one row per paired key in place order), put in key order by arithmetic on
-    the places rather than by sorting."""
-    kept_at = np.flatnonzero(alone | paired)
-    kept_rows = first[kept_at]
-    records = arrow.take(pa.array(kept_rows, pa.int64()))
-    one_kind = bool(kinds) and kinds.count(kinds[0]) == len(kinds)
-    record_kinds = [kinds[0]] * len(kept_rows) if one_kind else [kinds[i] for i in kept_rows.tolist()]
-    inserts = arrow.take(pa.array(first[alone], pa.int64()))
-    if not changed or not paired.any():
-        return MergedWrite(records, record_kinds, inserts, [RowKind.INSERT] * inserts.num_rows)
-    updated = paired[kept_at]  # per kept key, in place order: two changes, else one
-    width = 1 + updated.astype(np.int64)
-    start = np.cumsum(width) - width
-    count_alone, count_paired = inserts.num_rows, int(updated.sum())
-    order = np.empty(count_alone + 2 * count_paired, np.int64)
-    codes = np.empty(len(order), np.int8)
-    order[start[~updated]], codes[start[~updated]] = np.arange(count_alone), 0
-    order[start[updated]], codes[start[updated]] = count_alone + np.arange(count_paired), 1
-    order[start[updated] + 1], codes[start[updated] + 1] = count_alone + count_paired + np.arange(count_paired), 2
-    changes = pa.concat_tables([inserts, before, after]).take(pa.array(order))
-    return MergedWrite(records, record_kinds, changes, [_CHANGE_KINDS[c] for c in codes.tolist()])
 
 
 @attrs.frozen
