@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from tablelog.store.bucket_plans import snapshot_files
 from tablelog.store.layout import without_key_columns, writes_thin
 from tablelog.store.manifests import merge_base_manifests
 from tablelog.store.merged_reads import merged_read_table, merges_with_tablelog
@@ -73,16 +74,11 @@ class BucketFiles:
 
 def bucket_files(paimon: Any, snapshot_id: int) -> list[BucketFiles]:
     """Every (partition, bucket) of the table at ``snapshot_id`` with its data files,
-    level-0 files included (a batch read's plan may leave them out)."""
-    table = paimon.copy({"scan.snapshot-id": str(snapshot_id)})
-    plan = table.new_read_builder().new_scan().plan_for_write()
-    grouped: dict[tuple[tuple[Any, ...], int], list[Any]] = {}
-    for split in plan.splits():
-        key = (tuple(split.partition.values), int(split.bucket))
-        grouped.setdefault(key, []).extend(split.files)
+    level-0 files included (a batch read's plan may leave them out), planned from the
+    process's last plan of the table (:mod:`.bucket_plans`)."""
     return [
         BucketFiles(snapshot_id, partition, bucket, tuple(files))
-        for (partition, bucket), files in sorted(grouped.items(), key=lambda item: item[0][1])
+        for (partition, bucket), files in sorted(snapshot_files(paimon, snapshot_id).items(), key=lambda item: item[0][1])
     ]
 
 

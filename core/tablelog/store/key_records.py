@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from tablelog.merging import KeyValue, MergeOptions, sort_records
 from tablelog.records import RowKind
 from tablelog.store.compaction import bucket_files
+from tablelog.store.integer_keys import IntegerKeys
 from tablelog.store.layout import SEQUENCE_NUMBER, VALUE_KIND
 from tablelog.store.lookup_cache import LookupCache, decoded_records, record_schema
 
@@ -112,12 +113,18 @@ class _WantedKeys:
 
     def _everywhere(self) -> _InPartition:
         primary_key = self._primary_key
+        if len(primary_key) == 1:
+            column = self._keys.column(primary_key[0])
+            if pa.types.is_integer(column.type) and not column.null_count:
+                ranges = np.sort(column.to_numpy())
+                if len(ranges) > 1 and bool(np.any(ranges[1:] == ranges[:-1])):
+                    ranges = np.unique(ranges)
+                values = pa.array(ranges, column.type)
+                return _InPartition(ranges, _ValueSets(primary_key, values={primary_key[0]: values}), None, single=True)
         value_sets = _ValueSets.of_keys(self._keys, primary_key)
         if len(primary_key) == 1:
             values = value_sets.values[primary_key[0]]
-            ranges = (np.sort(values.to_numpy()) if pa.types.is_integer(values.type) and not values.null_count
-                      else values.take(pc.sort_indices(values)).to_pylist())
-            return _InPartition(ranges, value_sets, None, single=True)
+            return _InPartition(values.take(pc.sort_indices(values)).to_pylist(), value_sets, None, single=True)
         wanted = self._wanted_tuples()
         return _InPartition(sorted(wanted), value_sets, wanted)
 
@@ -149,6 +156,12 @@ class _InPartition:
     #: (None: the mask of one key column is exact).
     candidates: set[Key] | None
     single: bool = False
+    #: One integer key column's keys (``ranges``), found in files by :class:`IntegerKeys`.
+    integer_keys: IntegerKeys | None = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if isinstance(self.ranges, np.ndarray):
+            object.__setattr__(self, "integer_keys", IntegerKeys(self.ranges))
 
     def may_hold(self, file: Any) -> bool:
         """Whether a file's key range (``DataFileMeta`` min/max key) holds a wanted key."""
@@ -171,6 +184,14 @@ def _records(
     as tables of ``schema``, copied out of the cache's mapped files."""
     primary_key = options.primary_key
     tables = _file_tables(paimon, options, schema, partition, files, cache)
+    if wanted.integer_keys is not None:
+        # Only the found rows are copied out of a mapped file.
+        for table in tables:
+            indices = wanted.integer_keys.positions(table.column(primary_key[0]))
+            found = table.filter(_key_mask(table, wanted.value_sets)) if indices is None else table.take(indices)
+            if found.num_rows:
+                yield found
+        return
     # Files are filtered a group at a time, so that one group's rows are held (decoded) or
     # mapped (from the cache: their pages count in the process's resident memory) at once.
     for table in _grouped(tables, _MAPPED_BYTES if cache is not None else None):
@@ -250,7 +271,7 @@ def _key_mask(table: pa.Table, value_sets: _ValueSets) -> Any:
     for column in value_sets.values:
         values, wanted = table.column(column), value_sets.of(column, table.schema.field(column).type)
         if pa.types.is_integer(values.type) and not values.null_count and not wanted.null_count:
-            part = pa.array(np.isin(values.to_numpy(), wanted.to_numpy()))  # numpy's sort-based test: no hash set
+            part = pa.array(np.isin(values.to_numpy(), wanted.to_numpy()))  # whole, so that numpy may choose its table method
         else:
             part = pc.is_in(values, value_set=wanted)
         mask = part if mask is None else pc.and_(mask, part)

@@ -109,15 +109,13 @@ class LookupCache:
         if not _usable(self.directory):
             return
         partition_values = dict(zip(paimon.partition_keys or (), partition, strict=False))
-        names = set(rows.schema.names)
+        if set(options.columns) - set(rows.schema.names) - set(partition_values):
+            return  # a column neither in the rows nor the partition: what it holds is not known
         try:
-            n = rows.num_rows
-            records = pa.Table.from_arrays([
-                *(rows.column(c).cast(options.types[c]) if c in names
-                  else pa.array([partition_values[c]] * n, options.types[c]) for c in options.columns),
-                rows.column(SEQUENCE_NUMBER).cast(pa.int64()), rows.column(VALUE_KIND).cast(pa.int8()),
-            ], schema=schema)
-        except (KeyError, pa.ArrowException):
+            records = pa.Table.from_batches(
+                [_as_records(batch, options, schema, partition_values) for batch in (rows.to_batches() if isinstance(rows, pa.Table) else [rows])],
+                schema=schema)
+        except pa.ArrowException:
             return
         self._write(self.directory / (_entry_name(paimon, schema, partition, bucket, file) + _SUFFIX), records)
         self._sweep(inserted=True)
@@ -237,15 +235,23 @@ def decoded_records(
     table of ``schema``: the columns cast to the current schema's types (the file's schema
     is mapped to it by field id), the partition's columns filled in."""
     partition_values = dict(zip(paimon.partition_keys or (), partition, strict=False))
-    batches = []
-    for batch in key_value_file_batches(paimon, partition, bucket, [file]):
-        n = batch.num_rows
-        names = set(batch.schema.names)
-        arrays = [
-            batch.column(c).cast(options.types[c]) if c in names
-            else pa.array([partition_values.get(c)] * n, options.types[c]) for c in options.columns
-        ]
-        batches.append(pa.RecordBatch.from_arrays(
-            [*arrays, batch.column(SEQUENCE_NUMBER).cast(pa.int64()), batch.column(VALUE_KIND).cast(pa.int8())],
-            schema=schema))
+    batches = [_as_records(batch, options, schema, partition_values)
+               for batch in key_value_file_batches(paimon, partition, bucket, [file])]
     return pa.Table.from_batches(batches, schema=schema)
+
+
+def _as_records(
+    batch: pa.RecordBatch, options: MergeOptions, schema: pa.Schema, partition_values: dict[str, Any],
+) -> pa.RecordBatch:
+    """A data file's ``batch`` as records of ``schema``: its columns cast to the current
+    schema's types, the partition's columns filled in, and a column the file does not
+    hold (added to the schema after it was written) null."""
+    n = batch.num_rows
+    names = set(batch.schema.names)
+    arrays = [
+        batch.column(c).cast(options.types[c]) if c in names
+        else pa.array([partition_values.get(c)] * n, options.types[c]) for c in options.columns
+    ]
+    return pa.RecordBatch.from_arrays(
+        [*arrays, batch.column(SEQUENCE_NUMBER).cast(pa.int64()), batch.column(VALUE_KIND).cast(pa.int8())],
+        schema=schema)

@@ -113,6 +113,13 @@ INTERNALS: tuple[Internal, ...] = (
              "the same: replaced, within one commit, by a read returning the merged list"),
     Internal("pypaimon.manifest.manifest_file_manager:ManifestFileManager.rolling_write",
              "the same: writes the merged entries"),
+    Internal("pypaimon.manifest.manifest_list_manager:ManifestListManager.read_delta",
+             "a snapshot's files are planned from the process's last plan and the delta "
+             "manifests of the snapshots since (tablelog.store.bucket_plans)"),
+    Internal("pypaimon.manifest.manifest_file_manager:ManifestFileManager.read",
+             "the same: a delta manifest's added and deleted files"),
+    Internal("pypaimon.manifest.manifest_file_manager:ManifestFileManager.read_entries_parallel",
+             "the same: a whole plan merges every manifest's entries as pypaimon's scan does"),
     Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter.committed_files",
              "compaction takes the metadata of the files it wrote"),
     Internal("pypaimon.read.split_read:MergeFileSplitRead.read_fields",
