@@ -40,6 +40,7 @@ from tablelog.testing.merge_reference import (
 )
 from tablelog.testing.merge_scenarios import MergeEngineScenarios
 from tablelog.verify import verify
+from tablelog.writing import merged_parts
 
 
 def create(warehouse: Path, engine: Engine, **options: str) -> Table:
@@ -52,10 +53,15 @@ def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
     yield ENGINES[request.param]
 
 
-def test_each_snapshot_brings_exactly_the_reference_changes_of_its_keys(tmp_path: Path, engine: Engine) -> None:
+def test_each_snapshot_brings_exactly_the_reference_changes_of_its_keys(
+    tmp_path: Path, engine: Engine, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Random writes over 16 commits: one writer, then two attempts computed against the
     same snapshot and committed one after the other (the second's changes are computed
-    again by the committer)."""
+    again by the committer). Each attempt's changes are computed in parts by bucket, as
+    a large attempt's are (:mod:`tablelog.writing.merged_parts`; the other tests here
+    compute small attempts' at once)."""
+    monkeypatch.setattr(merged_parts, "MIN_PART_ROWS", 1)
     table = create(tmp_path, engine)
     model = Model(engine)
     rng = random.Random(29)

@@ -55,7 +55,7 @@ class StoredRecords:
     def latest_snapshot(self) -> Any:
         return types.SimpleNamespace(id=1)
 
-    def key_record_table(self, snapshot_id: int | None, keys: pa.Table) -> pa.Table:
+    def key_record_table(self, snapshot_id: int | None, keys: pa.Table, buckets: Any = None) -> pa.Table:
         columns = self.options.primary_key
         wanted = set(zip(*(keys.column(c).to_pylist() for c in columns), strict=True))
         held = zip(*(self.table.column(c).to_pylist() for c in columns), strict=True)

@@ -9,7 +9,7 @@ implementation), so what they depend on is this list, and a test keeps it that w
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -129,11 +129,14 @@ class TableFiles(Protocol):
         ``extra_files`` (prepared, uncommitted commit messages), in the current schema,
         each key's in merge order; keys without a record are absent."""
 
-    def key_record_table(self, snapshot_id: int | None, keys: pa.Table) -> pa.Table:
+    def key_record_table(
+        self, snapshot_id: int | None, keys: pa.Table, buckets: Collection[int] | None = None,
+    ) -> pa.Table:
         """The records :meth:`key_records` finds at ``snapshot_id``, as one Arrow table:
         the table's columns, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` (Paimon's row-kind
         byte), in no particular order (:func:`tablelog.store.key_records.records_by_key`
-        makes them :meth:`key_records`' dict)."""
+        makes them :meth:`key_records`' dict). ``buckets``: the keys all hash to these
+        buckets (fixed buckets): only their files are read."""
 
     def use_lookup_cache(self, max_disk_size: int | None, retention: datetime.timedelta) -> None:
         """Keep the data files lookups decode in the machine's lookup cache, bounded by

@@ -12,7 +12,7 @@ key is not known: every bucket's files are pruned by key range.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -49,10 +49,11 @@ def key_records(
 
 def key_record_table(
     paimon: Any, options: MergeOptions, snapshot_id: int | None, keys: pa.Table, extra_files: Sequence[Any] = (),
-    cache: LookupCache | None = None,
+    cache: LookupCache | None = None, buckets: Collection[int] | None = None,
 ) -> pa.Table:
     """The records :func:`key_records` finds, as one Arrow table (:func:`record_schema`),
-    in no particular order."""
+    in no particular order. ``buckets``: the keys are all in these buckets (of every
+    table partition): only their files are read."""
     primary_key = options.primary_key
     schema = record_schema(options)
     if not keys.num_rows:
@@ -65,6 +66,8 @@ def key_record_table(
     wanted = _WantedKeys(keys, primary_key, partition_keys)
     chosen: dict[tuple[Any, ...], tuple[_InPartition, list[tuple[int, Any]]]] = {}
     for partition, bucket, files in groups:
+        if buckets is not None and bucket not in buckets:
+            continue
         in_partition = wanted.in_partition(partition)
         if in_partition is not None:
             chosen.setdefault(partition, (in_partition, []))[1].extend(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -176,12 +176,14 @@ class PaimonTable:
             raise ValueError(f"table {self.identifier!r} has no primary key: it has no records of keys")
         return key_records(self.paimon, options, snapshot_id, keys, extra_files, self._lookup_cache)
 
-    def key_record_table(self, snapshot_id: int | None, keys: pa.Table) -> pa.Table:
+    def key_record_table(
+        self, snapshot_id: int | None, keys: pa.Table, buckets: Collection[int] | None = None,
+    ) -> pa.Table:
         """:meth:`key_records`' records as one Arrow table (:func:`.key_records.key_record_table`)."""
         options = self._merge()
         if options is None:
             raise ValueError(f"table {self.identifier!r} has no primary key: it has no records of keys")
-        return key_record_table(self.paimon, options, snapshot_id, keys, cache=self._lookup_cache)
+        return key_record_table(self.paimon, options, snapshot_id, keys, cache=self._lookup_cache, buckets=buckets)
 
     def use_lookup_cache(self, max_disk_size: int | None, retention: datetime.timedelta) -> None:
         """Keep the data files that lookups decode in the machine's lookup cache

@@ -18,7 +18,7 @@ key's row before the commit and its row after, compared by the rule of
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -126,6 +126,20 @@ class PendingRows:
         retracting[self._retractions] = True
         return retracting
 
+    def parts(self, schema: pa.Schema, row_sets: Sequence[np.ndarray]) -> list[PendingRows]:
+        """The kept rows of each of ``row_sets`` (ascending, as :meth:`rows` numbers
+        them), as the rows of an attempt of their own."""
+        arrow, kinds = self.rows(schema)
+        retracting = self.retracting()
+        parts = []
+        for rows in row_sets:
+            part = PendingRows(self.options, self._table)
+            part._rows = [arrow.take(pa.array(rows, pa.int64()))]
+            part._kinds = [kinds[i] for i in rows.tolist()]
+            part._retractions = np.flatnonzero(retracting[rows]).tolist()
+            parts.append(part)
+        return parts
+
     def fold(self, schema: pa.Schema) -> tuple[list[Key], list[KeyValue]]:
         """Each key's rows folded as Paimon's write buffer folds them (one record stays as
         written; several are merged with the table's engine), keys in first-write order;
@@ -162,19 +176,26 @@ def key_table(keys: Sequence[Key], options: MergeOptions) -> pa.Table:
 def merged_write(files: TableFiles, schema: pa.Schema, pending: PendingRows, *, changes: bool = True) -> MergedWrite:
     """The attempt's folded records and, with ``changes`` (a table with a log), their
     changes against the latest snapshot, its base (:func:`_merged_changes`)."""
-    options = pending.options
     if not changes:
         _, folded = pending.fold(schema)
         records = pa.Table.from_pylist([dict(r.row) for r in folded], schema=schema)
         return MergedWrite(records, [r.kind for r in folded], schema.empty_table(), [])
     latest = files.latest_snapshot()
-    base = None if latest is None else latest.id
-    write = _merged_changes(files, options, schema, base, pending)
-    return attrs.evolve(write, base_snapshot=base or 0, keys=write.records.select(list(options.primary_key)))
+    return merged_changes(files, schema, pending, None if latest is None else latest.id)
+
+
+def merged_changes(
+    files: TableFiles, schema: pa.Schema, pending: PendingRows, base: int | None, buckets: Collection[int] | None = None,
+) -> MergedWrite:
+    """:func:`merged_write`'s records and changes against snapshot ``base`` (None: before
+    the first); ``buckets``: every key of ``pending`` is in these buckets."""
+    write = _merged_changes(files, pending.options, schema, base, pending, buckets)
+    return attrs.evolve(write, base_snapshot=base or 0, keys=write.records.select(list(pending.options.primary_key)))
 
 
 def _merged_changes(
     files: TableFiles, options: MergeOptions, schema: pa.Schema, base_snapshot: int | None, pending: PendingRows,
+    buckets: Collection[int] | None = None,
 ) -> MergedWrite:
     """The attempt's folded records and their changes against ``base_snapshot``.
 
@@ -190,7 +211,7 @@ def _merged_changes(
     primary_key = list(options.primary_key)
     first, counts = first_rows(arrow, primary_key)
     lookup_keys = arrow.select(primary_key).take(pa.array(first, pa.int64()))
-    stored = files.key_record_table(base_snapshot, lookup_keys)
+    stored = files.key_record_table(base_snapshot, lookup_keys, buckets)
     stored_at = places(stored, lookup_keys)  # each stored record's key place
     held = np.zeros(len(first), bool)
     held[stored_at] = True

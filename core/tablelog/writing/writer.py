@@ -27,7 +27,8 @@ from tablelog.records import ProduceBatch, ProducedRange, RowKind
 from tablelog.store import KIND_FIELD, PartitionDrop
 from tablelog.writing import inputs
 from tablelog.writing.log_batches import encode
-from tablelog.writing.merged import PendingRows, merged_write
+from tablelog.writing.merged import PendingRows
+from tablelog.writing.merged_parts import merged_and_encoded
 from tablelog.writing.merged_repair import REPAIR_WRITER, repair
 
 if TYPE_CHECKING:
@@ -143,10 +144,9 @@ class WriteTask:
         if pending is None or pending.empty:
             return
         # A replay (a Spark micro-batch after its driver died) commits nothing: no changes.
-        replayed = history.is_replay(table.files, self.writer, self.commit_identifier)
-        write = merged_write(table.files, table.codec.schema, pending, changes=table.options.log_enabled and not replayed)
+        changes = table.options.log_enabled and not history.is_replay(table.files, self.writer, self.commit_identifier)
+        write, batches = merged_and_encoded(table.files, table.codec.schema, pending, self._encode, changes=changes)
         self._merged = (write.base_snapshot, write.keys)
-        batches = self._encode(write.changes, write.change_kinds) if write.changes.num_rows else ([], [])
         self._open(files=write.records.num_rows > 0)
         if write.records.num_rows:
             self._write_files(write.records, write.kinds)
