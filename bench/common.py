@@ -16,7 +16,7 @@ from tablelog.commit import WriteReceipt
 from tablelog.logs.pool import LogPool
 from tablelog.table import Table
 from tablelog.writing.routing import partition_order
-from tablelog.writing.writer import WriteTask
+from tablelog.writing.write_task import WriteTask
 
 #: Rows per Arrow batch handed to the writer (what a Spark task hands over per Arrow batch).
 ARROW_BATCH = 10_000

@@ -34,7 +34,7 @@ from tablelog.definition import check_partition_expiry
 from tablelog.errors import OptionError
 from tablelog.partition_time import partition_time
 from tablelog.store import PartitionDrop
-from tablelog.writing.writer import WriteTask
+from tablelog.writing.write_task import WriteTask
 
 if TYPE_CHECKING:
     from tablelog.table_view import TableView

@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from tablelog.partition_expiry import PartitionExpiryResult
     from tablelog.positions import ReaderPosition
     from tablelog.reading import ChangelogReader
-    from tablelog.writing.writer import Writer, WriteTask
+    from tablelog.writing.write_task import WriteTask
+    from tablelog.writing.writer import Writer
 
 
 def _check(
@@ -213,7 +214,7 @@ class Table:
     ) -> WriteTask:
         """One write attempt; ``log_pool`` lends it an open log connection (see
         :mod:`tablelog.logs.pool`), for processes that run many short tasks."""
-        from tablelog.writing.writer import WriteTask
+        from tablelog.writing.write_task import WriteTask
 
         return WriteTask(self._internals, writer_id, commit_identifier, task, log_pool=log_pool)
 

@@ -21,6 +21,7 @@ from tablelog.testing.merge_reference import read_all
 from tablelog.writing import merged_parts
 from tablelog.writing.merged import PendingRows, merged_write
 from tablelog.writing.merged_parts import merged_in_parts
+from tablelog.writing.write_task import WriteTask
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("n", pa.int32()), pa.field("s", pa.string())])
 TABLES = {
@@ -88,3 +89,26 @@ def test_a_part_that_fails_fails_the_write_with_nothing_sent_and_nothing_committ
             writer.commit()
     assert read_all(table, "eventual") == before
     assert [s.id for s in table.snapshots()] == latest
+
+
+def _data_files(warehouse: Path) -> set[str]:
+    return {p.name for p in (warehouse / "db.db" / "t").rglob("data-*")}
+
+
+def test_files_written_beside_a_produce_that_fails_are_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _table(tmp_path, TABLES["partial-update"])
+    with table.writer() as writer:
+        writer.write([{"id": k, "n": k, "s": None} for k in range(100)])
+        writer.commit()
+    before = _data_files(tmp_path)
+
+    def produce_fails(*args: Any) -> None:
+        raise RuntimeError("the log is gone")
+
+    task = table.write_task("w", 1)
+    task.write([{"id": k, "n": None, "s": "x"} for k in range(50, 150)])
+    monkeypatch.setattr(WriteTask, "_produce", produce_fails)
+    with pytest.raises(RuntimeError, match="the log is gone"):
+        task.finish()
+    assert _data_files(tmp_path) == before
+    assert read_all(table, "eventual") and len(table.rows()) == 100

@@ -4,7 +4,7 @@
 Only a log whose retention tablelog drives (one with ``delete_before``) needs them: on
 Kafka, Pulsar or any log that keeps records by its own retention, no lease is written.
 
-- The attempt (:class:`AttemptLease`, held by a :class:`~tablelog.writing.writer.WriteTask`, on a
+- The attempt (:class:`AttemptLease`, held by a :class:`~tablelog.writing.write_task.WriteTask`, on a
   Spark executor too) reads the log's end positions and writes its lease *before* its
   first produce, so that its records lie at or after the positions a lease names, and
   any retention that reads the leases after a record exists finds its lease.

@@ -1,6 +1,6 @@
 """Open log connections kept for the next write task of the same process.
 
-Why: a Spark task attempt is a :class:`~tablelog.writing.writer.WriteTask`, and without a pool
+Why: a Spark task attempt is a :class:`~tablelog.writing.write_task.WriteTask`, and without a pool
 each one opens the table's log, runs ``ensure_topic`` (an admin round trip) and, on
 Kafka, creates a new idempotent producer, which waits ~0.5 s for its producer id
 before it sends anything (librdkafka's start-up timer). PySpark reuses its Python

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
-    from tablelog.writing.writer import WriteTask
+    from tablelog.writing.write_task import WriteTask
 
 FORMAT = "tablelog-faults"
 

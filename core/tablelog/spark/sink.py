@@ -6,7 +6,7 @@ add the DataFrame's extra columns to the table first). Anything wrong fails here
 before a task runs, so nothing reaches the log or the table.
 
 Executors (:func:`write_partition`): each task attempt opens a
-:class:`~tablelog.writing.writer.WriteTask` (a writer token of its own), writes the Arrow
+:class:`~tablelog.writing.write_task.WriteTask` (a writer token of its own), writes the Arrow
 batches, and ``finish()`` makes its records durable; the receipt is the commit message.
 The log connection comes from the worker process's :func:`~tablelog.logs.pool.shared_pool`
 (PySpark reuses its Python workers across tasks): only a task that finished cleanly
@@ -45,7 +45,7 @@ from tablelog.tables import create_table, open_table
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from tablelog.writing.writer import WriteTask
+    from tablelog.writing.write_task import WriteTask
 
 #: Local properties Spark sets on every task of a streaming micro-batch.
 BATCH_ID_KEY = "streaming.sql.batchId"
@@ -152,7 +152,7 @@ class TaskAttempt:
 @attrs.define
 class PartitionWrite:
     """One task attempt's write: the attempt, the writer id and commit identifier it
-    writes under, and its :class:`~tablelog.writing.writer.WriteTask`."""
+    writes under, and its :class:`~tablelog.writing.write_task.WriteTask`."""
 
     attempt: TaskAttempt
     writer_id: str

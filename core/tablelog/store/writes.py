@@ -4,6 +4,7 @@ committer commits them as one snapshot (:func:`commit_files`) or drops them
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import re
 import time
@@ -61,6 +62,9 @@ class TableWrite:
         self._write: Any = None
         self._native = False
         self._wrote = False
+        #: The last write and its prepared commit, running beside the caller (:meth:`write_last_beside`).
+        self._beside: concurrent.futures.Future[list[Any]] | None = None
+        self._beside_taken = False
 
     def _open(self) -> None:
         paimon = self._paimon
@@ -122,13 +126,43 @@ class TableWrite:
         else:
             self._write.write_arrow(with_kinds)
 
+    def write_last_beside(self, data: Any, kinds: Sequence[str] | None, commit_identifier: int) -> None:
+        """Write ``data`` as :meth:`write_arrow` and prepare the commit, in a thread of its
+        own beside the caller (which produces and flushes the log meanwhile): the
+        attempt's last write, for a merged-changelog table, whose Python writer (pypaimon-
+        rust's belongs to the thread that made it) sorts and encodes in Arrow, off the GIL.
+        :meth:`prepare_commit` returns what it prepared, or raises what it raised."""
+        if not self._merged_changelog:
+            self.write_arrow(data, kinds)
+            return
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tablelog-files")
+        self._beside = pool.submit(self._write_and_prepare, data, kinds, commit_identifier)
+        pool.shutdown(wait=False)
+
+    def _write_and_prepare(self, data: Any, kinds: Sequence[str] | None, commit_identifier: int) -> list[Any]:
+        self.write_arrow(data, kinds)
+        return self._prepared(commit_identifier)
+
     def prepare_commit(self, commit_identifier: int) -> list[Any]:
         """The commit messages of the files written (picklable: they travel to the committer)."""
-        if self._write is None:
-            return []
-        return list(self._write.prepare_commit(commit_identifier))
+        if self._beside is not None:
+            self._beside_taken = True
+            return self._beside.result()
+        return self._prepared(commit_identifier)
+
+    def _prepared(self, commit_identifier: int) -> list[Any]:
+        return [] if self._write is None else list(self._write.prepare_commit(commit_identifier))
 
     def close(self) -> None:
+        """Release the writer; files prepared beside the caller and never taken (the
+        attempt failed) are deleted."""
+        beside, self._beside = self._beside, None
+        if beside is not None and not self._beside_taken:
+            try:
+                abort_files(self._paimon, beside.result())
+            except Exception:  # noqa: BLE001 - the attempt already failed: its files are orphans at worst
+                log.warning("table %r: files written for a failed attempt were not deleted", self._identifier,
+                            exc_info=True)
         write, self._write = self._write, None
         if write is not None:
             write.close()

@@ -41,7 +41,7 @@ REPAIR_WRITER = "tablelog-merged-changes"
 
 class ChangeTask(Protocol):
     """A write task that produces rows to the log under a token of its own, with no data
-    files (:meth:`tablelog.writing.writer.WriteTask.produce_changes`)."""
+    files (:meth:`tablelog.writing.write_task.WriteTask.produce_changes`)."""
 
     def produce_changes(self, rows: pa.Table, kinds: list[RowKind]) -> int: ...
     def finish(self) -> WriteReceipt: ...
