@@ -157,7 +157,7 @@ class TableWrite:
         """Release the writer; files prepared beside the caller and never taken (the
         attempt failed) are deleted."""
         beside, self._beside = self._beside, None
-        if beside is not None and not self._beside_taken:
+        if beside is not None and not self._beside_taken and beside.exception() is None:
             try:
                 abort_files(self._paimon, beside.result())
             except Exception:  # noqa: BLE001 - the attempt already failed: its files are orphans at worst
