@@ -202,3 +202,38 @@ def test_alters_of_one_table_on_s3_at_once_all_land_each_in_a_schema_of_its_own(
     schema_ids = at_once(4, lambda i: tables[i].alter(tablelog.AddColumn(f"c{i}", pa.int64())))
     assert sorted(schema_ids) == [1, 2, 3, 4]
     assert set(tablelog.open_table(warehouse, "db.t", options).schema.names) >= {"c0", "c1", "c2", "c3"}
+
+
+def test_expiry_on_s3_deletes_the_expired_files_many_keys_a_request(
+        s3_server: S3Endpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tablelog.store import deletions
+
+    warehouse = s3_server.url(f"expire-{uuid.uuid4().hex[:8]}")
+    options = {**sentinel_options(s3_server), "log.system": "filesystem", "filesystem.path": str(tmp_path / "log"),
+               "snapshot.num-retained.min": "100", "num-sorted-run.compaction-trigger": "2"}
+    table = tablelog.create_table(warehouse, "db.t", SCHEMA, primary_key=["id"], bucket=2, options=options)
+    with table.writer("w") as writer:
+        for commit in range(6):
+            writer.write([{"id": i, "name": f"c{commit}"} for i in range(20)])
+            writer.commit()
+    requests: list[int] = []
+    expiring = tablelog.open_table(warehouse, "db.t", {**options, "snapshot.num-retained.min": "1",
+                                                        "snapshot.num-retained.max": "1",
+                                                        "snapshot.time-retained": "0 ms"})
+    client = internals(expiring).files.s3_client
+    delete_objects = client.delete_objects
+
+    def counted(**request: object) -> object:
+        requests.append(len(request["Delete"]["Objects"]))  # type: ignore[index]
+        return delete_objects(**request)
+
+    monkeypatch.setattr(client, "delete_objects", counted)
+    monkeypatch.setattr(deletions, "S3_BATCH", 3)
+    before = set(object_texts(s3_server, warehouse))
+    result = expiring.expire_snapshots()
+    after = set(object_texts(s3_server, warehouse))
+
+    assert result.expired.snapshots and len(requests) > 1 and max(requests) <= 3
+    assert sum(requests) == len(before - after) - len(result.expired.snapshots)  # all but snapshots, batched
+    assert {r["id"]: r["name"] for r in expiring.rows().to_pylist()} == {i: "c5" for i in range(20)}
+    assert verify(expiring).consistent

@@ -30,6 +30,8 @@ from typing import Any
 
 import attrs
 
+from tablelog.store.deletions import delete_files, parallel_map
+
 log = logging.getLogger("tablelog.expiry")
 
 _ADD = 0
@@ -48,14 +50,16 @@ class ExpiredFiles:
 class SnapshotDeletion:
     """The files of one table's expiring snapshots (Paimon's ``SnapshotDeletion``)."""
 
-    def __init__(self, paimon: Any, *, local: bool) -> None:
+    def __init__(self, paimon: Any, *, local: bool, s3_client: Any = None) -> None:
         """``local``: a local warehouse (hints are replaced by a rename; an object store's
-        put replaces a file whole by itself)."""
+        put replaces a file whole by itself). ``s3_client``: an object store's, which
+        deletes files a thousand at a time (:mod:`.deletions`)."""
         from pypaimon.manifest.manifest_file_manager import ManifestFileManager
         from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
         self._paimon = paimon
         self._local = local
+        self._s3_client = s3_client
         self._file_io = paimon.file_io
         self._snapshots = paimon.snapshot_manager()
         self._manifest_lists = ManifestListManager(paimon)
@@ -71,7 +75,7 @@ class SnapshotDeletion:
 
     def expire(self, begin: int, end: int, *, dry_run: bool) -> ExpiredFiles:
         """Remove the snapshots ``begin <= id < end`` and what only they reference."""
-        including_end = [s for s in map(self.snapshot, range(begin, end + 1)) if s is not None]
+        including_end = [s for s in parallel_map(self.snapshot, range(begin, end + 1)) if s is not None]
         if not including_end:
             return ExpiredFiles()
         excluding_end = [s for s in including_end if s.id != end]
@@ -87,6 +91,7 @@ class SnapshotDeletion:
         self._delete(index_files, dry_run)
         self._delete((f"{self._manifest_dir}/{name}" for name in manifests), dry_run)
         if not dry_run:
+            # Oldest first, one at a time: a crash leaves the earliest snapshots gone, never a hole.
             for snapshot in excluding_end:
                 self._file_io.delete_quietly(self._snapshots.get_snapshot_path(snapshot.id))
             self.write_earliest_hint(end)
@@ -110,23 +115,22 @@ class SnapshotDeletion:
     def _data_files_to_delete(self, snapshots: list[Any]) -> list[str]:
         """The files each snapshot's delta removed (and did not add back: a file moved to
         another level is deleted and added in one delta)."""
-        paths: list[str] = []
-        for snapshot in snapshots:
-            removed: dict[str, list[str]] = {}
-            try:
-                for entry in self._entries(snapshot.delta_manifest_list, snapshot.delta_manifest_list_size):
-                    files = self._paths(entry)
-                    if entry.kind == _ADD:
-                        removed.pop(files[0], None)
-                    else:
-                        removed[files[0]] = files
-            except Exception as err:  # a manifest cannot be read: delete none of this snapshot's
-                log.warning("expiry: cannot read the delta of snapshot %d (%s); its removed data files "
-                            "are kept", snapshot.id, err)
-                continue
-            for files in removed.values():
-                paths.extend(files)
-        return paths
+        return [path for paths in parallel_map(self._removed_by, snapshots) for path in paths]
+
+    def _removed_by(self, snapshot: Any) -> list[str]:
+        removed: dict[str, list[str]] = {}
+        try:
+            for entry in self._entries(snapshot.delta_manifest_list, snapshot.delta_manifest_list_size):
+                files = self._paths(entry)
+                if entry.kind == _ADD:
+                    removed.pop(files[0], None)
+                else:
+                    removed[files[0]] = files
+        except Exception as err:  # a manifest cannot be read: delete none of this snapshot's
+            log.warning("expiry: cannot read the delta of snapshot %d (%s); its removed data files "
+                        "are kept", snapshot.id, err)
+            return []
+        return [path for files in removed.values() for path in files]
 
     def _changelog_files_to_delete(self, snapshots: list[Any]) -> list[str]:
         paths: list[str] = []
@@ -153,8 +157,8 @@ class SnapshotDeletion:
                         end.id, err)
             return []
         names: list[str] = []
-        for snapshot in expiring:
-            for name in self._manifest_names(snapshot, missing_ok=True):
+        for its_names in parallel_map(lambda snapshot: self._manifest_names(snapshot, missing_ok=True), expiring):
+            for name in its_names:
                 if name not in skipping:
                     skipping.add(name)
                     names.append(name)
@@ -235,7 +239,5 @@ class SnapshotDeletion:
         return list(file.collect_files())
 
     def _delete(self, paths: Iterable[str], dry_run: bool) -> None:
-        if dry_run:
-            return
-        for path in dict.fromkeys(paths):
-            self._file_io.delete_quietly(path)
+        if not dry_run:
+            delete_files(self._file_io, paths, self._s3_client)

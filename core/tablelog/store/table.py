@@ -235,7 +235,7 @@ class PaimonTable:
 
     def snapshot_deletion(self) -> SnapshotDeletion:
         """Removes expired snapshots and the files only they reference (:mod:`tablelog.store.expiry`)."""
-        return SnapshotDeletion(self.paimon, local=not self.on_object_store)
+        return SnapshotDeletion(self.paimon, local=not self.on_object_store, s3_client=self.s3_client)
 
     def consumers(self) -> Consumers:
         """The table's Paimon consumers (:mod:`tablelog.store.consumers`)."""
