@@ -78,3 +78,32 @@ def test_a_stream_read_of_an_arrow_log_with_the_columns_option_returns_only_thos
     query.awaitTermination(120)
     rows = spark.table(query.name).collect()
     assert sorted((r["id"], r["price"]) for r in rows) == [(i, i / 2) for i in range(50)]
+
+
+def test_a_large_buckets_batch_read_and_full_scan_run_in_several_tasks_each_row_once(
+    spark: Any, large_bucket: Any, tmp_path: Path
+) -> None:
+    from pyspark.sql.functions import spark_partition_id
+
+    table = large_bucket
+    expected = {r["id"]: r for r in table.rows().to_pylist()}
+    read = (spark.read.format("tablelog").option("warehouse", table.warehouse.path)
+            .option("source.split.target-size", "32 kb").load(table.identifier))
+    rows = [r.asDict() for r in read.withColumn("task", spark_partition_id()).collect()]
+    tasks = Counter(r["task"] for r in rows)  # the one bucket's rows, by the task that read them
+    assert len(tasks) >= 4 and max(tasks.values()) < len(expected) / 2
+    assert sorted(r["id"] for r in rows) == sorted(expected)  # every row exactly once
+    assert {r["id"]: {"id": r["id"], "name": r["name"]} for r in rows} == expected
+    first: list[dict[str, Any]] = []
+
+    def keep(df: Any, batch_id: int) -> None:
+        if batch_id == 0:  # latest-full: the full scan alone
+            first.extend(r.asDict() for r in df.withColumn("task", spark_partition_id()).collect())
+
+    query = (spark.readStream.format("tablelog").option("warehouse", table.warehouse.path)
+             .option("table", table.identifier).option("source.split.target-size", "32 kb").load()
+             .writeStream.foreachBatch(keep).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    assert Counter(r["task"] for r in first) == tasks
+    assert sorted(r["id"] for r in first) == sorted(expected) and {r["_kind"] for r in first} == {"+I"}

@@ -192,3 +192,22 @@ def test_the_columns_option_naming_no_column_of_the_table_is_refused_naming_its_
     table = _table(tmp_path / "wh")
     with pytest.raises(OptionError, match="no column 'price'; its columns: id, name"):
         TablelogStreamReader(_options(table, columns="price"))
+
+
+def test_a_large_bucket_is_planned_in_splits_of_the_target_size_each_row_read_once(large_bucket: Table) -> None:
+    table = large_bucket
+    expected = sorted(table.rows().column("id").to_pylist())
+    assert len(expected) == 19_800
+    whole = TablelogBatchReader(_options(table)).partitions()  # 128 mb: one split
+    assert _buckets(whole) == [(4, 0)]
+    reader = TablelogBatchReader(_options(table, **{"source.split.target-size": "32 kb"}))
+    plan = reader.partitions()
+    assert len(plan) >= 4 and set(_buckets(plan)) == {(4, 0)}
+    per_task = [_ids(reader.read(p)) for p in plan]
+    assert max(len(ids) for ids in per_task) < len(expected) / 2
+    assert sorted(i for ids in per_task for i in ids) == expected
+    source = TablelogStreamReader(_options(table, **{"source.split.target-size": "32 kb"}))
+    start = source.initialOffset()
+    assert len(source.partitions(start, source.latestOffset(start))) == len(plan)  # latest-full's first batch
+    with pytest.raises(OptionError, match=r"'0 kb' for option 'source.split.target-size': expected a size > 0"):
+        TablelogBatchReader(_options(table, **{"source.split.target-size": "0 kb"}))
