@@ -118,7 +118,7 @@ class FullScanSplit(InputPartition):
 
     def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None,
              only: Sequence[Mapping[str, Any]] | None = None) -> Iterator[pa.RecordBatch]:
-        return read_full(table, self.split, schema_id, columns)  # planned of the partitions ``only``
+        return read_full(table, self.split, schema_id, columns)  # planned in the partitions ``only``
 
 
 def full_scan(table: Table, snapshot: int, only: Sequence[Mapping[str, Any]] | None = None) -> list[InputPartition]:
