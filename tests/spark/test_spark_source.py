@@ -78,3 +78,62 @@ def test_a_stream_read_of_an_arrow_log_with_the_columns_option_returns_only_thos
     query.awaitTermination(120)
     rows = spark.table(query.name).collect()
     assert sorted((r["id"], r["price"]) for r in rows) == [(i, i / 2) for i in range(50)]
+
+
+def test_a_large_buckets_batch_read_and_full_scan_run_in_several_tasks_each_row_once(
+    spark: Any, large_bucket: Any, tmp_path: Path
+) -> None:
+    from pyspark.sql.functions import spark_partition_id
+
+    table = large_bucket
+    expected = {r["id"]: r for r in table.rows().to_pylist()}
+    read = (spark.read.format("tablelog").option("warehouse", table.warehouse.path)
+            .option("source.split.target-size", "32 kb").load(table.identifier))
+    rows = [r.asDict() for r in read.withColumn("task", spark_partition_id()).collect()]
+    tasks = Counter(r["task"] for r in rows)  # the one bucket's rows, by the task that read them
+    assert len(tasks) >= 4 and max(tasks.values()) < len(expected) / 2
+    assert sorted(r["id"] for r in rows) == sorted(expected)  # every row exactly once
+    assert {r["id"]: {"id": r["id"], "name": r["name"]} for r in rows} == expected
+    first: list[dict[str, Any]] = []
+
+    def keep(df: Any, batch_id: int) -> None:
+        if batch_id == 0:  # latest-full: the full scan alone
+            first.extend(r.asDict() for r in df.withColumn("task", spark_partition_id()).collect())
+
+    query = (spark.readStream.format("tablelog").option("warehouse", table.warehouse.path)
+             .option("table", table.identifier).option("source.split.target-size", "32 kb").load()
+             .writeStream.foreachBatch(keep).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    assert Counter(r["task"] for r in first) == tasks
+    assert sorted(r["id"] for r in first) == sorted(expected) and {r["_kind"] for r in first} == {"+I"}
+
+
+@pytest.mark.matrix
+def test_a_dynamic_bucket_partitioned_tables_full_scan_reads_each_row_of_the_chosen_partitions_once(
+    spark: Any, tmp_path: Path
+) -> None:
+    from pyspark.sql.functions import spark_partition_id
+
+    from tablelog.testing import NO_COMPACTION
+
+    warehouse = str(tmp_path / "wh")
+    schema = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
+                        ("v", pa.int64())])
+    table = tablelog.create_table(warehouse, "db.d", schema, primary_key=["dt", "id"], partition_keys=["dt"],
+                                  bucket=-1, options={**NO_COMPACTION, "log.system": "filesystem",
+                                                      "target-file-size": "8 kb",
+                                                      "dynamic-bucket.target-row-num": "3000"})
+    for version in range(3):
+        with table.writer() as writer:
+            writer.write([{"dt": dt, "id": i, "v": version} for dt in ("a", "b") for i in range(version, 9000, 2)])
+            writer.commit()
+        if version == 1:
+            table.compact()
+    expected = sorted(r["id"] for r in table.rows().to_pylist() if r["dt"] == "b")
+    read = (spark.read.format("tablelog").option("warehouse", warehouse).option("partitions", "dt=b")
+            .option("source.split.target-size", "16 kb").load("db.d"))
+    rows = [r.asDict() for r in read.withColumn("task", spark_partition_id()).collect()]
+    tasks = Counter(r["task"] for r in rows)
+    assert len(tasks) >= 4 and max(tasks.values()) < len(expected) / 2  # 3 buckets, more tasks, none reading all
+    assert sorted(r["id"] for r in rows) == expected and {r["dt"] for r in rows} == {"b"}

@@ -19,7 +19,7 @@ from tablelog.positions import ReaderPosition
 from tablelog.spark import offsets
 from tablelog.spark.options import SourceOptions
 from tablelog.spark.source import TablelogBatchReader, TablelogStreamReader
-from tablelog.spark.source_tasks import CommittedChanges, FullScanPartition, LogRecords, NoRows
+from tablelog.spark.source_tasks import CommittedChanges, FullScanSplit, LogRecords, NoRows
 from tablelog.table import Table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -37,6 +37,12 @@ def _table(warehouse: Path, rows: int = 10, fmt: str = "debezium-json") -> Table
 
 def _options(table: Table, **options: str) -> SourceOptions:
     return SourceOptions.parse({"warehouse": table.warehouse.path, "table": table.identifier, **options})
+
+
+def _buckets(plan: list[Any]) -> list[tuple[int, int]]:
+    """(snapshot, bucket) of each split of a full scan."""
+    assert all(isinstance(p, FullScanSplit) for p in plan)
+    return [(p.split.snapshot_id, p.split.bucket) for p in plan]
 
 
 def _ids(batches: Any) -> list[int]:
@@ -71,7 +77,7 @@ def test_a_malformed_checkpoint_offset_is_an_option_error_that_shows_it() -> Non
 
 
 def test_source_partitions_are_frozen_and_survive_pickling() -> None:
-    for partition in (FullScanPartition(3, 1), CommittedChanges(0, 2, 5), LogRecords(1, 10, 20), NoRows()):
+    for partition in (CommittedChanges(0, 2, 5), LogRecords(1, 10, 20), NoRows()):
         assert pickle.loads(pickle.dumps(partition)) == partition
         for field in dataclasses.fields(partition):
             with pytest.raises(dataclasses.FrozenInstanceError):
@@ -87,7 +93,7 @@ def test_a_hybrid_stream_plans_a_full_scan_per_bucket_then_committed_changes_per
     start = source.initialOffset()
     first = source.latestOffset(start)
     plan = source.partitions(start, first)
-    assert plan == [FullScanPartition(1, 0), FullScanPartition(1, 1)]
+    assert _buckets(plan) == [(1, 0), (1, 1)]
     assert _ids(batch for p in plan for batch in source.read(p)) == list(range(10))
     with table.writer() as writer:
         writer.write([{"id": i, "name": "y"} for i in range(10, 14)])
@@ -136,11 +142,13 @@ def test_a_batch_read_plans_a_full_scan_per_bucket_of_the_latest_snapshot(tmp_pa
     table = _table(tmp_path / "wh")
     reader = TablelogBatchReader(_options(table))
     plan = reader.partitions()
-    assert plan == [FullScanPartition(1, 0), FullScanPartition(1, 1)]
+    assert _buckets(plan) == [(1, 0), (1, 1)]
     assert _ids(batch for p in plan for batch in reader.read(p)) == list(range(10))
+    (again,) = pickle.loads(pickle.dumps(plan[:1]))  # as Spark ships it to an executor
+    assert _ids(reader.read(again)) == _ids(reader.read(plan[0]))
 
 
-def test_a_dynamic_bucket_tables_full_scan_is_one_task_per_log_partition_each_row_once(tmp_path: Path) -> None:
+def test_a_dynamic_bucket_tables_full_scan_is_a_task_per_bucket_none_reading_the_whole_table(tmp_path: Path) -> None:
     table = tablelog.create_table(str(tmp_path / "wh"), "db.d", SCHEMA, primary_key=["id"], bucket=-1,
                                   options={"log.system": "filesystem", "log.system.partitions": "3",
                                            "dynamic-bucket.target-row-num": "8"})
@@ -149,12 +157,14 @@ def test_a_dynamic_bucket_tables_full_scan_is_one_task_per_log_partition_each_ro
         writer.commit()
     reader = TablelogBatchReader(_options(table))
     plan = reader.partitions()
-    assert plan == [FullScanPartition(1, 0), FullScanPartition(1, 1), FullScanPartition(1, 2)]
+    buckets = _buckets(plan)
+    assert len(buckets) >= 5 and len(set(buckets)) == len(buckets)
     per_task = [_ids(reader.read(p)) for p in plan]
-    assert all(per_task) and _ids(batch for p in plan for batch in reader.read(p)) == list(range(40))
+    assert all(0 < len(ids) < 40 for ids in per_task)
+    assert sorted(i for ids in per_task for i in ids) == list(range(40))
     source = TablelogStreamReader(_options(table))  # scan.mode latest-full: the same full scan first
     start = source.initialOffset()
-    assert source.partitions(start, source.latestOffset(start)) == plan
+    assert _buckets(source.partitions(start, source.latestOffset(start))) == buckets
 
 
 @pytest.mark.parametrize("fmt", ["debezium-json", "arrow"])
@@ -182,3 +192,22 @@ def test_the_columns_option_naming_no_column_of_the_table_is_refused_naming_its_
     table = _table(tmp_path / "wh")
     with pytest.raises(OptionError, match="no column 'price'; its columns: id, name"):
         TablelogStreamReader(_options(table, columns="price"))
+
+
+def test_a_large_bucket_is_planned_in_splits_of_the_target_size_each_row_read_once(large_bucket: Table) -> None:
+    table = large_bucket
+    expected = sorted(table.rows().column("id").to_pylist())
+    assert len(expected) == 19_800
+    whole = TablelogBatchReader(_options(table)).partitions()  # 128 mb: one split
+    assert _buckets(whole) == [(4, 0)]
+    reader = TablelogBatchReader(_options(table, **{"source.split.target-size": "32 kb"}))
+    plan = reader.partitions()
+    assert len(plan) >= 4 and set(_buckets(plan)) == {(4, 0)}
+    per_task = [_ids(reader.read(p)) for p in plan]
+    assert max(len(ids) for ids in per_task) < len(expected) / 2
+    assert sorted(i for ids in per_task for i in ids) == expected
+    source = TablelogStreamReader(_options(table, **{"source.split.target-size": "32 kb"}))
+    start = source.initialOffset()
+    assert len(source.partitions(start, source.latestOffset(start))) == len(plan)  # latest-full's first batch
+    with pytest.raises(OptionError, match=r"'0 kb' for option 'source.split.target-size': expected a size > 0"):
+        TablelogBatchReader(_options(table, **{"source.split.target-size": "0 kb"}))

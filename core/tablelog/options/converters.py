@@ -64,6 +64,14 @@ def to_memory_size(value: Any) -> int | None:
     return None if value is None else parse_memory_size(value)
 
 
+def to_split_size(value: Any) -> int:
+    """A size in bytes > 0 (Paimon's MemorySize text)."""
+    size = parse_memory_size(value)
+    if size < 1:
+        raise InvalidValue("expected a size > 0 such as '128 mb', '32 mb', '512 kb'")
+    return size
+
+
 def to_optional_text(value: Any) -> str | None:
     if value is None:
         return None

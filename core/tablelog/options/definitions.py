@@ -29,6 +29,7 @@ from tablelog.options.converters import (
     to_memory_size,
     to_optional_text,
     to_positive_duration,
+    to_split_size,
     to_system_name,
 )
 from tablelog.options.keys import sort_values
@@ -212,6 +213,13 @@ class TableOptions:
     scan_timestamp_millis: int | None = option(
         "scan.timestamp-millis", None, "Start time (epoch millis) for `scan.mode = from-timestamp`.",
         to_int(0),
+    )
+    source_split_target_size: int = option(
+        "source.split.target-size", 128 * 1024 * 1024,
+        "A full scan (Spark batch reads, the first micro-batch of `latest-full`) reads each bucket in "
+        "splits of about this many bytes of data files, one Spark task each, streamed in batches "
+        "(Paimon's option and default, 128 mb; `32 mb`, `1 gb`...). See docs/spark.md.",
+        to_split_size,
     )
     snapshot_num_retained_min: int = option(
         "snapshot.num-retained.min", 10,

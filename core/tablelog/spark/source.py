@@ -10,7 +10,8 @@ columns. Offsets are reader positions, as JSON (:mod:`tablelog.spark.offsets`):
 - **eventual**: offsets are log positions per partition; a micro-batch returns every
   record between them (at least once: add :func:`tablelog.spark.normalize`).
 - ``scan.mode = latest-full`` (default): the first micro-batch holds the rows of the
-  latest snapshot as ``+I`` (one Spark partition per log partition); later micro-batches the
+  latest snapshot as ``+I`` (one Spark partition per split of a bucket, of about
+  ``source.split.target-size`` bytes of files); later micro-batches the
   changes after it (transactional: from the next snapshot; eventual: from that
   snapshot's log end positions). No gap, no overlap.
 
@@ -143,7 +144,7 @@ class TablelogStreamReader(_TableHolder, DataSourceStreamReader, SupportsTrigger
         result: list[InputPartition] = []
         table = self.table
         if begin.full_pending and not stop.full_pending:
-            result += full_scan(table, begin.snapshot)
+            result += full_scan(table, begin.snapshot, self.options.table_partitions)
         if begin.consistency is Consistency.TRANSACTIONAL:
             # Snapshots that are gone already are left for the reader to report: every
             # partition gets a task.
@@ -209,7 +210,7 @@ class TablelogBatchReader(_TableHolder, DataSourceReader):
         latest = internals(self.table).files.latest_snapshot()
         if latest is None:
             return [NoRows()]
-        return full_scan(self.table, latest.id)
+        return full_scan(self.table, latest.id, self.options.table_partitions)
 
     def read(self, partition: SourcePartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         return read_partition(self.options, partition, self.schema_id)

@@ -1,6 +1,6 @@
 """What each task of a ``tablelog`` read does: the Spark partitions of a read (small
-frozen classes, pickled to the executors) and how a task reads one: a log partition's rows
-at a snapshot (:class:`FullScanPartition`), its committed changes
+frozen classes, pickled to the executors) and how a task reads one: a split of a full scan
+of a snapshot (:class:`FullScanSplit`, part of a bucket), a log partition's committed changes
 (:class:`CommittedChanges`) or records (:class:`LogRecords`), or nothing (:class:`NoRows`,
 the batch read of a table without a snapshot). The planning is :mod:`tablelog.spark.source`'s."""
 
@@ -22,9 +22,9 @@ from tablelog.reading.reader import selected_columns
 from tablelog.reading.table_partitions import table_partitions
 from tablelog.records import RowKind
 from tablelog.spark.options import SourceOptions
+from tablelog.store import ScanSplit
 from tablelog.table import Table, internals
 from tablelog.tables import open_table
-from tablelog.writing.routing import log_modulus
 
 _BATCH_ROWS = 10_000
 
@@ -42,17 +42,15 @@ def _batches(data: pa.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
 
 
 def read_full(
-    table: Table, snapshot: int, partition: int, schema_id: int, columns: Sequence[str] | None = None,
-    only: Sequence[Mapping[str, Any]] | None = None,
+    table: Table, split: ScanSplit, schema_id: int, columns: Sequence[str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of ``snapshot`` in log ``partition`` (of the table partitions ``only``), as ``+I``."""
-    files = internals(table).files
-    typed = None if only is None else table_partitions(table.identifier, files.partition_keys, files.schema, only)
-    rows = internals(table).log_partition_rows(snapshot, [partition], schema_id, typed)
-    if columns is not None:
-        rows = rows.select([name for name in rows.column_names if name in columns])
-    kinds = pa.array([RowKind.INSERT.value] * rows.num_rows, pa.string())
-    yield from _batches(rows.add_column(0, KIND_COLUMN, kinds), output_arrow_schema(table, schema_id, columns))
+    """The rows of ``split`` (of a full scan: :func:`full_scan`), as ``+I``, batch by batch."""
+    schema = output_arrow_schema(table, schema_id, columns)
+    for rows in internals(table).files.read_split(split, schema_id):
+        if columns is not None:
+            rows = rows.select([name for name in rows.column_names if name in columns])
+        kinds = pa.array([RowKind.INSERT.value] * rows.num_rows, pa.string())
+        yield from _batches(rows.add_column(0, KIND_COLUMN, kinds), schema)
 
 
 def read_committed(
@@ -113,22 +111,26 @@ def read_log(
 
 
 @dataclass(frozen=True)
-class FullScanPartition(InputPartition):
-    """The rows of ``snapshot`` in log ``partition``, as ``+I``."""
+class FullScanSplit(InputPartition):
+    """One split of a full scan (part of a bucket's rows at a snapshot), as ``+I``."""
 
-    snapshot: int
-    partition: int
+    split: ScanSplit
 
     def read(self, table: Table, schema_id: int, columns: Sequence[str] | None = None,
              only: Sequence[Mapping[str, Any]] | None = None) -> Iterator[pa.RecordBatch]:
-        return read_full(table, self.snapshot, self.partition, schema_id, columns, only)
+        return read_full(table, self.split, schema_id, columns)  # planned in the partitions ``only``
 
 
-def full_scan(table: Table, snapshot: int) -> list[InputPartition]:
-    """A full scan of ``snapshot``: one task per log partition holding rows (fixed
-    buckets: per bucket, which is its partition)."""
+def full_scan(table: Table, snapshot: int, only: Sequence[Mapping[str, Any]] | None = None) -> list[InputPartition]:
+    """A full scan of ``snapshot`` (of the table partitions ``only``; None: all): a task per
+    split of each bucket, of about ``source.split.target-size`` bytes of data files each
+    (:meth:`~tablelog.store.TableFiles.scan_splits`). A full scan returns ``+I`` rows alone,
+    in no order a reader relies on (it is its micro-batch's only part), so its tasks
+    follow the files, not the log partitions."""
     files = internals(table).files
-    return [FullScanPartition(snapshot, p) for p in range(log_modulus(files, table.log_partitions))]
+    typed = None if only is None else table_partitions(table.identifier, files.partition_keys, files.schema, only)
+    splits = files.scan_splits(snapshot, table.options.source_split_target_size, typed)
+    return [FullScanSplit(split) for split in splits] or [NoRows()]
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,7 @@ class NoRows(InputPartition):
         return iter(())
 
 
-SourcePartition = FullScanPartition | CommittedChanges | LogRecords | NoRows
+SourcePartition = FullScanSplit | CommittedChanges | LogRecords | NoRows
 
 
 def read_partition(options: SourceOptions, partition: SourcePartition, schema_id: int) -> Iterator[pa.RecordBatch]:

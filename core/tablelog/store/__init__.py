@@ -13,7 +13,8 @@ for checks of their columns), :mod:`~tablelog.store.schema` (what Paimon defines
 columns, stored types), :mod:`~tablelog.store.schema_files` (schema files, each created
 by one writer), :mod:`~tablelog.store.schema_changes` (schema changes),
 :mod:`~tablelog.store.evolution` (rows of an older schema in a newer one) and
-:mod:`~tablelog.store.snapshot_changes` (a snapshot's changes, where the log carries the merged changelog).
+:mod:`~tablelog.store.snapshot_changes` (a snapshot's changes, where the log carries the merged changelog),
+:mod:`~tablelog.store.split_reads` (a full scan in splits of bounded size, each read as a stream).
 The layers above reach a table's files only through :class:`TableFiles`
 (:mod:`~tablelog.store.files`), never its implementation.
 The pypaimon internals it calls (private methods, internal modules) are named, with the
@@ -45,6 +46,7 @@ from tablelog.store.schema_changes import (
 )
 from tablelog.store.snapshot_changes import delta_changes, lookup_options, snapshot_changes
 from tablelog.store.snapshots import SnapshotInfo
+from tablelog.store.split_reads import ScanSplit
 from tablelog.store.table import PaimonTable
 from tablelog.store.warehouse import (
     SUPPORTED_WAREHOUSES,
@@ -61,6 +63,7 @@ __all__ = [
     "DeltaRemovesFilesError",
     "DropColumn",
     "RenameColumn",
+    "ScanSplit",
     "SchemaChange",
     "SchemaMapping",
     "SchemaVersion",

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tablelog.store.leases import Leases
     from tablelog.store.schema_changes import SchemaChange
     from tablelog.store.snapshots import SnapshotInfo
+    from tablelog.store.split_reads import ScanSplit
     from tablelog.store.writes import TableWrite
 
 
@@ -118,6 +119,18 @@ class TableFiles(Protocol):
     def read_delta(
         self, snapshot_id: int, buckets: Iterable[int] | None, schema_id: int | None = None
     ) -> pa.Table | None: ...
+
+    def scan_splits(
+        self, snapshot_id: int, target_size: int, partitions: Sequence[Mapping[str, Any]] | None = None,
+    ) -> list[ScanSplit]:
+        """A full scan of ``snapshot_id`` in splits (per table partition and bucket, of
+        about ``target_size`` bytes of data files each), every row in exactly one; only
+        the files of ``partitions`` (None: all). Plans from the table's metadata alone."""
+
+    def read_split(self, split: ScanSplit, schema_id: int | None = None) -> Iterator[pa.Table]:
+        """The rows of ``split`` batch by batch (the memory of a batch and of the files
+        merged at once, whatever the bucket's size), without the kind column, in schema
+        ``schema_id``."""
 
     def count_rows(self, snapshot: SnapshotInfo) -> int: ...
 

@@ -120,6 +120,10 @@ INTERNALS: tuple[Internal, ...] = (
              "the same: a delta manifest's added and deleted files"),
     Internal("pypaimon.manifest.manifest_file_manager:ManifestFileManager.read_entries_parallel",
              "the same: a whole plan merges every manifest's entries as pypaimon's scan does"),
+    Internal("pypaimon.read.split:DataSplit",
+             "a full scan's task reads the part of a bucket's files tablelog planned for it "
+             "(tablelog.store.split_reads): pypaimon's plan keeps overlapping sections whole, "
+             "so a bucket under level-0 files spanning its keys would be one task"),
     Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter.committed_files",
              "compaction takes the metadata of the files it wrote"),
     Internal("pypaimon.read.split_read:MergeFileSplitRead.read_fields",

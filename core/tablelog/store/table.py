@@ -44,6 +44,7 @@ from tablelog.store.schema import KIND_FIELD
 from tablelog.store.schema_changes import SchemaChange, commit_changes
 from tablelog.store.schema_files import schema_files
 from tablelog.store.snapshots import SnapshotInfo
+from tablelog.store.split_reads import ScanSplit, plan_splits, read_split
 from tablelog.store.writes import TableWrite, abort_files, commit_files
 
 if TYPE_CHECKING:
@@ -404,6 +405,26 @@ class PaimonTable:
         result, snapshot_schema = read_snapshot_rows(self.paimon, snapshot_id, buckets, partitions)
         if result is None:
             return self.schema_version(target).schema.empty_table()
-        if snapshot_schema != target:
-            return self.mapping(snapshot_schema, target).arrow(result)
-        return result.cast(self.schema_version(target).schema)
+        return self._in_schema(result, snapshot_schema, target)
+
+    def _in_schema(self, rows: pa.Table, source_id: int, target_id: int) -> pa.Table:
+        """``rows`` of schema ``source_id`` in schema ``target_id``."""
+        if source_id != target_id:
+            return self.mapping(source_id, target_id).arrow(rows)
+        return rows.cast(self.schema_version(target_id).schema)
+
+    def scan_splits(
+        self, snapshot_id: int, target_size: int, partitions: Sequence[Mapping[str, Any]] | None = None,
+    ) -> list[ScanSplit]:
+        """A full scan of ``snapshot_id`` in splits of about ``target_size`` bytes of data
+        files, each read by one task in bounded memory (:mod:`tablelog.store.split_reads`);
+        only the files of ``partitions`` (as :meth:`read_rows`'). Reads metadata alone."""
+        return plan_splits(self.paimon, snapshot_id, target_size, partitions)
+
+    def read_split(self, split: ScanSplit, schema_id: int | None = None) -> Iterator[pa.Table]:
+        """The rows of ``split`` (from :meth:`scan_splits`, of any process) batch by batch,
+        without the kind column, in schema ``schema_id`` (default this object's)."""
+        target = self.schema_id if schema_id is None else schema_id
+        snapshot_schema, batches = read_split(self.paimon, split)
+        for rows in batches:
+            yield self._in_schema(rows, snapshot_schema, target)
