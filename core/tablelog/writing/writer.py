@@ -6,6 +6,10 @@ publishes both in one snapshot.
 (readers in eventual mode see them immediately) and returns a
 :class:`~tablelog.commit.log_commit.WriteReceipt`. The committer, possibly in another
 process, turns receipts into a snapshot (:mod:`tablelog.commit`).
+
+Long because: a round of the :class:`Writer` is a :class:`WriteTask`, and the two share
+the round's state (the log pool, the commit identifier, the maintenance hold); their
+parts that stand alone live beside them (``log_batches``, ``merged``, ``inputs``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from tablelog.commit import committer, history
+from tablelog.commit import committer, history, maintenance
 from tablelog.commit.leases import AttemptLease
 from tablelog.commit.log_commit import CommitResult, WriteReceipt, new_token
 from tablelog.formats.arrow import kind_array
@@ -314,6 +318,7 @@ class Writer:
         # One log connection for every write and commit round, not a new one per round:
         # opening costs a topic check and, on Kafka, a new idempotent producer's start.
         self._log_pool = LogPool(max_idle=2)  # the table topic's, and its projection stream's
+        self._maintenance = maintenance.WriterHold(table)  # expiry, compaction, backpressure
 
     @property
     def task(self) -> WriteTask:
@@ -322,6 +327,8 @@ class Writer:
         return self._task
 
     def write(self, data: Any, kind: RowKind | str | None = None) -> int:
+        if self._task is None:
+            self._maintenance.before_round()
         return self.task.write(data, kind)
 
     def commit(self) -> CommitResult:
@@ -331,12 +338,14 @@ class Writer:
         result = committer.commit(
             self.table, self.writer_id, self.commit_identifier, [receipt], self._log_pool, repair=repair_changes)
         self.commit_identifier += 1
+        self._maintenance.hold()
         if self._after_commit is not None:
             self._after_commit(result)
         return result
 
     def close(self) -> None:
         try:
+            self._maintenance.release()  # a compaction in progress stops at its next step
             if self._task is not None:
                 self._task.abort()
                 self._task = None
