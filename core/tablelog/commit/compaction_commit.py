@@ -143,7 +143,7 @@ def commit_rewrites(table: TableView, base: int, rewrites: Sequence[PairRewrite]
 
 @attrs.define
 class _Attempt:
-    store: TableFiles
+    files: TableFiles
     operations: TableCompactions
     base: int
     pending: list[PairRewrite]
@@ -151,18 +151,18 @@ class _Attempt:
     dropped: list[PairRewrite] = attrs.field(factory=list)
 
     def run(self) -> int | None:
-        if not self.store.on_object_store:
-            with self.store.commit_lock():
-                latest = self.store.latest_snapshot()
+        if not self.files.on_object_store:
+            with self.files.commit_lock():
+                latest = self.files.latest_snapshot()
                 if not self._drop_lost(latest.id if latest is not None else 0):
                     return None
                 self.operations.commit(self._messages(), commit_user=self.user, commit_identifier=self.base,
                                        properties=self._properties())
-            return _committed_by(self.store, self.user, self.base)
+            return _committed_by(self.files, self.user, self.base)
         deadline = time.monotonic() + COMMIT_DEADLINE_S
         attempt = 0
         while True:
-            latest = self.store.latest_snapshot()
+            latest = self.files.latest_snapshot()
             latest_id = latest.id if latest is not None else 0
             if not self._drop_lost(latest_id):  # checked up to latest: the id tried next is latest + 1
                 return None
@@ -198,7 +198,7 @@ class _Attempt:
             self.discard(lost)
             self.dropped += lost
             logger.info("table %r: compaction of %s dropped: another compaction or an overwrite changed it since "
-                        "snapshot %d", self.store.identifier, _shown([r.task.pair for r in lost]), self.base)
+                        "snapshot %d", self.files.identifier, _shown([r.task.pair for r in lost]), self.base)
         return bool(self.pending)
 
     def _rewritten_since(self, latest: int) -> set[Pair] | None:

@@ -83,7 +83,7 @@ class Maintainer:
         # wrote, and the files of commits after that look
         self._runs: dict[Pair, int] = {}
         self._looked_at = 0
-        self._written: set[Pair] = set()
+        self._written_pairs: set[Pair] = set()
         self._since_look: list[tuple[int, Pair, int]] = []
 
     # -- the committers' side ------------------------------------------------------------
@@ -96,7 +96,7 @@ class Maintainer:
             self._snapshot = max(snapshot_id, self._snapshot or 0)
             self._pairs.update(pairs)
             self._expire = self._expire or expire
-            self._written.update(pairs)
+            self._written_pairs.update(pairs)
             self._since_look.extend((snapshot_id, pair, files) for pair, files in pairs.items())
             if self._thread is None or not self._thread.is_alive():
                 self._cancel = threading.Event()
@@ -139,7 +139,7 @@ class Maintainer:
                         time.monotonic() - started)
 
     def _over(self, stop_trigger: int) -> list[tuple[Pair, int]]:
-        runs = {pair: self._runs.get(pair, 0) for pair in self._written}
+        runs = {pair: self._runs.get(pair, 0) for pair in self._written_pairs}
         for _, pair, files in self._since_look:
             runs[pair] += files
         return sorted(((pair, n) for pair, n in runs.items() if n > stop_trigger), key=lambda item: -item[1])

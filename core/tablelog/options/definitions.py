@@ -193,15 +193,15 @@ class TableOptions:
     num_sorted_run_compaction_trigger: int = option(
         "num-sorted-run.compaction-trigger", 5,
         "Paimon's trigger: after a commit, a bucket with this many sorted runs (each level-0 file is "
-        "one) is compacted as Paimon's universal compaction picks, with more always (a `COMPACT` "
-        "snapshot; `tablelog compact` on demand). See docs/compaction.md.",
+        "one) is compacted in the writer's background as Paimon's universal compaction picks, with "
+        "more always (a `COMPACT` snapshot; `tablelog compact` on demand). See docs/compaction.md.",
         to_int(1),
     )
     num_sorted_run_stop_trigger: int | None = option(
         "num-sorted-run.stop-trigger", None,
-        "Paimon's backpressure: a writer whose table has a bucket with more sorted runs than this "
-        "waits, before its next write, for the background compaction (at most "
-        "a minute; default: the compaction trigger + 3). See docs/compaction.md.",
+        "Paimon's backpressure: a writer that wrote a bucket now holding more sorted runs than this "
+        "waits, before its next round's first write, for the background compaction (at most a "
+        "minute; default: the compaction trigger + 3). See docs/compaction.md.",
         to_int(1),
     )
     write_only: bool = option(
