@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from tablelog import partition_expiry
 from tablelog.commit.compaction import Pair, compact
+from tablelog.errors import OptionError
 from tablelog.expiry import expire_if_due
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ def follow(
     while not stop.is_set():
         try:
             seen = _round(table, stop, seen, full, buckets, partitions, report)
+        except OptionError:
+            raise  # a bucket or partition column the table does not have: every round would fail
         except Exception as err:  # noqa: BLE001 -- the job goes on; the next round tries again
             log.warning("table %r: a compaction round failed (the next one tries again): %s: %s",
                         table.identifier, type(err).__name__, err)

@@ -180,6 +180,7 @@ def test_tablelog_compact_compacts_the_partitions_given_and_refuses_bad_flags_in
         (["--partition", "dt"], "--partition 'dt': expected COLUMN=VALUE[,COLUMN=VALUE...]"),
         (["--follow", "--interval", "soon"], "--interval 'soon': expected a duration"),
         (["--partition", "day=a"], "partition column 'day': table 'db.t' has partition columns dt"),
+        (["--follow", "--bucket", "3"], "bucket 3: table 'db.t' has buckets 0..0"),
     ]:
         result = runner.invoke(cli, ["compact", "-w", str(tmp_path), "db.t", *flags])
         assert result.exit_code != 0 and error in result.output, result.output
