@@ -13,8 +13,10 @@ Of the snapshots ``earliest..latest``, expiry keeps:
   (as in Paimon, a consumer still holds them);
 
 and removes at most ``snapshot.expire.limit`` snapshots per run. It runs after each
-successful commit (:func:`expire_after_commit`: an error there is logged, the commit
-stands, and the next commit tries again) and from ``tablelog expire``. The files go in
+successful commit, in the writer's background maintainer (:mod:`tablelog.commit.maintenance`;
+in the commit with ``snapshot.expire.execution-mode = sync``, :func:`expire_after_commit`):
+an error there is logged, the commit stands, and the next commit tries again; and from
+``tablelog expire`` and ``tablelog compact --follow``. ``write-only`` tables expire only there. The files go in
 Paimon's order (:mod:`tablelog.store.expiry`).
 """
 
@@ -143,14 +145,21 @@ def _nothing_can_expire(table: TableView, latest: int, now: int) -> bool:
     return successor is not None and now - _millis(options.snapshot_time_retained) <= successor
 
 
+def expire_if_due(table: TableView, latest: int) -> ExpireResult | None:
+    """Expiry after snapshot ``latest``, when the options let any snapshot expire (None:
+    none can). Unseen consumers are removed when snapshots could otherwise expire (and by
+    every ``tablelog expire``)."""
+    if _nothing_can_expire(table, latest, int(time.time() * 1000)):
+        return None
+    return expire_snapshots(table)
+
+
 def expire_after_commit(table: TableView, latest: int) -> ExpireResult | None:
-    """Expiry after a successful commit of snapshot ``latest``: never raises (the commit has happened); an error
-    is logged and the next commit's expiry tries again. Unseen consumers are removed when
-    snapshots could otherwise expire (and by every ``tablelog expire``)."""
+    """:func:`expire_if_due` after a successful commit of snapshot ``latest``, in the
+    commit (``snapshot.expire.execution-mode = sync``): never raises (the commit has
+    happened); an error is logged and the next commit's expiry tries again."""
     try:
-        if _nothing_can_expire(table, latest, int(time.time() * 1000)):
-            return None
-        return expire_snapshots(table)
+        return expire_if_due(table, latest)
     except Exception as err:  # any failure: the commit stands, the next one retries
         log.warning(
             "table %r: snapshot expiry after the commit failed (%s: %s); the commit is done, and "

@@ -111,12 +111,13 @@ def _drop(table: TableView, partition: dict[str, Any]) -> tuple[dict[str, Any], 
 _LAST_CHECK: dict[str, float] = {}
 
 
-def expire_partitions_after_commit(table: TableView) -> PartitionExpiryResult | None:
+def expire_partitions_after_commit(table: TableView, *, by_writer: bool = True) -> PartitionExpiryResult | None:
     """Partition expiry after a successful commit, at most once per check interval in this
     process; never raises (the commit has happened): an error is logged, a later check
-    tries again."""
+    tries again. ``by_writer``: after a writer's commit, skipped with ``write-only`` (as
+    Paimon's writers skip it); False: a dedicated job's (``tablelog compact --follow``)."""
     options = table.options
-    if options.partition_expiration_time is None:
+    if options.partition_expiration_time is None or (by_writer and options.write_only):
         return None
     now = time.monotonic()
     last = _LAST_CHECK.get(table.files.path)

@@ -250,11 +250,15 @@ class Table:
         """The newest commit identifier ``writer_id`` committed (None: none)."""
         return history.last_commit_identifier(self._internals.files, writer_id)
 
-    def compact(self, buckets: Sequence[int] | None = None) -> CompactionResult:
-        """Rewrite each bucket (of ``buckets``, default all) that has more than one sorted
-        run into one, in one ``COMPACT`` snapshot; the rows do not change and log readers
-        pass over it. Commits do this on their own past ``num-sorted-run.compaction-trigger``."""
-        return compaction.compact(self._internals, buckets)
+    def compact(
+        self, buckets: Sequence[int] | None = None, *, partitions: Sequence[Mapping[str, Any]] | None = None,
+    ) -> CompactionResult:
+        """Rewrite each (partition, bucket) of ``buckets`` and ``partitions`` (``[{"dt":
+        "2026-11-24"}]``; default all) that has more than one sorted run into one, in one
+        ``COMPACT`` snapshot; the rows do not change and log readers pass over it. Writers
+        do this in the background past ``num-sorted-run.compaction-trigger`` (not with
+        ``write-only``: ``tablelog compact --follow``)."""
+        return compaction.compact(self._internals, buckets, partitions=partitions)
 
     def expire_snapshots(self, *, dry_run: bool = False, now_millis: int | None = None) -> ExpireResult:
         """Expire old snapshots and the files only they reference, as the table's options

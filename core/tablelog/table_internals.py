@@ -107,6 +107,12 @@ class TableInternals:
         self._codec = None
         return True
 
+    def opened_again(self) -> TableInternals:
+        """This table with its own table files, opened again with the same options: for
+        another thread, which must not share this object (its writer swaps its files at
+        a schema change)."""
+        return TableInternals(self.warehouse, self.warehouse.open(self.identifier), self.options, self.system_options)
+
     # -- the log ---------------------------------------------------------------
 
     @cached_property

@@ -54,6 +54,10 @@ class TableView(Protocol):
 
     def refresh_schema(self) -> bool: ...
 
+    def opened_again(self) -> TableView:
+        """The same table with table files of its own, for another thread (the background
+        maintainer, :mod:`tablelog.commit.maintenance`) than this object's users."""
+
     @property
     def topic(self) -> str: ...
 

@@ -47,7 +47,8 @@ def _table(tmp_path: Path, *, partitioned: bool = False, **options: str) -> Tabl
     return tablelog.create_table(
         str(tmp_path), "db.t", SCHEMA, primary_key=["dt", "id"] if partitioned else ["id"], bucket=2,
         partition_keys=["dt"] if partitioned else None,
-        options={"log.system": "filesystem", "num-sorted-run.compaction-trigger": "3", **options})
+        options={"log.system": "filesystem", "num-sorted-run.compaction-trigger": "3", "commit.force-compact": "true",
+                 "snapshot.expire.execution-mode": "sync", **options})
 
 
 def _commit(table: Table, commit: int, *, delete: bool = False) -> None:

@@ -24,7 +24,9 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
 
 def make_table(tmp_path: Path, trigger: int | None = None, bucket: int = 2, name: str = "db.t") -> Table:
-    options = {"log.system": "filesystem"}
+    # the commit waits for its compaction: these tests check what is compacted when
+    # (test_background_maintenance.py checks it happens off the commit path)
+    options = {"log.system": "filesystem", "commit.force-compact": "true"}
     if trigger is not None:
         options["num-sorted-run.compaction-trigger"] = str(trigger)
     return tablelog.create_table(str(tmp_path), name, SCHEMA, primary_key=["id"], bucket=bucket, options=options)

@@ -25,7 +25,7 @@ def make_table(tmp_path: Path, **options: str) -> Table:
     return create_table(
         str(tmp_path / "wh"), "db.t", SCHEMA, primary_key=["id"], bucket=2,
         options={"log.system": "filesystem", "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms",
-                 **NO_COMPACTION, **options},
+                 "snapshot.expire.execution-mode": "sync", **NO_COMPACTION, **options},
     )
 
 

@@ -72,7 +72,8 @@ def _projection_dir(table: Table) -> Path:
 
 def test_retention_deletes_the_projection_streams_segments_no_retained_snapshot_needs(tmp_path: Path) -> None:
     table = _table(tmp_path, **{"filesystem.segment-bytes": "1500", "snapshot.num-retained.min": "3",
-                                "snapshot.num-retained.max": "3", **NO_COMPACTION})
+                                "snapshot.num-retained.max": "3", "snapshot.expire.execution-mode": "sync",
+                                **NO_COMPACTION})
     with table.writer() as writer:
         for i in range(30):
             writer.write(rows(5, start=i * 5))

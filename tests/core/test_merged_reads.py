@@ -195,7 +195,7 @@ def test_a_commit_of_a_first_row_table_is_compacted_out_of_level_0(tmp_path: Any
     files = _table(tmp_path, _schema(("v", pa.string())), {"merge-engine": "first-row"})
     for changes in ([("+I", {"k": 1, "v": "a"})], [("+I", {"k": 1, "v": "b"}), ("+I", {"k": 2, "v": "c"})]):
         _commit(files, changes)
-        assert compact_after_commit(_View(files), [0]) is not None
+        assert compact_after_commit(_View(files), [((), 0)]) is not None
         (bucket,) = files.compactions().bucket_files(files.latest_snapshot().id)
         assert {f.level for f in bucket.files} != {0} and all(f.level > 0 for f in bucket.files)
     assert _pypaimon_read(files) == _rows(files.read_rows()) == [{"k": 1, "v": "a"}, {"k": 2, "v": "c"}]

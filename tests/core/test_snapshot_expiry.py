@@ -22,7 +22,8 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 def make_table(tmp_path: Path, primary_key: bool = True, **options: str) -> Table:
     return create_table(
         str(tmp_path / "wh"), "db.t", SCHEMA, primary_key=["id"] if primary_key else [], bucket=2,
-        options={"log.system": "filesystem", **NO_COMPACTION, **options},
+        # expiry in the commit: these tests check what it removes, not when
+        options={"log.system": "filesystem", "snapshot.expire.execution-mode": "sync", **NO_COMPACTION, **options},
     )
 
 

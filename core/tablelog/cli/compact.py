@@ -1,6 +1,10 @@
-"""`tablelog compact`: rewrite buckets' files into one sorted run each (a COMPACT snapshot)."""
+"""`tablelog compact`: rewrite (partition, bucket)s' files into one sorted run each (a
+COMPACT snapshot), once or following the table (:mod:`tablelog.compaction_job`)."""
 
 from __future__ import annotations
+
+import signal
+import threading
 
 import click
 
@@ -12,7 +16,27 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
+from tablelog.option_values import InvalidValue, parse_duration_ms
+from tablelog.table import internals
 from tablelog.tables import open_table
+
+
+def _partition(text: str) -> dict[str, str]:
+    """``dt=2026-11-24,hh=3``: one table partition, its values by column."""
+    spec: dict[str, str] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"--partition {text!r}: expected COLUMN=VALUE[,COLUMN=VALUE...]")
+        spec[key.strip()] = value.strip()
+    return spec
+
+
+def _interval_s(text: str) -> float:
+    try:
+        return parse_duration_ms(text) / 1000
+    except InvalidValue as err:
+        raise click.BadParameter(f"--interval {text!r}: {err}") from None
 
 
 @click.command("compact")
@@ -21,13 +45,46 @@ from tablelog.tables import open_table
 @options_option
 @click.option("--bucket", "-b", "buckets", type=int, multiple=True, metavar="N",
               help="Compact only this bucket (repeatable); default every bucket.")
+@click.option("--partition", "-p", "partitions", multiple=True, metavar="COL=VALUE[,COL=VALUE]",
+              help="Compact only this table partition (repeatable); default every partition.")
+@click.option("--follow", is_flag=True,
+              help="Keep following the table: compact what new snapshots wrote, expire, sleep --interval; "
+              "until SIGTERM or Ctrl-C.")
+@click.option("--interval", "interval", default="10 s", show_default=True, metavar="DURATION",
+              help="With --follow: the sleep between rounds (`30 s`, `5 min`).")
+@click.option("--full", is_flag=True,
+              help="With --follow: rewrite every run of each pair written (default: the runs Paimon's "
+              "universal compaction picks past num-sorted-run.compaction-trigger). Without --follow "
+              "compaction is always full.")
 @friendly_errors
-def compact_command(warehouse: str, table: str, raw_options: tuple[str, ...], buckets: tuple[int, ...]) -> None:
-    """Rewrite each bucket that has more than one sorted run into one, in one COMPACT snapshot.
+def compact_command(warehouse: str, table: str, raw_options: tuple[str, ...], buckets: tuple[int, ...],
+                    partitions: tuple[str, ...], follow: bool, interval: str, full: bool) -> None:
+    """Rewrite each (partition, bucket) that has more than one sorted run into one, in one COMPACT snapshot.
 
     The table's rows do not change and log readers pass over the snapshot; writers may
-    commit meanwhile. Commits compact on their own past num-sorted-run.compaction-trigger.
+    commit meanwhile. Writers compact in the background past num-sorted-run.compaction-trigger,
+    unless the table is write-only: then run `tablelog compact --follow` beside them.
     """
+    specs = [_partition(text) for text in partitions] or None
+    interval_s = _interval_s(interval)
     t = open_table(warehouse, table, parse_options(raw_options))
-    result = t.compact(buckets or None)
-    console.print(result.summary(), markup=False)
+    stop = threading.Event()
+    # SIGTERM stops between steps: a rewrite in progress ends and its files are deleted
+    main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)} if main else {}
+    try:
+        if follow:
+            from tablelog.compaction_job import follow as follow_table
+
+            console.print(f"following table {t.identifier} (every {interval}); SIGTERM or Ctrl-C stops", markup=False)
+            follow_table(internals(t), stop, interval_s=interval_s, full=full, buckets=buckets or None,
+                         partitions=specs, report=lambda line: console.print(line, markup=False))
+            console.print(f"table {t.identifier}: stopped", markup=False)
+            return
+        from tablelog.commit.compaction import compact
+
+        result = compact(internals(t), buckets or None, partitions=specs, cancelled=stop.is_set)
+        console.print(result.summary(), markup=False)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

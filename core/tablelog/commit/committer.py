@@ -4,7 +4,9 @@ records, atomically with their data files, where their records are in the log.
 Commits are idempotent per (writer id, commit identifier): a replay finds the
 snapshot already committed (:func:`tablelog.commit.history.find_commit`) and
 commits nothing twice. After the snapshot, the log system's ``commit`` hook runs
-(:mod:`tablelog.commit.hook`), then snapshot expiry (:mod:`tablelog.expiry`).
+(:mod:`tablelog.commit.hook`); then the table's maintainer is told of the snapshot
+(:mod:`tablelog.commit.maintenance`): snapshot expiry and compaction run in its
+background, and the commit returns without waiting for them.
 
 "Check, then commit" must not interleave with another committer's. In a local
 warehouse both hold the table's commit lock (a file lock). On an object store there is
@@ -21,7 +23,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tablelog.commit.compaction import compact_after_commit
+import attrs
+
+from tablelog.commit import maintenance
 from tablelog.commit.history import find_commit, find_commit_or_expired, last_end_positions
 from tablelog.commit.hook import rerun_commit_hook, run_commit_hook
 from tablelog.commit.leases import log_deletes_before, release_leases
@@ -35,7 +39,6 @@ from tablelog.commit.log_commit import (
 from tablelog.commit.merged_conflicts import has_conflict, merged_receipts
 from tablelog.commit.retention import truncate_log_after_commit
 from tablelog.errors import CommitError, LogChangedError
-from tablelog.expiry import expire_after_commit
 from tablelog.logs.pool import release
 from tablelog.records import CommittedLog, ProducedRange, SeekSpec
 
@@ -76,12 +79,12 @@ def commit(
         with table.files.commit_lock():
             result = _commit_once(*args)
     if result.committed and result.snapshot_id is not None:
-        # After the lock: expiry never holds up other committers, and never fails this commit.
-        expire_after_commit(table, result.snapshot_id)
-        # Outside the lock: the rewrite takes time, and writers may commit meanwhile.
-        written = table.files.written_buckets([m for r in receipts for m in r.paimon_messages])
-        if written:
-            compact_after_commit(table, written)
+        # After the lock, and in the background unless the options say otherwise: expiry and
+        # compaction never hold up this commit or other committers, and never fail it.
+        written = table.files.written_pairs([m for r in receipts for m in r.paimon_messages])
+        errors = maintenance.after_commit(table, result.snapshot_id, written)
+        if errors is not None:
+            result = attrs.evolve(result, maintenance_error=errors)
     return result
 
 

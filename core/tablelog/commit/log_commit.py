@@ -245,3 +245,7 @@ class CommitResult:
     #: it ran or there is none. The snapshot is committed either way; committing the
     #: same identifier again runs the hook again.
     hook_error: str | None = None
+    #: What failed in the table's background maintenance (snapshot expiry, compaction) since
+    #: the previous commit of this process, one ``"step: ErrorClass: message"`` per line;
+    #: None when nothing did. It never fails a commit (:mod:`tablelog.commit.maintenance`).
+    maintenance_error: str | None = None

@@ -82,6 +82,11 @@ class ForeignRecords(str, enum.Enum):
     SKIP = "skip"
 
 
+class ExpireExecutionMode(str, enum.Enum):
+    SYNC = "sync"
+    ASYNC = "async"
+
+
 def option(key: str, default: Any, doc: str, convert: Any = str, *, fixed: bool = False, of_log: bool = False) -> Any:
     """Declare one option: its key, default (already converted) and doc line.
 
@@ -189,9 +194,34 @@ class TableOptions:
     num_sorted_run_compaction_trigger: int = option(
         "num-sorted-run.compaction-trigger", 5,
         "Paimon's trigger: after a commit, a bucket with this many sorted runs (each level-0 file is "
-        "one) is compacted as Paimon's universal compaction picks, with more always (a `COMPACT` "
-        "snapshot; `tablelog compact` on demand). See docs/compaction.md.",
+        "one) is compacted in the writer's background as Paimon's universal compaction picks, with "
+        "more always (a `COMPACT` snapshot; `tablelog compact` on demand). See docs/compaction.md.",
         to_int(1),
+    )
+    num_sorted_run_stop_trigger: int | None = option(
+        "num-sorted-run.stop-trigger", None,
+        "Paimon's backpressure: a writer that wrote a bucket now holding more sorted runs than this "
+        "waits, before its next round's first write, for the background compaction (at most a "
+        "minute; default: the compaction trigger + 3). See docs/compaction.md.",
+        to_int(1),
+    )
+    write_only: bool = option(
+        "write-only", False,
+        "Paimon's option: writers neither compact nor expire snapshots or partitions; a dedicated job "
+        "does (`tablelog compact --follow`). See docs/compaction.md.",
+        to_bool,
+    )
+    commit_force_compact: bool = option(
+        "commit.force-compact", False,
+        "Paimon's option: a commit returns only once the compaction of the buckets it wrote is done "
+        "(default: compaction runs in the writer's background). For tests and small tables.",
+        to_bool,
+    )
+    snapshot_expire_execution_mode: ExpireExecutionMode = option(
+        "snapshot.expire.execution-mode", ExpireExecutionMode.ASYNC,
+        "Paimon's option: `async`, snapshot expiry after a commit runs in the writer's background "
+        "(tablelog's default); `sync`, in the commit (Paimon's default).",
+        to_enum(ExpireExecutionMode),
     )
     lookup_cache_max_disk_size: int | None = option(
         "lookup.cache-max-disk-size", None,
@@ -311,6 +341,14 @@ class TableOptions:
         if self.log_system_partitions is not None:
             return self.log_system_partitions
         return self.bucket if self.bucket > 0 else DYNAMIC_BUCKET_LOG_PARTITIONS
+
+    @property
+    def stop_trigger(self) -> int:
+        """``num-sorted-run.stop-trigger`` as Paimon takes it: the compaction trigger + 3 by
+        default, and never below the compaction trigger."""
+        trigger = self.num_sorted_run_compaction_trigger
+        given = self.num_sorted_run_stop_trigger
+        return max(trigger, trigger + 3 if given is None else given)
 
     @property
     def log_enabled(self) -> bool:

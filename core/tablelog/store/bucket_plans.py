@@ -134,6 +134,49 @@ def _delta_entries(paimon: Any, snapshot: Any) -> list[Any]:
             for entry in files.read(manifest.file_name, file_size=manifest.file_size)]
 
 
+@attrs.frozen
+class SnapshotPairs:
+    """What one snapshot's commit changed, per (partition values, bucket), as its delta
+    manifests say (whoever committed it: tablelog, a Java writer or job, a Flink one)."""
+
+    commit_kind: str
+    #: The pairs it added files to.
+    added: frozenset[BucketKey]
+    #: The pairs it deleted files from (a compaction's inputs, an overwrite's old files).
+    deleted: frozenset[BucketKey]
+
+
+#: Each read snapshot's pairs, by its delta manifest list (a name no other snapshot has).
+_DELTA_PAIRS: OrderedDict[str, SnapshotPairs] = OrderedDict()
+_MAX_DELTA_PAIRS = 4096
+
+
+def delta_pairs(paimon: Any, snapshot_id: int) -> SnapshotPairs | None:
+    """The pairs snapshot ``snapshot_id`` changed; None when it does not exist (expired)."""
+    snapshots = paimon.snapshot_manager()
+    try:
+        snapshot = snapshots.get_snapshot_by_id(snapshot_id)
+        if snapshot is None:
+            return None
+        key = str(snapshot.delta_manifest_list)
+        with _LOCK:
+            known = _DELTA_PAIRS.get(key)
+        if known is not None:
+            return known
+        added: set[BucketKey] = set()
+        deleted: set[BucketKey] = set()
+        for entry in _delta_entries(paimon, snapshot):
+            (added if entry.kind == 0 else deleted).add((tuple(entry.partition.values), int(entry.bucket)))
+    except FileNotFoundError:  # expired while read
+        return None
+    pairs = SnapshotPairs(str(snapshot.commit_kind).rsplit(".", 1)[-1], frozenset(added), frozenset(deleted))
+    with _LOCK:
+        _DELTA_PAIRS[key] = pairs
+        while len(_DELTA_PAIRS) > _MAX_DELTA_PAIRS:
+            _DELTA_PAIRS.popitem(last=False)
+    return pairs
+
+
 def _apply(paimon: Any, buckets: dict[BucketKey, dict[_FileKey, Any]], entries: Iterable[Any]) -> None:
     """Add the added files of ``entries``, then remove the deleted ones (a file moved to
     another level is deleted at one and added at the other)."""

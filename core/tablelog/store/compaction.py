@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from tablelog.store.bucket_plans import snapshot_files
+from tablelog.store.bucket_plans import SnapshotPairs, delta_pairs, snapshot_files
 from tablelog.store.layout import without_key_columns, writes_thin
 from tablelog.store.manifests import merge_base_manifests
 from tablelog.store.merged_reads import merged_read_table, merges_with_tablelog
@@ -287,3 +287,8 @@ class TableCompactions:
     def delete_rewritten(self, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]]) -> None:
         """Delete rewritten files of a compaction that did not commit."""
         delete_files(self._paimon, rewrites)
+
+    def snapshot_pairs(self, snapshot_id: int) -> SnapshotPairs | None:
+        """The (partition, bucket) pairs snapshot ``snapshot_id`` added files to and deleted
+        files from, from its delta manifests; None when it has expired."""
+        return delta_pairs(self._paimon, snapshot_id)

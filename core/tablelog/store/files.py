@@ -172,7 +172,8 @@ class TableFiles(Protocol):
         properties: Mapping[str, str], snapshot_id: int,
     ) -> bool: ...
 
-    def written_buckets(self, messages: Sequence[Any]) -> list[int]: ...
+    def written_pairs(self, messages: Sequence[Any]) -> dict[tuple[tuple[Any, ...], int], int]:
+        """The (partition values, bucket) pairs ``messages`` add files to, and how many each."""
 
     def partitions(self, snapshot_id: int) -> list[dict[str, Any]]: ...
 

@@ -323,9 +323,15 @@ class PaimonTable:
         return conditional.created
 
     @staticmethod
-    def written_buckets(messages: Sequence[Any]) -> list[int]:
-        """The buckets the prepared data files ``messages`` add files to."""
-        return sorted({int(m.bucket) for m in messages if getattr(m, "new_files", None)})
+    def written_pairs(messages: Sequence[Any]) -> dict[tuple[tuple[Any, ...], int], int]:
+        """The (partition values, bucket) pairs the prepared data files ``messages`` add
+        files to, each with how many files (each one a new sorted run)."""
+        pairs: dict[tuple[tuple[Any, ...], int], int] = {}
+        for m in messages:
+            if getattr(m, "new_files", None):
+                pair = (tuple(m.partition), int(m.bucket))
+                pairs[pair] = pairs.get(pair, 0) + len(m.new_files)
+        return pairs
 
     # -- table partitions ----------------------------------------------------
 

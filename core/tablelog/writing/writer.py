@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tablelog.commit import committer, history
+from tablelog.commit import committer, history, maintenance
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
 from tablelog.logs.pool import LogPool
 from tablelog.records import RowKind
@@ -55,6 +55,7 @@ class Writer:
         # One log connection for every write and commit round, not a new one per round:
         # opening costs a topic check and, on Kafka, a new idempotent producer's start.
         self._log_pool = LogPool(max_idle=2)  # the table topic's, and its projection stream's
+        self._maintenance = maintenance.WriterHold(table)  # expiry, compaction, backpressure
 
     @property
     def task(self) -> WriteTask:
@@ -63,6 +64,8 @@ class Writer:
         return self._task
 
     def write(self, data: Any, kind: RowKind | str | None = None) -> int:
+        if self._task is None:
+            self._maintenance.before_round()
         return self.task.write(data, kind)
 
     def commit(self) -> CommitResult:
@@ -72,12 +75,14 @@ class Writer:
         result = committer.commit(
             self.table, self.writer_id, self.commit_identifier, [receipt], self._log_pool, repair=repair_changes)
         self.commit_identifier += 1
+        self._maintenance.hold()
         if self._after_commit is not None:
             self._after_commit(result)
         return result
 
     def close(self) -> None:
         try:
+            self._maintenance.release()  # a compaction in progress stops at its next step
             if self._task is not None:
                 self._task.abort()
                 self._task = None
