@@ -56,9 +56,13 @@ def _interval_s(text: str) -> float:
               help="With --follow: rewrite every run of each pair written (default: the runs Paimon's "
               "universal compaction picks past num-sorted-run.compaction-trigger). Without --follow "
               "compaction is always full.")
+@click.option("--spark", "spark_master", default=None, metavar="MASTER",
+              help="Rewrite the pairs as Spark tasks, one per (partition, bucket), on this master "
+              "(`local[2]`, `spark://host:7077`); one COMPACT snapshot. Not with --follow.")
 @friendly_errors
 def compact_command(warehouse: str, table: str, raw_options: tuple[str, ...], buckets: tuple[int, ...],
-                    partitions: tuple[str, ...], follow: bool, interval: str, full: bool) -> None:
+                    partitions: tuple[str, ...], follow: bool, interval: str, full: bool,
+                    spark_master: str | None) -> None:
     """Rewrite each (partition, bucket) that has more than one sorted run into one, in one COMPACT snapshot.
 
     The table's rows do not change and log readers pass over the snapshot; writers may
@@ -67,6 +71,11 @@ def compact_command(warehouse: str, table: str, raw_options: tuple[str, ...], bu
     """
     specs = [_partition(text) for text in partitions] or None
     interval_s = _interval_s(interval)
+    if spark_master is not None:
+        if follow:
+            raise click.UsageError("--spark compacts once: it cannot --follow (run --follow in a process of its own)")
+        _compact_on_spark(warehouse, table, parse_options(raw_options), spark_master, buckets, specs)
+        return
     t = open_table(warehouse, table, parse_options(raw_options))
     stop = threading.Event()
     # SIGTERM stops between steps: a rewrite in progress ends and its files are deleted
@@ -88,3 +97,14 @@ def compact_command(warehouse: str, table: str, raw_options: tuple[str, ...], bu
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _compact_on_spark(warehouse: str, table: str, options: dict[str, str], master: str,
+                      buckets: tuple[int, ...], partitions: list[dict[str, str]] | None) -> None:
+    from tablelog.spark.compaction import compact
+    from tablelog.spark.session import local_session
+
+    spark = local_session(master=master, app_name=f"tablelog compact {table}")
+    result = compact(spark, table, warehouse=warehouse, options=options, buckets=buckets or None,
+                     partitions=partitions)
+    console.print(result.summary(), markup=False)

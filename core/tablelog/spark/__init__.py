@@ -13,6 +13,7 @@
                .option("warehouse", "/data/wh").option("table", "db.orders").load())
     rows = tablelog.spark.normalize(eventual_changes, ["id"])     # eventual reads
     query = tablelog.spark.relay(spark, warehouse="/data/wh", table="db.orders")  # docs/relay.md
+    tablelog.spark.compact(spark, "db.orders", warehouse="/data/wh")   # docs/compaction.md
 
 See docs/spark.md for options, streaming semantics and exactly-once across failures.
 """
@@ -27,8 +28,9 @@ except ImportError as err:
         f'tablelog.spark needs PySpark 4.0 or newer ({err}): pip install "tablelog[spark]"'
     ) from err
 
+from tablelog.spark.compaction import compact
 from tablelog.spark.datasource import FORMAT, TablelogDataSource, register
 from tablelog.spark.normalize import normalize
 from tablelog.spark.relay_query import relay
 
-__all__ = ["FORMAT", "TablelogDataSource", "normalize", "register", "relay"]
+__all__ = ["FORMAT", "TablelogDataSource", "compact", "normalize", "register", "relay"]
