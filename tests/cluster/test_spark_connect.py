@@ -218,3 +218,25 @@ def test_a_relative_warehouse_outside_connect_still_resolves_against_the_working
             monkeypatch.setenv(ARTIFACT_SESSION_ENV, classic)
         parsed = SourceOptions.parse({"warehouse": "wh", "table": "db.t"})
         assert parsed.warehouse == str(tmp_path / "wh")
+
+
+def test_a_compaction_over_connect_rewrites_each_pair_in_a_task_and_commits_one_snapshot(
+        connect: Any, places: dict[str, str]) -> None:
+    import tablelog.spark
+    from tablelog.testing import NO_COMPACTION
+    from tablelog.verify import verify
+
+    table = tablelog.create_table(places["warehouse"], places["table"], SCHEMA, primary_key=["id"], bucket=2,
+                                  options={**NO_COMPACTION, **log_options(places)})
+    for commit in range(3):
+        with table.writer() as writer:
+            writer.write([{"id": i, "name": f"c{commit}"} for i in range(commit * 10, commit * 10 + 30)])
+            writer.commit()
+    before = {r["id"]: r["name"] for r in table.rows().to_pylist()}
+
+    result = tablelog.spark.compact(connect, places["table"], warehouse=places["warehouse"],
+                                    options=log_options(places))
+
+    assert result.snapshot_id is not None and len(result.pairs) == 2
+    assert {r["id"]: r["name"] for r in table.rows().to_pylist()} == before
+    assert verify(table).consistent
