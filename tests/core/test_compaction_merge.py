@@ -105,9 +105,12 @@ CASES = [
     Case("deduplicate, int key", pa.schema([("k", pa.int64()), _V]), ("k",), {},
          _upserts(lambda rng, c: {"v": _text(rng, c)}, ("+I", "+I", "+U", "-D"))),
     Case("deduplicate, string key, thin", pa.schema([("k", pa.string()), _V]), ("k",), {"data-file.thin-mode": "true"},
-         _upserts(lambda rng, c: {"v": _text(rng, c)}, ("+I", "+U", "-U", "-D"), lambda k: {"k": f"key-{k:03d}"})),
+         _upserts(lambda rng, c: {"v": _text(rng, c)}, ("+I", "+U", "-U", "-D"), lambda k: {"k": f"{'aäzA'[k % 4]}{k}"})),
     Case("deduplicate, composite key", pa.schema([("k", pa.string()), ("n", pa.int32()), _V]), ("k", "n"), {},
          _upserts(lambda rng, c: {"v": _text(rng, c)}, ("+I", "+I", "-D"), lambda k: {"k": "ab"[k % 2], "n": k // 2})),
+    Case("deduplicate, partitioned", pa.schema([("p", pa.string()), ("k", pa.int64()), _V]), ("p", "k"),
+         {"partition": "p", "data-file.thin-mode": "true"},
+         _upserts(lambda rng, c: {"v": _text(rng, c)}, ("+I", "-D"), lambda k: {"p": "xy"[k % 2], "k": k // 2})),
     Case("deduplicate, a column added", pa.schema([("k", pa.int64()), _V]), ("k",), {"data-file.thin-mode": "true"},
          _upserts(lambda rng, c: {"v": _text(rng, c), **({"w": rng.randrange(5)} if c > 2 else {})}, ("+I", "-D")),
          added_column=pa.field("w", pa.int64())),
@@ -169,17 +172,17 @@ def test_the_streaming_merge_writes_what_the_row_by_row_merge_read_gave(
     case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     files = table_of(case, tmp_path)
-    (bucket,) = bucket_files(files.paimon, files.latest_snapshot().id)
-    assert bucket.sorted_runs == 5
+    buckets = bucket_files(files.paimon, files.latest_snapshot().id)
+    assert [bucket.sorted_runs for bucket in buckets] == [5] * len(buckets)
     monkeypatch.setattr(sorted_runs, "BUFFER_BYTES", 1)  # a run's buffer is one batch: cuts where the batches end
-    for batch_size, drop_deletes in itertools.product((1, 7, 1024), (True, False)):
+    for bucket, batch_size, drop_deletes in itertools.product(buckets, (1, 7, 1024), (True, False)):
         paimon = files.paimon.copy({"read.batch-size": str(batch_size)})
         expected = merged_by_the_replaced_read(files.paimon, bucket, drop_deletes)
         new_files = rewrite_bucket(paimon, bucket, 5, drop_deletes, thin=case.thin, target_file_size=600)
         assert rows_of(files.paimon, bucket, new_files) == expected, (batch_size, drop_deletes)
         assert len(new_files) > 1  # files rolled at the target size
         for meta in new_files:
-            data = pq.read_table(Path(files.path) / "bucket-0" / meta.file_name)
+            data = pq.read_table(meta.file_path)
             assert meta.level == 5 and meta.file_source == 1 and meta.row_count == data.num_rows
             assert meta.delete_row_count == sum(1 for kind in data.column(VALUE_KIND).to_pylist() if kind in (1, 3))
             assert any(n.startswith("_KEY_") for n in data.schema.names) is not case.thin
