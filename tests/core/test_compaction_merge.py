@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tablelog.store import sorted_runs
+from tablelog.store import compaction, sorted_runs
 from tablelog.store.compaction import BucketFiles, bucket_files, rewrite_bucket
 from tablelog.store.layout import VALUE_KIND
 from tablelog.store.merged_reads import merged_read_table
@@ -174,12 +174,16 @@ def test_the_streaming_merge_writes_what_the_row_by_row_merge_read_gave(
     files = table_of(case, tmp_path)
     buckets = bucket_files(files.paimon, files.latest_snapshot().id)
     assert [bucket.sorted_runs for bucket in buckets] == [5] * len(buckets)
-    monkeypatch.setattr(sorted_runs, "BUFFER_BYTES", 1)  # a run's buffer is one batch: cuts where the batches end
-    for bucket, batch_size, drop_deletes in itertools.product(buckets, (1, 7, 1024), (True, False)):
-        paimon = files.paimon.copy({"read.batch-size": str(batch_size)})
+    # Batches read of 1, 7 and 1024 rows, merged a row, a few rows (about 200 bytes) or
+    # the whole run at a time: cuts at every row, at awkward places, at the runs' ends.
+    cuts = [(1, 1), (7, 200), (1024, 200), (1024, sorted_runs.BUFFER_BYTES)]
+    for bucket, (batch_rows, buffer_bytes), drop_deletes in itertools.product(buckets, cuts, (True, False)):
+        monkeypatch.setattr(compaction, "READ_BATCH_ROWS", batch_rows)
+        monkeypatch.setattr(sorted_runs, "BUFFER_BYTES", buffer_bytes)
+        paimon = files.paimon.copy({"read.batch-size": str(batch_rows)})
         expected = merged_by_the_replaced_read(files.paimon, bucket, drop_deletes)
         new_files = rewrite_bucket(paimon, bucket, 5, drop_deletes, thin=case.thin, target_file_size=600)
-        assert rows_of(files.paimon, bucket, new_files) == expected, (batch_size, drop_deletes)
+        assert rows_of(files.paimon, bucket, new_files) == expected, (batch_rows, buffer_bytes, drop_deletes)
         assert len(new_files) > 1  # files rolled at the target size
         for meta in new_files:
             data = pq.read_table(meta.file_path)

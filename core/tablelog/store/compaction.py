@@ -84,6 +84,10 @@ def bucket_files(paimon: Any, snapshot_id: int) -> list[BucketFiles]:
     ]
 
 
+#: The fewest rows compaction reads from a file at a time.
+READ_BATCH_ROWS = 8192
+
+
 def rewrite_bucket(
     paimon: Any, files: BucketFiles, output_level: int, drop_deletes: bool, *, thin: bool = False,
     target_file_size: int | None = None, on_file: OnFile | None = None,
@@ -111,9 +115,12 @@ def rewrite_bucket(
     output = CompactionFiles(
         paimon, files.partition, files.bucket, level=output_level, thin=thin, on_file=on_file,
         target_size=target_file_size or int(paimon.options.target_file_size(True)))
+    # pypaimon's reader decodes a file's row group whole and hands out slices of it: larger
+    # batches cost no memory, and fewer of them less time in Python.
+    reading = paimon.copy({"read.batch-size": str(max(READ_BATCH_ROWS, int(paimon.options.read_batch_size())))})
     try:
         for section in IntervalPartition(list(files.files)).partition():
-            runs = [_run_batches(paimon, files, run.files, schema) for run in section]
+            runs = [_run_batches(reading, files, run.files, schema) for run in section]
             for chunk in merged_chunks(runs, order):
                 rows = merge_keys(chunk)
                 if drop_deletes:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tablelog.merging import KeyValue, MergeEngine, MergeOptions, merge
 from tablelog.merging.engines import single_add_is_the_row
@@ -50,6 +51,10 @@ def retractions(rows: pa.Table) -> np.ndarray:
 
 
 class _EngineMerge:
+    """The merge of a chunk's keys in Arrow where it can be: each such key's merged record
+    is one of its records (its template: the first, the only one, the last) as it is, or
+    as an insert, or as an insert with merged values in place of its own."""
+
     def __init__(self, options: MergeOptions, key: tuple[str, ...]) -> None:
         self.options = options
         self.key = key
@@ -61,33 +66,30 @@ class _EngineMerge:
         rows = chunk.rows
         ends = np.ones(rows.num_rows, bool) if chunk.distinct else group_ends(rows, self.key)
         keys = _Keys(ends, retractions(rows))
-        parts: list[tuple[np.ndarray, pa.Table]] = []  # per part: its keys, its merged rows
-        done = np.zeros(keys.count, bool)
+        merged = _Merged(keys.count)
         engine = self.options.engine
         if engine is MergeEngine.FIRST_ROW:
-            self._first_rows(rows, keys, parts, done)
+            self._first_rows(keys, merged)
         elif engine in (MergeEngine.PARTIAL_UPDATE, MergeEngine.AGGREGATION):
-            self._adds(rows, keys, parts, done)
-        left = np.flatnonzero(~done[keys.of_row])
+            self._adds(rows, keys, merged)
+        parts = [(np.flatnonzero(merged.template >= 0), merged.rows(rows))]
+        left = np.flatnonzero(~merged.done[keys.of_row])
         if left.size:
             parts.append(self._row_by_row(rows.take(pa.array(left)), keys.of_row[left], rows.schema))
         return _in_key_order(parts, rows.schema)
 
-    def _first_rows(self, rows: pa.Table, keys: _Keys, parts: list[tuple[np.ndarray, pa.Table]],
-                    done: np.ndarray) -> None:
+    def _first_rows(self, keys: _Keys, merged: _Merged) -> None:
         """``FirstRowMergeFunction``: a key's first record; retractions skipped with
         ``ignore-delete`` (a key of retractions only: no record), else refused (row by row)."""
         if self.options.ignore_delete:
             adds = np.flatnonzero(~keys.retracts)
             firsts = adds[_firsts(keys.of_row[adds])]
-            done[:] = True
+            merged.done[:] = True
         else:
-            clean = ~keys.has_retraction
-            firsts = np.flatnonzero(keys.starts & clean[keys.of_row])
-            done |= clean
-        parts.append((keys.of_row[firsts], rows.take(pa.array(firsts, pa.int64()))))
+            firsts = np.flatnonzero(keys.starts & ~keys.has_retraction[keys.of_row])
+        merged.take(keys.of_row[firsts], firsts, as_inserts=False)
 
-    def _adds(self, rows: pa.Table, keys: _Keys, parts: list[tuple[np.ndarray, pa.Table]], done: np.ndarray) -> None:
+    def _adds(self, rows: pa.Table, keys: _Keys, merged: _Merged) -> None:
         """Partial-update and aggregation keys without retractions: a key's one insert is
         its row (as an insert), several are folded pair by pair in Arrow."""
         options = self.options
@@ -99,20 +101,17 @@ class _EngineMerge:
                     if not options.nullable[column]:
                         alone &= rows.column(column).is_valid().to_numpy(zero_copy_only=False)
             chosen = np.flatnonzero(alone)
-            if chosen.size:
-                parts.append((keys.of_row[chosen], _as_inserts(rows.take(pa.array(chosen)), {})))
-                done[keys.of_row[chosen]] = True
-        several = clean & (keys.sizes > 1) & ~done
+            merged.take(keys.of_row[chosen], chosen, as_inserts=True)
+        several = clean & (keys.sizes > 1) & ~merged.done
         if not (self.pairs_in_arrow and several.any()):
             return
         members = np.flatnonzero(several[keys.of_row])
-        merged = merge_stored(options, rows.take(pa.array(members)), keys.of_row[members], self.value_schema)
-        if merged is None:
+        records = rows.select([*options.columns, SEQUENCE_NUMBER]).take(pa.array(members))
+        folded = merge_stored(options, records, keys.of_row[members], self.value_schema)
+        if folded is None:
             return  # those keys row by row
         lasts = np.flatnonzero(keys.ends & several[keys.of_row])  # the merge's sequence number is the last one's
-        values = {name: merged.column(name) for name in options.columns}
-        parts.append((keys.of_row[lasts], _as_inserts(rows.take(pa.array(lasts)), values)))
-        done[keys.of_row[lasts]] = True
+        merged.take(keys.of_row[lasts], lasts, as_inserts=True, values=folded)
 
     def _row_by_row(self, rows: pa.Table, of_row: np.ndarray, schema: pa.Schema) -> tuple[np.ndarray, pa.Table]:
         """:func:`tablelog.merging.merge` of each key's records, as a merge read gives it
@@ -155,15 +154,42 @@ def _firsts(of_row: np.ndarray) -> np.ndarray:
     return np.r_[True, of_row[1:] != of_row[:-1]] if of_row.size else np.zeros(0, bool)
 
 
-def _as_inserts(rows: pa.Table, values: dict[str, Any]) -> pa.Table:
-    """``rows`` as inserts (Paimon's merge of adds is an insert), with ``values`` in place
-    of their columns."""
-    schema = rows.schema
-    for name, column in values.items():
-        index = schema.get_field_index(name)
-        rows = rows.set_column(index, schema.field(index), column.cast(schema.field(index).type))
-    index = schema.get_field_index(VALUE_KIND)
-    return rows.set_column(index, schema.field(index), pa.array(np.full(rows.num_rows, _INSERT, np.int8)))
+class _Merged:
+    """The keys of a chunk merged in Arrow: per key, the row its record is made of (-1:
+    none), whether that becomes an insert, and values folded in place of its own."""
+
+    def __init__(self, count: int) -> None:
+        self.template = np.full(count, -1, np.int64)
+        self.done = np.zeros(count, bool)  # merged here (with a record or none)
+        self._inserts = np.zeros(count, bool)
+        self._values: list[tuple[np.ndarray, pa.Table]] = []  # the keys, their folded values
+
+    def take(self, keys: np.ndarray, rows: np.ndarray, *, as_inserts: bool, values: pa.Table | None = None) -> None:
+        self.template[keys] = rows
+        self.done[keys] = True
+        self._inserts[keys] = as_inserts
+        if values is not None:
+            self._values.append((keys, values))
+
+    def rows(self, rows: pa.Table) -> pa.Table:
+        """The merged records, in key order."""
+        kept = self.template >= 0
+        merged = rows.take(pa.array(self.template[kept]))
+        schema = merged.schema
+        if self._inserts.any():
+            index = schema.get_field_index(VALUE_KIND)
+            kinds = np.where(self._inserts[kept], _INSERT, merged.column(index).to_numpy()).astype(np.int8)
+            merged = merged.set_column(index, schema.field(index), pa.array(kinds))
+        for keys, values in self._values:  # a folded key's values, each in place of its template's
+            at = np.zeros(len(self.template), bool)
+            at[keys] = True
+            mask = pa.array(at[kept])
+            for name in values.column_names:
+                index = schema.get_field_index(name)
+                field = schema.field(index)
+                replaced = pc.replace_with_mask(merged.column(index), mask, values.column(name).cast(field.type).combine_chunks())
+                merged = merged.set_column(index, field, replaced)
+        return merged
 
 
 def _in_key_order(parts: list[tuple[np.ndarray, pa.Table]], schema: pa.Schema) -> pa.Table:

@@ -112,7 +112,7 @@ class _Run:
     whatever the reader's batch size, and memory is bounded whatever the rows' width."""
 
     def __init__(self, batches: Iterator[pa.RecordBatch], key: Sequence[str]) -> None:
-        self._batches = batches
+        self._batches = _at_most_buffer_bytes(batches)
         self._key = tuple(key)
         self._buffer: pa.Table | None = None
 
@@ -159,3 +159,14 @@ class _Run:
         # and IntervalPartition), and so how the files' runs were cut.
         assert self._buffer is not None
         return tuple(self._buffer.column(name)[row].as_py() for name in self._key)
+
+
+def _at_most_buffer_bytes(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches``, each larger than :data:`BUFFER_BYTES` in slices (zero-copy) that are not."""
+    for batch in batches:
+        if batch.nbytes <= BUFFER_BYTES or batch.num_rows < 2:
+            yield batch
+            continue
+        rows = max(1, BUFFER_BYTES * batch.num_rows // batch.nbytes)
+        for start in range(0, batch.num_rows, rows):
+            yield batch.slice(start, rows)
