@@ -27,8 +27,8 @@ import pyarrow as pa
 
 from tablelog.store.bucket_plans import snapshot_files
 from tablelog.store.compaction_files import CompactionFiles, OnFile
-from tablelog.store.key_merge import key_merge, retractions
-from tablelog.store.layout import KEY_PREFIX, writes_thin
+from tablelog.store.key_merge import key_merge
+from tablelog.store.layout import KEY_PREFIX, retractions, writes_thin
 from tablelog.store.manifests import merge_base_manifests
 from tablelog.store.merged_reads import merges_with_tablelog, paimon_merge_options
 from tablelog.store.pypaimon_internals import (

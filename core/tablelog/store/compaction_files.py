@@ -15,17 +15,15 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from tablelog.store.layout import VALUE_KIND, without_key_columns
+from tablelog.store.layout import retractions, without_key_columns
 from tablelog.store.pypaimon_internals import write_one_file
 
 #: Told of each file written: partition, bucket, its metadata, its rows.
 OnFile = Callable[[tuple[Any, ...], int, Any, pa.Table], None]
 #: Paimon's FileSource.COMPACT: a file written by a compaction.
 _COMPACT_SOURCE = 1
-_RETRACTIONS = (1, 3)
 
 
 class CompactionFiles:
@@ -73,10 +71,10 @@ class CompactionFiles:
             data = data.set_column(index, data.schema.field(index), data.column(index).combine_chunks())
         self._held.clear()
         self._held_bytes = 0
-        retractions = int(np.isin(data.column(VALUE_KIND).to_numpy(), _RETRACTIONS).sum())
+        deletes = int(retractions(data).sum())
         write_one_file(self._writer, without_key_columns(data) if self._thin else data)
         meta = dataclasses.replace(self._writer.committed_files[-1], level=self._level, file_source=_COMPACT_SOURCE,
-                                   delete_row_count=retractions)
+                                   delete_row_count=deletes)
         self._writer.committed_files[-1] = meta
         self.files.append(meta)
         if self._on_file is not None:

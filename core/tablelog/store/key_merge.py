@@ -22,13 +22,12 @@ import pyarrow.compute as pc
 from tablelog.merging import KeyValue, MergeEngine, MergeOptions, merge
 from tablelog.merging.engines import single_add_is_the_row
 from tablelog.merging.merged_arrow import merge_stored, pairs_merge_in_arrow
-from tablelog.store.layout import SEQUENCE_NUMBER, VALUE_KIND
+from tablelog.store.layout import SEQUENCE_NUMBER, VALUE_KIND, retractions
 from tablelog.store.merged_reads import KIND_CODES, ROW_KINDS
 from tablelog.store.sorted_runs import Chunk, group_ends
 
 #: A chunk's rows merged: one record per key (none for a key the merge removes), in key order.
 KeyMerge = Callable[[Chunk], pa.Table]
-_RETRACTIONS = (1, 3)  # -U, -D as Paimon stores them
 _INSERT = 0
 
 
@@ -43,11 +42,6 @@ def key_merge(options: MergeOptions, key: Sequence[str], merged_by_tablelog: boo
 def last_records(chunk: Chunk, key: Sequence[str]) -> pa.Table:
     """Each key's last record (``DeduplicateMergeFunction``: a retraction too)."""
     return chunk.rows if chunk.distinct else chunk.rows.filter(pa.array(group_ends(chunk.rows, key)))
-
-
-def retractions(rows: pa.Table) -> np.ndarray:
-    """Per row, whether it retracts (``-U``, ``-D``)."""
-    return np.isin(rows.column(VALUE_KIND).to_numpy(), _RETRACTIONS)
 
 
 class _EngineMerge:
@@ -116,7 +110,7 @@ class _EngineMerge:
     def _row_by_row(self, rows: pa.Table, of_row: np.ndarray, schema: pa.Schema) -> tuple[np.ndarray, pa.Table]:
         """:func:`tablelog.merging.merge` of each key's records, as a merge read gives it
         (:class:`tablelog.store.merged_reads.TablelogMergeFunction`)."""
-        names = [n for n in schema.names if n in self.options.columns or not _is_system(n)]
+        names = [n for n in schema.names if not _is_system(n)]  # the value row: every column
         records = rows.to_pylist()
         merged_rows: list[dict[str, Any]] = []
         merged_keys: list[int] = []
