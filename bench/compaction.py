@@ -11,7 +11,7 @@ Each round copies the table and runs ``tablelog compact`` on it in a fresh proce
 per ``--code`` directory (a checkout whose ``core`` is put first on the path, e.g. an
 older revision from ``git archive``; default: the installed tablelog), the order rotated
 every round: the process's wall time (imports included; bytecode is compiled by an
-untimed first run), input rows/s over that time, and its peak RSS (``ru_maxrss``).
+untimed first run), input rows/s over that time, and its peak RSS (``VmHWM``).
 """
 
 from __future__ import annotations
@@ -65,14 +65,25 @@ def compact(warehouse: str, code: str | None, cache: str) -> tuple[float, float]
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(Path(code) / "core"), env.get("PYTHONPATH", "")])
     began = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", "from tablelog.cli import cli; cli()", "compact", "-w",
-                              warehouse, "db.t"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    _, status, usage = os.wait4(child.pid, 0)
+    done = subprocess.run([sys.executable, "-c", _CLI, "compact", "-w", warehouse, "db.t"], env=env,
+                          capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - began
-    output = child.stdout.read().decode() if child.stdout else ""
-    if status != 0 or "compacted bucket(s) 0" not in output:
-        raise RuntimeError(f"tablelog compact failed ({status}): {output[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024
+    if done.returncode != 0 or "compacted bucket(s) 0" not in done.stdout:
+        raise RuntimeError(f"tablelog compact failed ({done.returncode}): {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return seconds, int(done.stderr.rsplit("peak-rss-kb ", 1)[1].split()[0]) / 1024
+
+
+#: ``tablelog`` telling, as it exits, its peak RSS: that of its own memory since it started
+#: (``ru_maxrss`` would count the memory of the process that forked it).
+_CLI = """
+import atexit, sys
+def peak():
+    status = open("/proc/self/status").read()
+    print("peak-rss-kb", status.split("VmHWM:")[1].split()[0], file=sys.stderr)
+atexit.register(peak)
+from tablelog.cli import cli
+cli()
+"""
 
 
 def main() -> None:
