@@ -176,9 +176,10 @@ def test_the_streaming_merge_writes_what_the_row_by_row_merge_read_gave(
     files = table_of(case, tmp_path)
     buckets = bucket_files(files.paimon, files.latest_snapshot().id)
     assert [bucket.sorted_runs for bucket in buckets] == [5] * len(buckets)
-    # Batches read of 1, 7 and 1024 rows, merged a row, a few rows (about 200 bytes) or
-    # the whole run at a time: cuts at every row, at awkward places, at the runs' ends.
-    cuts = [(1, 1), (7, 200), (1024, 200), (1024, sorted_runs.BUFFER_BYTES)]
+    # Batches read of 1, 7 and 1024 rows, merged a row, a few rows (about 200 bytes of
+    # each of the 5 runs) or the whole run at a time: cuts at every row, at awkward
+    # places, at the runs' ends.
+    cuts = [(1, 1), (7, 1000), (1024, 1000), (1024, sorted_runs.BUFFER_BYTES)]
     for bucket, (batch_rows, buffer_bytes), drop_deletes in itertools.product(buckets, cuts, (True, False)):
         monkeypatch.setattr(compaction, "READ_BATCH_ROWS", batch_rows)
         monkeypatch.setattr(sorted_runs, "BUFFER_BYTES", buffer_bytes)

@@ -22,8 +22,9 @@ import pyarrow.compute as pc
 
 from tablelog.store.layout import SEQUENCE_NUMBER
 
-#: The bytes of batches a run's buffer takes at once (fewer when the run ends first).
-BUFFER_BYTES = 4 << 20
+#: The bytes of batches the runs' buffers take at once, shared between the runs (each
+#: takes its part, or one row, at least).
+BUFFER_BYTES = 16 << 20
 
 
 @attrs.frozen
@@ -49,7 +50,8 @@ class Chunk:
 def merged_chunks(runs: Sequence[Iterable[pa.RecordBatch]], order: MergeOrder) -> Iterator[Chunk]:
     """The rows of ``runs`` (each in key order, a key at most once per run) as chunks in
     merge order: a key's records all in one chunk, the chunks in key order."""
-    streams = [_Run(iter(run), order.key) for run in runs]
+    share = max(1, BUFFER_BYTES // max(1, len(runs)))
+    streams = [_Run(iter(run), order.key, share) for run in runs]
     live = [run for run in streams if run.fill()]
     while len(live) > 1:
         bound = min(run.last_key() for run in live)
@@ -108,11 +110,12 @@ def group_ends(rows: pa.Table, key: Sequence[str]) -> np.ndarray:
 
 class _Run:
     """One run's batches, with the rows being merged (``buffer``): batches taken until they
-    hold :data:`BUFFER_BYTES`, so that a round's cost in Python is spread over many rows
+    hold ``buffer_bytes``, so that a round's cost in Python is spread over many rows
     whatever the reader's batch size, and memory is bounded whatever the rows' width."""
 
-    def __init__(self, batches: Iterator[pa.RecordBatch], key: Sequence[str]) -> None:
-        self._batches = _at_most_buffer_bytes(batches)
+    def __init__(self, batches: Iterator[pa.RecordBatch], key: Sequence[str], buffer_bytes: int) -> None:
+        self._batches = _at_most(buffer_bytes, batches)
+        self._buffer_bytes = buffer_bytes
         self._key = tuple(key)
         self._buffer: pa.Table | None = None
 
@@ -125,7 +128,7 @@ class _Run:
         for batch in self._batches:
             taken.append(batch)
             size += batch.nbytes
-            if size >= BUFFER_BYTES:
+            if size >= self._buffer_bytes:
                 break
         self._buffer = pa.Table.from_batches(taken) if taken else None
         return self._buffer is not None and self._buffer.num_rows > 0
@@ -161,12 +164,12 @@ class _Run:
         return tuple(self._buffer.column(name)[row].as_py() for name in self._key)
 
 
-def _at_most_buffer_bytes(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``batches``, each larger than :data:`BUFFER_BYTES` in slices (zero-copy) that are not."""
+def _at_most(size: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches``, each of more than ``size`` bytes in slices (zero-copy) that are not."""
     for batch in batches:
-        if batch.nbytes <= BUFFER_BYTES or batch.num_rows < 2:
+        if batch.nbytes <= size or batch.num_rows < 2:
             yield batch
             continue
-        rows = max(1, BUFFER_BYTES * batch.num_rows // batch.nbytes)
+        rows = max(1, size * batch.num_rows // batch.nbytes)
         for start in range(0, batch.num_rows, rows):
             yield batch.slice(start, rows)
