@@ -182,6 +182,23 @@ def test_the_files_a_writer_writes_are_cached_as_it_writes_them(
     assert reads == []  # every file was kept when written: none is decoded
 
 
+def test_the_files_a_compaction_writes_are_cached_as_it_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TABLELOG_LOOKUP_CACHE_DIR", str(tmp_path / "machine"))
+    files = _int_table(tmp_path / "wh")
+    files.use_lookup_cache(None, datetime.timedelta(hours=1))
+    operations = files.compactions()
+    latest = files.latest_snapshot().id
+    rewrites = [(group, operations.rewrite_bucket(group, 5, True)) for group in operations.bucket_files(latest)]
+    operations.commit(rewrites, commit_user="compaction", commit_identifier=latest, properties={})
+    keys = pa.table({"k": pa.array(range(0, 70, 3), pa.int64())})
+    expected = _every_record_of(files, keys)
+    reads = _counting_reads(monkeypatch)
+    assert _sorted(files.key_record_table(files.latest_snapshot().id, keys)) == expected
+    assert reads == []  # the compacted files were kept when written: none is decoded
+
+
 def test_a_schema_change_gives_the_records_in_the_new_schema(tmp_path: Path) -> None:
     files = _int_table(tmp_path / "wh", commits=1)
     keys = pa.table({"k": pa.array([3, 4], pa.int64())})

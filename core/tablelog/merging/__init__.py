@@ -1,6 +1,7 @@
 """Paimon's merge engines as pure functions: the options of a table's merge
 (:mod:`~tablelog.merging.options`), the field aggregators (:mod:`~tablelog.merging.aggregators`),
-the merge of a key's records in Paimon's order (:mod:`~tablelog.merging.engines`) and the
+the merge of a key's records in Paimon's order (:mod:`~tablelog.merging.engines`), the same
+merge of many keys' inserts at once in Arrow (:mod:`~tablelog.merging.merged_arrow`) and the
 changes Paimon's ``lookup`` changelog producer emits for a key (:mod:`~tablelog.merging.changelog`).
 Each follows its Java class, named in its docstring. No I/O, no pypaimon."""
 

@@ -3,10 +3,12 @@ runs rewritten into one run, committed as a Paimon ``COMPACT`` snapshot
 (:mod:`tablelog.commit.compaction` decides which runs, and when).
 
 pypaimon 2.1 has no compaction (pypaimon-rust's writer none either: "no background
-compaction"); it has the pieces, used here: the merge read of a bucket's sorted runs
-(the read path's own merge, with each row's sequence number and row kind kept), the
-key-value file writer, and the commit of a ``COMPACT`` snapshot with conflict detection
-(a compaction whose input files are no longer all in the table fails, as in Paimon).
+compaction"); it has the pieces, used here: the reader of a key-value file's Arrow
+batches (each row's sequence number and row kind kept, older schemas read in the
+current one), the key-value file writer, and the commit of a ``COMPACT`` snapshot with
+conflict detection (a compaction whose input files are no longer all in the table
+fails, as in Paimon). Its merge read is a heap of one Python object per row, so the
+merge is tablelog's (:mod:`.sorted_runs`, :mod:`.key_merge`), in Arrow.
 Several of them are pypaimon's internals, called through
 :mod:`tablelog.store.pypaimon_internals`, which names each and why.
 
@@ -17,26 +19,26 @@ run of the bucket is rewritten.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
+import pyarrow as pa
 
 from tablelog.store.bucket_plans import SnapshotPairs, delta_pairs, snapshot_files
-from tablelog.store.layout import without_key_columns, writes_thin
+from tablelog.store.compaction_files import CompactionFiles, OnFile
+from tablelog.store.key_merge import key_merge
+from tablelog.store.layout import KEY_PREFIX, retractions, writes_thin
 from tablelog.store.manifests import merge_base_manifests
-from tablelog.store.merged_reads import merged_read_table, merges_with_tablelog
+from tablelog.store.merged_reads import merges_with_tablelog, paimon_merge_options
 from tablelog.store.pypaimon_internals import (
     collect_manifest_entries,
-    key_value_tuple,
-    open_deletion_file_readers,
-    roll_write,
+    key_value_file_batches,
+    key_value_schema,
     try_commit,
     with_commit_user,
-    write_one_file,
 )
+from tablelog.store.sorted_runs import MergeOrder, merged_chunks
 
 
 @attrs.frozen
@@ -82,96 +84,72 @@ def bucket_files(paimon: Any, snapshot_id: int) -> list[BucketFiles]:
     ]
 
 
+#: The fewest rows compaction reads from a file at a time.
+READ_BATCH_ROWS = 8192
+
+
 def rewrite_bucket(
-    paimon: Any, files: BucketFiles, output_level: int, drop_deletes: bool, *, thin: bool = False
+    paimon: Any, files: BucketFiles, output_level: int, drop_deletes: bool, *, thin: bool = False,
+    target_file_size: int | None = None, on_file: OnFile | None = None,
 ) -> list[Any]:
     """Write the merged rows of ``files`` as new files of one sorted run at ``output_level``;
     the new files' metadata (not committed: :func:`commit_compaction` or
     :func:`delete_files`). ``drop_deletes``: only when ``files`` are all the bucket has
     (older runs could hold a deleted key otherwise). ``thin``: the table declares files
-    without key columns (:mod:`tablelog.store.layout`). Empty when no row survives."""
-    import pyarrow as pa
-    from pypaimon.schema.data_types import PyarrowFieldParser
-    from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
+    without key columns (:mod:`tablelog.store.layout`). ``target_file_size``: the files'
+    size (default: the table's ``target-file-size``); ``on_file``: told of each file
+    written. Empty when no row survives.
 
-    schema_fields, rows = _merged_key_values(paimon, files, drop_deletes)
-    if not rows:
-        return []
-    arrow_schema = PyarrowFieldParser.from_paimon_schema(schema_fields)
-    columns = list(zip(*rows, strict=True))
-    data = pa.Table.from_arrays(
-        [pa.array(list(column), type=field.type) for column, field in zip(columns, arrow_schema, strict=True)],
-        schema=arrow_schema,
-    )
-    if thin:
-        data = without_key_columns(data)
-    writer = KeyValueDataWriter(paimon, files.partition, files.bucket, 0, options=paimon.options)
-    # A file's delete_row_count must be right: pypaimon reads a file it says has none
-    # without merging (and without dropping retractions).
-    retractions = sum(1 for kind in data.column(_VALUE_KIND).to_pylist() if kind in _RETRACT_KINDS)
-    try:
-        if retractions:
-            write_one_file(writer, data)  # one file, so the count is that file's
-        else:
-            # The merge returns keys in order and once each: the writer's file rolling
-            # keeps that, so the new files are one sorted run with the rows' own sequence numbers.
-            roll_write(writer, data)
-    except BaseException:
-        writer.abort()
-        raise
-    # file_source 1: written by a compaction (Paimon's FileSource.COMPACT).
-    return [
-        dataclasses.replace(meta, level=output_level, file_source=1, delete_row_count=retractions)
-        for meta in writer.committed_files
-    ]
-
-
-_VALUE_KIND = "_VALUE_KIND"
-#: The row kinds that retract (-U, -D), as Paimon stores them.
-_RETRACT_KINDS = (1, 3)
-
-
-def _merged_key_values(
-    paimon: Any, files: BucketFiles, drop_deletes: bool
-) -> tuple[list[Any], list[tuple[Any, ...]]]:
-    """The key-value rows (key, sequence number, row kind, value) of ``files`` after the
-    merge, in key order (with ``drop_deletes``, retractions dropped); and their fields,
-    in the table's current schema."""
+    The files' sorted runs are merged as a stream (:mod:`.sorted_runs`), a section of
+    overlapping files after another (Paimon's ``IntervalPartition``), each key's records
+    merged with the table's merge engine (:mod:`.key_merge`): what is held is a batch per
+    run and one output file's rows, not the bucket."""
     from pypaimon.read.interval_partition import IntervalPartition
-    from pypaimon.read.reader.concat_record_reader import ConcatRecordReader
-    from pypaimon.read.reader.drop_delete_reader import DropDeleteRecordReader
-    from pypaimon.read.split import DataSplit
-    from pypaimon.read.split_read import MergeFileSplitRead
-    from pypaimon.table.row.generic_row import GenericRow
 
-    paimon = merged_read_table(paimon)  # a merge engine's merge is tablelog's (Java's)
-    split = DataSplit(
-        files=list(files.files),
-        partition=GenericRow(list(files.partition), paimon.partition_keys_fields),
-        bucket=files.bucket,
-        snapshot_id=files.snapshot_id,
-    )
-    read = MergeFileSplitRead(
-        table=paimon, predicate=None, read_type=paimon.fields, split=split, row_tracking_enabled=False
-    )
-    open_deletion_file_readers(read)
-    sections = IntervalPartition(split.files).partition()
-    reader: Any = ConcatRecordReader([functools.partial(read.section_reader_supplier, section) for section in sections])
-    if drop_deletes:
-        reader = DropDeleteRecordReader(reader)
-    rows: list[tuple[Any, ...]] = []
+    options = paimon_merge_options(paimon)
+    assert options is not None, "a table with a primary key is compacted"
+    schema = key_value_schema(paimon, files.partition, files.bucket)
+    key = tuple(f"{KEY_PREFIX}{name}" for name in paimon.trimmed_primary_keys)
+    order = MergeOrder(key, options.sequence_fields, options.sequence_ascending)
+    merge_keys = key_merge(options, key, merged_by_tablelog=merges_with_tablelog(paimon))
+    output = CompactionFiles(
+        paimon, files.partition, files.bucket, level=output_level, thin=thin, on_file=on_file,
+        target_size=target_file_size or int(paimon.options.target_file_size(True)))
+    # pypaimon's reader decodes a file's row group whole and hands out slices of it: larger
+    # batches cost no memory, and fewer of them less time in Python.
+    reading = paimon.copy({"read.batch-size": str(max(READ_BATCH_ROWS, int(paimon.options.read_batch_size())))})
     try:
-        for batch in _batches(reader):
-            while (kv := batch.next()) is not None:
-                rows.append(key_value_tuple(kv))
-    finally:
-        reader.close()
-    return list(read.read_fields), rows
+        for section in IntervalPartition(list(files.files)).partition():
+            runs = [_run_batches(reading, files, run.files, schema) for run in section]
+            for chunk in merged_chunks(runs, order):
+                rows = merge_keys(chunk)
+                if drop_deletes:
+                    rows = rows.filter(pa.array(~retractions(rows)))
+                output.add(rows)
+        return output.finish()
+    except BaseException:
+        output.abort()
+        raise
 
 
-def _batches(reader: Any) -> Iterator[Any]:
-    while (batch := reader.read_batch()) is not None:
-        yield batch
+def _run_batches(paimon: Any, files: BucketFiles, run: Sequence[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The rows of one sorted run's files (in key order) in ``schema``: files of an older
+    schema are read in the current one (by field id, as pypaimon reads them)."""
+    for batch in key_value_file_batches(paimon, files.partition, files.bucket, run):
+        if batch.num_rows:
+            yield _conformed(batch, schema)
+
+
+def _conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` in ``schema`` (its columns by name, cast where their type differs, null
+    where it has none), zero-copy when only the fields' nullability differs."""
+    given = batch.schema
+    return pa.RecordBatch.from_arrays([
+        pa.nulls(batch.num_rows, field.type) if (index := given.get_field_index(field.name)) < 0
+        else batch.column(index) if given.field(index).type == field.type
+        else batch.column(index).cast(field.type)
+        for field in schema
+    ], schema=schema)
 
 
 def commit_compaction(
@@ -220,10 +198,11 @@ class TableCompactions:
     """One table's compaction operations, for :mod:`tablelog.commit.compaction`
     (:meth:`tablelog.store.PaimonTable.compactions`)."""
 
-    def __init__(self, paimon: Any, s3_client: Any = None) -> None:
+    def __init__(self, paimon: Any, s3_client: Any = None, on_file: OnFile | None = None) -> None:
         self._paimon = paimon  # pypaimon FileStoreTable
         self._s3_client = s3_client  # an object-store warehouse's boto3 client (None: local)
         self._thin = writes_thin(paimon.table_schema.options or {})  # files without key columns
+        self._on_file = on_file  # told of each file a rewrite writes
 
     def merges_with_older_runs(self, files: BucketFiles) -> bool:
         """Whether ``files`` (some of a bucket's newest runs) may only be merged together
@@ -251,7 +230,7 @@ class TableCompactions:
 
     def rewrite_bucket(self, files: BucketFiles, output_level: int, drop_deletes: bool) -> list[Any]:
         """:func:`rewrite_bucket` (uncommitted: :meth:`commit`, or :meth:`delete_rewritten`)."""
-        return rewrite_bucket(self._paimon, files, output_level, drop_deletes, thin=self._thin)
+        return rewrite_bucket(self._paimon, files, output_level, drop_deletes, thin=self._thin, on_file=self._on_file)
 
     def commit(
         self, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], *, commit_user: str,

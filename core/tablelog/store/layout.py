@@ -26,6 +26,8 @@ THIN_MODE = "data-file.thin-mode"
 KEY_PREFIX = "_KEY_"
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
+#: The ``_VALUE_KIND`` bytes of the row kinds that retract: ``-U`` and ``-D``.
+RETRACTION_KINDS = (1, 3)
 
 
 def writes_thin(properties: Mapping[str, str]) -> bool:
@@ -38,3 +40,11 @@ def without_key_columns(data: Any) -> Any:
     """Key-value rows (an Arrow table) without their ``_KEY_`` columns: the thin layout."""
     keys = [name for name in data.schema.names if name.startswith(KEY_PREFIX)]
     return data.drop_columns(keys) if keys else data
+
+
+def retractions(rows: Any) -> Any:
+    """Per row of ``rows`` (key-value rows, an Arrow table), whether it retracts (a numpy
+    array of booleans)."""
+    import numpy as np
+
+    return np.isin(rows.column(VALUE_KIND).to_numpy(), RETRACTION_KINDS)

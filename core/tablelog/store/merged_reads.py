@@ -27,9 +27,9 @@ from tablelog.store.schema import KIND_FIELD
 
 #: The option marking a table copy whose merge reads use tablelog's merge functions.
 MERGED_READ = "tablelog.merged-read"
-#: Paimon's row kinds as its files store them (``RowKind.toByteValue``).
-_KINDS = (RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE)
-_CODES = {kind: code for code, kind in enumerate(_KINDS)}
+#: Paimon's row kinds as its files store them (``RowKind.toByteValue``), and back.
+ROW_KINDS = (RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE)
+KIND_CODES = {kind: code for code, kind in enumerate(ROW_KINDS)}
 
 
 def parsed_merge_options(
@@ -40,14 +40,6 @@ def parsed_merge_options(
         return None
     return _parse(tuple(sorted((str(k), str(v)) for k, v in options.items() if k != MERGED_READ)),
                   schema, tuple(primary_key), tuple(partition_keys))
-
-
-def table_merge_options(
-    options: Mapping[str, Any], schema: pa.Schema, primary_key: Sequence[str], partition_keys: Sequence[str],
-) -> MergeOptions | None:
-    """The table's merge when tablelog merges it (every engine but deduplicate), else None."""
-    parsed = parsed_merge_options(options, schema, primary_key, partition_keys)
-    return None if parsed is None or parsed.engine is MergeEngine.DEDUPLICATE else parsed
 
 
 @functools.lru_cache(maxsize=64)
@@ -73,17 +65,22 @@ def merged_read_table(paimon: Any, options: Mapping[str, str] | None = None) -> 
     return paimon.copy(extra) if extra else paimon
 
 
-def _merge_function(table: Any, key_arity: int, value_fields: Sequence[Any]) -> TablelogMergeFunction:
-    """tablelog's merge function for a marked table's merge read of ``value_fields``."""
+def paimon_merge_options(paimon: Any) -> MergeOptions | None:
+    """The parsed merge options of ``paimon`` (pypaimon's table), whatever its engine
+    (None: no primary key)."""
     from pypaimon.schema.data_types import PyarrowFieldParser
 
-    names = [f.name for f in value_fields]
-    schema = pa.schema([PyarrowFieldParser.from_paimon_field(f) for f in table.table_schema.fields
+    schema = pa.schema([PyarrowFieldParser.from_paimon_field(f) for f in paimon.table_schema.fields
                         if f.name != KIND_FIELD])
-    options = table_merge_options(table.options.options.to_map(), schema, table.table_schema.primary_keys,
-                                  table.table_schema.partition_keys or ())
-    assert options is not None, "a marked table merges with an engine"
-    return TablelogMergeFunction(options, key_arity, names)
+    return parsed_merge_options(paimon.options.options.to_map(), schema, paimon.table_schema.primary_keys,
+                                paimon.table_schema.partition_keys or ())
+
+
+def _merge_function(table: Any, key_arity: int, value_fields: Sequence[Any]) -> TablelogMergeFunction:
+    """tablelog's merge function for a marked table's merge read of ``value_fields``."""
+    options = paimon_merge_options(table)
+    assert options is not None and options.engine is not MergeEngine.DEDUPLICATE, "a marked table merges with an engine"
+    return TablelogMergeFunction(options, key_arity, [f.name for f in value_fields])
 
 
 class TablelogMergeFunction:
@@ -107,7 +104,7 @@ class TablelogMergeFunction:
         self._key = row[:arity]
         values = dict.fromkeys(self._options.columns)
         values.update(zip(self._names, row[arity + 2:], strict=True))
-        self._records.append(KeyValue(_KINDS[row[arity + 1]], values, int(row[arity])))
+        self._records.append(KeyValue(ROW_KINDS[row[arity + 1]], values, int(row[arity])))
 
     def get_result(self) -> Any:
         from pypaimon.table.row.key_value import KeyValue as PaimonKeyValue
@@ -118,4 +115,4 @@ class TablelogMergeFunction:
         last = self._records[-1].row
         values = tuple(result.row.get(n, last.get(n)) for n in self._names)
         return PaimonKeyValue(self._key_arity, len(self._names)).replace(
-            (*self._key, result.sequence, _CODES[result.kind], *values))
+            (*self._key, result.sequence, KIND_CODES[result.kind], *values))

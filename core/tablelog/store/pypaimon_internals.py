@@ -45,21 +45,13 @@ class Internal:
 
 
 INTERNALS: tuple[Internal, ...] = (
-    Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._roll_write",
-             "compaction writes a bucket's merged rows as one sorted run of rolled files, "
-             "keeping each row's sequence number (the public writer assigns new ones)"),
     Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._write_data_to_file",
-             "compaction writes rows holding retractions as one file, so that the file's "
-             "delete_row_count is exact (pypaimon reads a file without deletes unmerged)"),
-    Internal("pypaimon.read.split_read:MergeFileSplitRead._genarate_deletion_file_readers",
-             "compaction's merge read of a bucket's sorted runs needs the deletion-file "
-             "readers the public read builds only inside its own read"),
-    Internal("pypaimon.read.split_read:MergeFileSplitRead.section_reader_supplier",
-             "compaction reads each section of overlapping runs merged, with row kinds and "
-             "sequence numbers kept (the public read drops both)"),
+             "compaction writes a bucket's merged rows as the files of one sorted run, each "
+             "row keeping its sequence number (the public writer assigns new ones), each file "
+             "with its exact delete_row_count (pypaimon reads a file without deletes unmerged)"),
     Internal("pypaimon.table.row.key_value:KeyValue._row_tuple",
-             "compaction copies each merged key-value row whole: key, sequence number, "
-             "row kind and value"),
+             "a merge read of a merge-engine table hands each key-value row whole (key, "
+             "sequence number, row kind and value) to tablelog's merge function"),
     Internal("pypaimon.write.write_builder:StreamWriteBuilder._with_commit_user",
              "commits name their writer (Paimon's commit user) so that a replayed commit "
              "identifier is recognised: exactly-once commits"),
@@ -101,8 +93,9 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("pypaimon.read.split_read:MergeFileSplitRead.value_fields",
              "the same: the columns of the merged value rows"),
     Internal("pypaimon.read.split_read:SplitRead.file_reader_supplier",
-             "a lookup reads a key's records, unmerged, from each file as Arrow batches with "
-             "the key-value columns, older schemas mapped to the table's"),
+             "a lookup reads a key's records, and compaction a bucket's sorted runs, unmerged, "
+             "from each file as Arrow batches with the key-value columns, older schemas mapped "
+             "to the table's"),
     Internal("pypaimon.read.split_read:MergeFileSplitRead._get_final_read_data_fields",
              "the same: the columns of a key-value file to read"),
     Internal("pypaimon.read.merge_engine_support:check_supported",
@@ -127,7 +120,7 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter.committed_files",
              "compaction takes the metadata of the files it wrote"),
     Internal("pypaimon.read.split_read:MergeFileSplitRead.read_fields",
-             "compaction writes the merged rows with the fields the merge read returned"),
+             "compaction writes the merged rows with the fields a merge read returns"),
     # The writes of a table whose row kinds are Paimon's own (``_VALUE_KIND``, no
     # row-kind column) and whose files follow ``data-file.thin-mode``: pypaimon takes
     # row kinds from a ``rowkind.field`` column only, and its writers ignore thin mode.
@@ -170,19 +163,9 @@ def with_commit_user(builder: Any, commit_user: str) -> Any:
     return builder._with_commit_user(commit_user)
 
 
-def roll_write(writer: Any, data: Any) -> None:
-    """Write ``data`` (key-value rows in key order) through ``writer``'s file rolling."""
-    writer._roll_write(data)
-
-
 def write_one_file(writer: Any, data: Any) -> None:
     """Write ``data`` through ``writer`` as exactly one file."""
     writer._write_data_to_file(data)
-
-
-def open_deletion_file_readers(read: Any) -> None:
-    """Make a ``MergeFileSplitRead`` ready to read its split's sections."""
-    read._genarate_deletion_file_readers()
 
 
 def key_value_tuple(kv: Any) -> tuple[Any, ...]:
@@ -264,6 +247,22 @@ def _install_merge_reads(marker: str, merge_function: Callable[[Any, int, Sequen
     MergeFileSplitRead._build_merge_function = build_merge_function
     merge_engine_support.check_supported = check_supported
     CoreOptions.batch_scan_skip_level0 = batch_scan_skip_level0
+
+
+def key_value_schema(paimon: Any, partition: Sequence[Any], bucket: int) -> Any:
+    """The Arrow schema of the key-value rows of ``paimon``'s (``partition``, ``bucket``),
+    as its merge read returns them and its key-value files hold them: ``_KEY_`` columns,
+    ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and the table's columns, in the current schema."""
+    from pypaimon.read.split import DataSplit
+    from pypaimon.read.split_read import MergeFileSplitRead
+    from pypaimon.schema.data_types import PyarrowFieldParser
+    from pypaimon.table.row.generic_row import GenericRow
+
+    split = DataSplit(files=[], partition=GenericRow(list(partition), paimon.partition_keys_fields),
+                      bucket=bucket, snapshot_id=None)
+    read = MergeFileSplitRead(table=paimon, predicate=None, read_type=paimon.fields, split=split,
+                              row_tracking_enabled=False)
+    return PyarrowFieldParser.from_paimon_schema(list(read.read_fields))
 
 
 def key_value_file_batches(paimon: Any, partition: Sequence[Any], bucket: int, files: Sequence[Any]) -> Any:

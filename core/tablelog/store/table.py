@@ -281,15 +281,22 @@ class PaimonTable:
     def new_write(self) -> TableWrite:
         """A write of data files, to commit later (:meth:`commit`) or abort."""
         merged = self.merge_options
+        return TableWrite(self.identifier, self.paimon, merged_changelog=merged is not None,
+                          on_file=self._kept_for_lookups())
+
+    def _kept_for_lookups(self) -> Callable[[tuple[Any, ...], int, Any, Any], None] | None:
+        """What tells the lookup cache of each data file this process writes (a merge-engine
+        table's, with the cache on): the next lookup decodes none of it."""
+        merged = self.merge_options
         cache = self._lookup_cache
-        keep = None
-        if merged is not None and cache is not None:
-            paimon = self.paimon
+        if merged is None or cache is None:
+            return None
+        paimon = self.paimon
 
-            def keep(partition: tuple[Any, ...], bucket: int, file: Any, rows: Any) -> None:
-                cache.put(paimon, merged, partition, bucket, file, rows)  # the next lookup decodes none of it
+        def keep(partition: tuple[Any, ...], bucket: int, file: Any, rows: Any) -> None:
+            cache.put(paimon, merged, partition, bucket, file, rows)
 
-        return TableWrite(self.identifier, self.paimon, merged_changelog=merged is not None, on_file=keep)
+        return keep
 
     def commit(
         self, messages: Sequence[Any], *, commit_user: str, commit_identifier: int, properties: Mapping[str, str]
@@ -364,7 +371,7 @@ class PaimonTable:
 
     def compactions(self) -> TableCompactions:
         """This table's compaction operations (:mod:`tablelog.store.compaction`)."""
-        return TableCompactions(self.paimon, self.s3_client)
+        return TableCompactions(self.paimon, self.s3_client, on_file=self._kept_for_lookups())
 
     # -- bucket routing ------------------------------------------------------
 

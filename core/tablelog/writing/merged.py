@@ -36,11 +36,11 @@ from tablelog.merging import (
     writable,
 )
 from tablelog.merging.engines import single_add_is_the_row
+from tablelog.merging.merged_arrow import merge_pairs, merge_stored, pairs_merge_in_arrow
 from tablelog.records import RowKind
 from tablelog.store.key_records import key_tuples, records_by_key
 from tablelog.store.layout import VALUE_KIND
 from tablelog.writing.key_places import first_rows, kept_in_place_order, places
-from tablelog.writing.merged_arrow import merge_pairs, merge_stored, pairs_merge_in_arrow
 
 if TYPE_CHECKING:
     from tablelog.store import TableFiles
@@ -203,7 +203,7 @@ def _merged_changes(
     ``+U``, on a table whose merge of one such record is that record
     (:func:`~tablelog.merging.engines.single_add_is_the_row`), keeps its row as written;
     when the table does not hold the key its change is ``+I`` of that row, and when the
-    table holds adds of it only, they and the new row merge in Arrow (:mod:`.merged_arrow`). Every
+    table holds adds of it only, they and the new row merge in Arrow (:mod:`tablelog.merging.merged_arrow`). Every
     other key is folded and merged row by row, as :meth:`PendingRows.fold` and
     :func:`key_changes` do; both give the same records and changes, in the same key order.
     Keys are told apart by their place among the attempt's keys (:mod:`.key_places`)."""

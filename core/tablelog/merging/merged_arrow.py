@@ -18,8 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablelog.merging import MergeEngine, MergeOptions
-from tablelog.store.layout import SEQUENCE_NUMBER
+from tablelog.merging.options import MergeEngine, MergeOptions
+
+#: Paimon's column of each record's sequence number (write order).
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 
 
 def pairs_merge_in_arrow(options: MergeOptions) -> bool:

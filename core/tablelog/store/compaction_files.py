@@ -1,0 +1,81 @@
+"""A compaction's output: merged key-value rows, in key order, written as the data files
+of one sorted run, each of about ``target-file-size`` (Paimon's option; pypaimon's
+writers measure it, as here, in Arrow bytes held, so a file is smaller on disk).
+
+Only one file's rows are held at a time. Each file keeps the rows' own sequence numbers
+and row kinds, gets the compaction's level and ``file_source`` and the count of the
+retractions it holds (``delete_row_count``: pypaimon reads a file it says has none
+without merging, and so without dropping retractions), and has the columns the table's
+``data-file.thin-mode`` declares.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from tablelog.store.layout import retractions, without_key_columns
+from tablelog.store.pypaimon_internals import write_one_file
+
+#: Told of each file written: partition, bucket, its metadata, its rows.
+OnFile = Callable[[tuple[Any, ...], int, Any, pa.Table], None]
+#: Paimon's FileSource.COMPACT: a file written by a compaction.
+_COMPACT_SOURCE = 1
+
+
+class CompactionFiles:
+    """The files of one bucket's rewritten run (uncommitted: deleted by :meth:`abort`)."""
+
+    def __init__(self, paimon: Any, partition: tuple[Any, ...], bucket: int, *, level: int, target_size: int, thin: bool, on_file: OnFile | None = None) -> None:
+        from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
+
+        self._writer = KeyValueDataWriter(paimon, partition, bucket, 0, options=paimon.options)
+        self._partition = tuple(partition)
+        self._bucket = bucket
+        self._level = level
+        self._target_size = target_size
+        self._thin = thin
+        self._on_file = on_file
+        self._held: list[pa.Table] = []
+        self._held_bytes = 0
+        self.files: list[Any] = []  # pypaimon DataFileMeta, in key order
+
+    def add(self, rows: pa.Table) -> None:
+        """Rows after those added before (keys ascending across calls, each key once)."""
+        if not rows.num_rows:
+            return
+        self._held.append(rows)
+        self._held_bytes += rows.nbytes
+        if self._held_bytes >= self._target_size:
+            self._write()
+
+    def finish(self) -> list[Any]:
+        """The files written, the last one with the rows still held."""
+        self._write()
+        return self.files
+
+    def abort(self) -> None:
+        """Delete every file written."""
+        self._held.clear()
+        self._writer.abort()
+
+    def _write(self) -> None:
+        if not self._held:
+            return
+        data = pa.concat_tables(self._held)
+        for name in self._writer.trimmed_primary_keys:  # pypaimon takes a file's key range from its first batch
+            index = data.schema.get_field_index(name)
+            data = data.set_column(index, data.schema.field(index), data.column(index).combine_chunks())
+        self._held.clear()
+        self._held_bytes = 0
+        deletes = int(retractions(data).sum())
+        write_one_file(self._writer, without_key_columns(data) if self._thin else data)
+        meta = dataclasses.replace(self._writer.committed_files[-1], level=self._level, file_source=_COMPACT_SOURCE,
+                                   delete_row_count=deletes)
+        self._writer.committed_files[-1] = meta
+        self.files.append(meta)
+        if self._on_file is not None:
+            self._on_file(self._partition, self._bucket, meta, data)
