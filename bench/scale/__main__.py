@@ -55,8 +55,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--measure", default=",".join(MEASUREMENTS),
                         help=f"what to measure, comma-separated, of {','.join(MEASUREMENTS)}")
     parser.add_argument("--growth-batch-rows", default="500k", help="rows of a micro-batch while growing")
-    parser.add_argument("--batch-rows", default="50k", help="rows of a micro-batch in the measured windows")
-    parser.add_argument("--window-batches", type=int, default=8,
+    parser.add_argument("--batch-rows", default=None,
+                        help="rows of a micro-batch in the measured windows (default: 50k, less when the "
+                        "checkpoints are close: the windows add at most half the smallest step)")
+    parser.add_argument("--window-batches", type=int, default=6,
                         help="micro-batches a window (the first of each is not measured: it plans the query)")
     parser.add_argument("--windows", type=int, default=6, help="windows a checkpoint, off and background alternately")
     parser.add_argument("--update-fraction", type=float, default=0.2, help="share of a micro-batch updating old keys")
@@ -70,8 +72,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.rows = schedule.parse_rows(args.rows)
         args.checkpoints = schedule.parse_checkpoints(args.checkpoints, args.rows)
         args.growth_batch_rows = schedule.parse_rows(args.growth_batch_rows)
-        args.batch_rows = schedule.parse_rows(args.batch_rows)
         args.order = schedule.window_order(args.windows)
+        args.batch_rows = (schedule.parse_rows(args.batch_rows) if args.batch_rows else
+                           schedule.window_batch_rows(args.checkpoints, args.windows * args.window_batches))
         args.spark_cores = [int(c) for c in args.spark_cores.split(",") if c.strip()]
     except ValueError as err:
         parser.error(str(err))
@@ -147,7 +150,7 @@ def run_backend(name: str, spark: Any, args: argparse.Namespace, work: Path, out
                 log(f"  sink windows at {rows.keys:,} keys: {' '.join(args.order)}")
                 point["sink"] = measure.sink_windows(sink, where, table, args.order, args.window_batches,
                                                      args.batch_rows, args.update_fraction, log)
-            keys = rows.keys
+            keys = point["keys_measured"] = rows.keys  # the scan and compactions see the windows' rows too
             if args.measure & {"scan", "compact", "spark-compact"}:
                 point["settled_after_sink"] = measure.wait_quiet(where, table)
             if "scan" in args.measure:

@@ -1,7 +1,7 @@
 """The measurements run in processes of their own, each timed and its memory taken:
 
-- a full compaction of one table partition by ``tablelog compact --partition`` (peak RSS
-  from ``os.wait4``: the child's ``ru_maxrss``);
+- a full compaction of one table partition by ``tablelog compact --partition`` (peak RSS:
+  the child's ``ru_maxrss``, from ``os.wait4``);
 - ``tablelog.spark.compact`` of one table partition, and a full scan to ``noop``, each in
   a new Spark session (:mod:`bench.scale.spark_job`: peak task RSS from its workers);
 - ``tablelog expire``.
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -28,31 +30,39 @@ def _options_args(options: Mapping[str, str]) -> list[str]:
     return [arg for key, value in options.items() for arg in ("-o", f"{key}={value}")]
 
 
-def measured(command: list[str], timeout_s: float = 7200.0) -> dict[str, Any]:
-    """Run ``command``, its output to files; its wall seconds, peak RSS (MB: the child's
-    ``ru_maxrss`` from ``os.wait4``) and stdout. Raises with its stderr's end when it fails."""
-    import tempfile
+#: Runs a command and writes its peak RSS (KB) to a file. Forked from this small process,
+#: not from the benchmark's: Linux counts in a process's ``ru_maxrss`` the memory of the
+#: process it was forked from, up to its ``exec`` (the benchmark's few hundred MB).
+_PEAK_RSS = """\
+import json, os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    json.dump(usage.ru_maxrss, out)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+
+def measured(command: list[str], timeout_s: float = 7200.0) -> dict[str, Any]:
+    """Run ``command``: its wall seconds, peak RSS (MB, its ``ru_maxrss``) and stdout.
+    Raises with the end of its stderr when it fails."""
+    with tempfile.NamedTemporaryFile("r", suffix=".json") as peak:
         began = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err, text=True)
-        deadline = began + timeout_s
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                process.kill()
-                raise TimeoutError(f"{command[3:5]} ran for more than {timeout_s} s")
-            time.sleep(0.05)
+        process = subprocess.Popen([sys.executable, "-c", _PEAK_RSS, peak.name, *command], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
         seconds = time.perf_counter() - began
-        process.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    if process.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[3:6])} failed ({process.returncode}): {stderr[-2000:]}")
-    return {"seconds": seconds, "peak_rss_mb": usage.ru_maxrss / 1024, "stdout": stdout}
+        if process.returncode != 0:
+            raise RuntimeError(f"{' '.join(command[3:6])} failed ({process.returncode}): {stderr[-2000:]}")
+        peak_kb = json.loads(peak.read())
+    return {"seconds": seconds, "peak_rss_mb": peak_kb / 1024, "stdout": stdout}
 
 
 def compact_partition(warehouse: str, table: str, options: Mapping[str, str], partition: int) -> dict[str, Any]:

@@ -34,7 +34,8 @@ def make_all(results: dict[str, Any], out: Path) -> list[Path]:
     return made
 
 
-def _series(points: list[dict[str, Any]], get: Callable[[dict[str, Any]], Any]) -> tuple[list[float], list[float]]:
+def _series(points: list[dict[str, Any]], get: Callable[[dict[str, Any]], Any],
+            x: str = "keys") -> tuple[list[float], list[float]]:
     xs, ys = [], []
     for point in points:
         try:
@@ -42,15 +43,18 @@ def _series(points: list[dict[str, Any]], get: Callable[[dict[str, Any]], Any]) 
         except (KeyError, TypeError):
             continue
         if value is not None:
-            xs.append(point["keys"] / 1e6)
+            xs.append(point.get(x, point["keys"]) / 1e6)
             ys.append(value)
     return xs, ys
 
 
-def _line(ax: Any, backends: dict[str, Any], get: Callable[[dict[str, Any]], Any], label: str, **kw: Any) -> bool:
+def _line(ax: Any, backends: dict[str, Any], get: Callable[[dict[str, Any]], Any], label: str, *,
+          x: str = "keys", **kw: Any) -> bool:
+    """One line per backend; ``x``: the point's table size the figure was taken at
+    (``keys``: before the sink's windows; ``keys_measured``: after them)."""
     drawn = False
     for name, backend in backends.items():
-        xs, ys = _series(backend.get("checkpoints", []), get)
+        xs, ys = _series(backend.get("checkpoints", []), get, x)
         if xs:
             ax.plot(xs, ys, _STYLE.get(name, "-"), marker="o", label=f"{name}: {label}", **kw)
             drawn = True
@@ -84,12 +88,12 @@ def _sink(plt: Any, backends: dict[str, Any]) -> Any:
 
 def _compaction(plt: Any, backends: dict[str, Any]) -> Any:
     fig, (rate, memory) = plt.subplots(1, 2, figsize=(12, 4.5))
-    drawn = _line(rate, backends, lambda p: p["compact"]["rows_per_s"], "one process", color="tab:green")
-    _line(memory, backends, lambda p: p["compact"]["peak_rss_mb"], "one process (peak RSS)", color="tab:green")
+    drawn = _line(rate, backends, lambda p: p["compact"]["rows_per_s"], "one process", x="keys_measured", color="tab:green")
+    _line(memory, backends, lambda p: p["compact"]["peak_rss_mb"], "one process (peak RSS)", x="keys_measured", color="tab:green")
     cores = sorted({c for b in backends.values() for p in b.get("checkpoints", []) for c in p.get("spark_compact", {})})
     for c, color in zip(cores, ("tab:purple", "tab:red", "tab:brown"), strict=False):
-        drawn |= _line(rate, backends, lambda p, c=c: p["spark_compact"][c]["rows_per_s"], f"Spark local[{c}]", color=color)
-        _line(memory, backends, lambda p, c=c: p["spark_compact"][c]["peak_task_rss_mb"], f"Spark local[{c}] (task)",
+        drawn |= _line(rate, backends, lambda p, c=c: p["spark_compact"][c]["rows_per_s"], f"Spark local[{c}]", x="keys_measured", color=color)
+        _line(memory, backends, lambda p, c=c: p["spark_compact"][c]["peak_task_rss_mb"], f"Spark local[{c}] (task)", x="keys_measured",
               color=color)
     if not drawn:
         plt.close(fig)
@@ -102,10 +106,10 @@ def _compaction(plt: Any, backends: dict[str, Any]) -> Any:
 
 def _scan(plt: Any, backends: dict[str, Any]) -> Any:
     fig, (rate, memory) = plt.subplots(1, 2, figsize=(12, 4.5))
-    if not _line(rate, backends, lambda p: p["scan"]["rows_per_s"], "full scan to noop", color="tab:blue"):
+    if not _line(rate, backends, lambda p: p["scan"]["rows_per_s"], "full scan to noop", x="keys_measured", color="tab:blue"):
         plt.close(fig)
         return None
-    _line(memory, backends, lambda p: p["scan"]["peak_task_rss_mb"], "peak task RSS", color="tab:blue")
+    _line(memory, backends, lambda p: p["scan"]["peak_task_rss_mb"], "peak task RSS", x="keys_measured", color="tab:blue")
     _axes(rate, "Spark batch read of the whole table, local[2]", "rows/s")
     _axes(memory, "peak RSS of a Spark task's Python worker", "MB")
     return fig

@@ -55,6 +55,14 @@ def growth_batches(keys_now: int, target: int, batch_rows: int, update_fraction:
     return batches
 
 
+def window_batch_rows(checkpoints: Sequence[int], batches: int, largest: int = 50_000, smallest: int = 1_000) -> int:
+    """Rows of a measured micro-batch: ``largest``, or less so that the ``batches``
+    micro-batches measured at a checkpoint add at most half the smallest step between
+    checkpoints (they write new keys too), at least ``smallest``."""
+    steps = [b - a for a, b in zip([0, *checkpoints], checkpoints, strict=False)]
+    return max(smallest, min(largest, min(steps) // (2 * batches)))
+
+
 def window_order(windows: int) -> list[str]:
     """``windows`` measurement windows alternating compaction off and in the background,
     off first, background last: a window with compaction off starts only once the

@@ -82,7 +82,7 @@ def text(results: dict[str, Any]) -> str:
 
     lines = []
     for name, backend in results.get("backends", {}).items():
-        lines += [f"\n{name}", "| rows | runs max/median | sink off rows/s | p50/p99 ms | background rows/s | "
+        lines += [f"\n{name}", "| rows (sink / scan, compaction) | runs max/median | sink off rows/s | p50/p99 ms | background rows/s | "
                   "p50/p99 ms | scan rows/s | tasks | scan task RSS MB | compact rows/s | RSS MB | "
                   "Spark compact rows/s by cores | S3 requests/micro-batch (off: metadata) |",
                   "|" + "---|" * 13]
@@ -93,7 +93,7 @@ def text(results: dict[str, Any]) -> str:
             spark = " / ".join(f"{c}: {_fmt(v.get('rows_per_s'))}" for c, v in p.get("spark_compact", {}).items())
             s3 = sink.get("s3_requests", {}).get("off", {})
             lines.append(
-                f"| {p['keys']:,} | {files.get('sorted_runs_max', '-')}/{files.get('sorted_runs_median', '-')} "
+                f"| {p['keys']:,} / {p.get('keys_measured', p['keys']):,} | {files.get('sorted_runs_max', '-')}/{files.get('sorted_runs_median', '-')} "
                 f"| {_fmt(off.get('rows_per_s'))} | {_fmt(off.get('p50_ms'))}/{_fmt(off.get('p99_ms'))} "
                 f"| {_fmt(bg.get('rows_per_s'))} | {_fmt(bg.get('p50_ms'))}/{_fmt(bg.get('p99_ms'))} "
                 f"| {_fmt(scan.get('rows_per_s'))} | {scan.get('tasks', '-')} | {_fmt(scan.get('peak_task_rss_mb'))} "
