@@ -109,7 +109,7 @@ def backend(name: str, work: Path) -> Iterator[Any]:
                 return {"s3.endpoint": endpoint, "s3.access-key": server.access_key, "s3.secret-key": server.secret_key}
 
             yield Backend(name, server.url("wh"), server.url("expiry"), TABLE, connect(server.endpoint),
-                          connect(counter.endpoint), server.catalog_options(), counter.counts)
+                          connect(counter.endpoint), server.catalog_options(), counter)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

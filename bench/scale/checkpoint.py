@@ -19,8 +19,9 @@ from bench.scale.sink import Sink, mode_summary, window_figures
 @attrs.frozen
 class Backend:
     """One warehouse of the benchmark's table: where, the options the sink and the jobs
-    connect with (``sink_options`` through the S3 request counter, if any), and the
-    pypaimon catalog options the file listings use."""
+    connect with (``sink_options`` through the S3 request counter, if any), the pypaimon
+    catalog options the file listings use, and the counter
+    (:class:`~bench.scale.s3_counter.S3RequestCounter`; None: not counted)."""
 
     name: str
     warehouse: str
@@ -30,7 +31,7 @@ class Backend:
     options: Mapping[str, str]
     sink_options: Mapping[str, str]
     catalog_options: Mapping[str, str]
-    requests: Callable[[], Counter[tuple[str, str]]] | None = None
+    requests: Any = None
 
 
 def wait_quiet(backend: Backend, table: Any) -> dict[str, Any]:
@@ -51,15 +52,30 @@ def _compactions_since(table: Any, snapshot_id: int) -> int:
     return count
 
 
-def _per_batch(counts: Counter[tuple[str, str]], batches: int) -> dict[str, Any]:
+def _request_figures(counts: Counter[tuple[str, str]], batches: int) -> dict[str, Any]:
     """S3 requests per micro-batch: all, those of the table's data files (the tasks'
-    writes, a compaction's reads and writes), the rest (the commit: snapshot, manifests,
-    schema, hints), and each (operation, area)."""
+    writes, a compaction's reads and writes), the rest (the commit's snapshot, manifests,
+    schema, hints: the metadata), and each (operation, area)."""
     total = sum(counts.values())
     data = sum(n for (_, area), n in counts.items() if area == "data")
     return {"micro_batches": batches, "all": total / batches, "data_files": data / batches,
             "metadata": (total - data) / batches,
             "by_kind": {f"{op} {area}": n / batches for (op, area), n in sorted(counts.items())}}
+
+
+def window_requests(counter: Any, progress: list[dict[str, Any]], window_counts: Counter[tuple[str, str]]) -> dict[str, Any]:
+    """A window's S3 requests: ``in_batches``, those that arrived while a measured
+    micro-batch ran (its tasks' writes and its commit), per micro-batch; ``window``,
+    every request of the window's query (its start, and a background compaction between
+    micro-batches too) per micro-batch."""
+    in_batches: Counter[tuple[str, str]] = Counter()
+    for p in progress[1:]:
+        in_batches += counter.between(p["start"], p["start"] + p["ms"].get("triggerExecution", 0) / 1000)
+    return {"in_batches": _request_figures(in_batches, max(1, len(progress) - 1)),
+            "window": _request_figures(window_counts, len(progress)),
+            "counts_in_batches": {f"{op} {area}": n for (op, area), n in in_batches.items()},
+            "counts_window": {f"{op} {area}": n for (op, area), n in window_counts.items()},
+            "measured_batches": len(progress) - 1, "micro_batches": len(progress)}
 
 
 def sink_windows(sink: Sink, backend: Backend, table: Any, order: list[str], batches_per_window: int,
@@ -72,14 +88,14 @@ def sink_windows(sink: Sink, backend: Backend, table: Any, order: list[str], bat
     for mode in order:
         waited = wait_quiet(backend, table) if mode == OFF else None
         before_id = _latest_id(table)
-        before_requests = backend.requests() if backend.requests else None
+        before_requests = backend.requests.counts() if backend.requests else None
         keys = sink.rows.keys
         progress = sink.run([(new, batch_rows - new)] * batches_per_window, write_only=mode == OFF)
         window = window_figures(mode, progress, keys)
         window["compactions"] = _compactions_since(table, before_id)
         window["settled_before"] = waited
         if backend.requests and before_requests is not None:
-            window["s3_requests"] = _per_batch(backend.requests() - before_requests, len(progress))
+            window["s3_requests"] = window_requests(backend.requests, progress, backend.requests.counts() - before_requests)
         log(f"    window {mode}: {window['rows_per_s'] or 0:,.0f} rows/s, micro-batches "
             f"{min(window['durations_ms'], default=0)}-{max(window['durations_ms'], default=0)} ms, "
             f"{window['compactions']} compaction(s)")
@@ -93,15 +109,14 @@ def sink_windows(sink: Sink, backend: Backend, table: Any, order: list[str], bat
 
 
 def _mode_requests(windows: list[dict[str, Any]]) -> dict[str, Any]:
-    batches = sum(w["s3_requests"]["micro_batches"] for w in windows)
-    totals: Counter[str] = Counter()
-    for w in windows:
-        for key, per in w["s3_requests"]["by_kind"].items():
-            totals[key] += per * w["s3_requests"]["micro_batches"]
-    all_ = sum(totals.values())
-    data = sum(n for key, n in totals.items() if key.endswith(" data"))
-    return {"micro_batches": batches, "all": all_ / batches, "data_files": data / batches,
-            "metadata": (all_ - data) / batches, "by_kind": {k: n / batches for k, n in sorted(totals.items())}}
+    """One mode's S3 requests per micro-batch over its windows (as :func:`window_requests`)."""
+    out = {}
+    for part, batches in (("in_batches", "measured_batches"), ("window", "micro_batches")):
+        totals: Counter[tuple[str, str]] = Counter()
+        for w in windows:
+            totals.update({tuple(key.split(" ", 1)): n for key, n in w["s3_requests"][f"counts_{part}"].items()})
+        out[part] = _request_figures(totals, max(1, sum(w["s3_requests"][batches] for w in windows)))
+    return out
 
 
 def scan(backend: Backend, keys: int) -> dict[str, Any]:

@@ -18,8 +18,8 @@ TABLE = "bench.expiry"
 
 
 def measure(warehouse: str, options: Mapping[str, str], snapshots: int, log: Callable[[str], None],
-            requests: Callable[[], Any] | None = None) -> dict[str, Any]:
-    """Grow, then expire; ``requests``: the S3 request counts so far (None: not counted)."""
+            requests: Any = None) -> dict[str, Any]:
+    """Grow, then expire; ``requests``: the S3 request counter (None: not counted)."""
     table = tablelog.create_table(warehouse, TABLE, SCHEMA, primary_key=["id"], bucket=2,
                                   options={"log.system": "none", **options})
     rows = RowSource(seed=10)
@@ -34,10 +34,10 @@ def measure(warehouse: str, options: Mapping[str, str], snapshots: int, log: Cal
             if commits % 1000 == 0:
                 log(f"    expiry table: {latest:,} snapshots ({time.perf_counter() - began:.0f} s)")
     grow_s = time.perf_counter() - began
-    before = requests() if requests else None
+    before = requests.counts() if requests else None
     result = expire(warehouse, TABLE, options)
     if requests and before is not None:
-        after = requests()
+        after = requests.counts()
         result["s3_requests"] = {f"{op} {area}": n for (op, area), n in sorted((after - before).items())}
     result.update({"snapshots": latest, "commits": commits, "grow_seconds": grow_s})
     return result

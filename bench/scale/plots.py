@@ -129,15 +129,16 @@ def _runs(plt: Any, backends: dict[str, Any]) -> Any:
 def _s3(plt: Any, backends: dict[str, Any]) -> Any:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     drawn = False
-    for mode, color in (("off", "tab:blue"), ("background", "tab:orange")):
+    for mode, span, color in (("off", "in_batches", "tab:blue"), ("background", "window", "tab:orange")):
         for part, style in (("all", "-"), ("metadata", ":")):
             xs, ys = _series(backends.get("s3", {}).get("checkpoints", []),
-                             lambda p, m=mode, part=part: p["sink"]["s3_requests"][m][part])
+                             lambda p, m=mode, s=span, part=part: p["sink"]["s3_requests"][m][s][part])
             if xs:
                 ax.plot(xs, ys, style, marker="o", color=color, label=f"compaction {mode}: {part}")
                 drawn = True
     if not drawn:
         plt.close(fig)
         return None
-    _axes(ax, "S3 requests per micro-batch (metadata: all but data files)", "requests")
+    _axes(ax, "S3 requests per micro-batch (off: while it runs; background: the whole window)\n"
+          "metadata: all but data files (off: the commit)", "requests")
     return fig

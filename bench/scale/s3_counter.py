@@ -9,10 +9,12 @@ boto3, the Rust writer, in the benchmark's process and in Spark's Python workers
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import re
 import socket
 import threading
+import time
 from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
@@ -51,7 +53,8 @@ def _prefix(query: str) -> str:
 
 class S3RequestCounter:
     """A proxy on a free loopback port forwarding to ``upstream`` (``http://host:port``);
-    :attr:`endpoint` is what the clients use instead; :meth:`counts` the requests so far."""
+    :attr:`endpoint` is what the clients use instead; :meth:`counts` the requests so far,
+    :meth:`between` those that arrived in a span of wall-clock time."""
 
     def __init__(self, upstream: str) -> None:
         parts = urlsplit(upstream)
@@ -59,6 +62,7 @@ class S3RequestCounter:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.endpoint = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
         self._counts: Counter[tuple[str, str]] = Counter()
+        self._arrivals: list[tuple[float, str, str]] = []  # (time.time(), operation, area)
         self._lock = threading.Lock()
         self._closed = False
         threading.Thread(target=self._accept, daemon=True, name="s3-counter").start()
@@ -66,6 +70,13 @@ class S3RequestCounter:
     def counts(self) -> Counter[tuple[str, str]]:
         with self._lock:
             return Counter(self._counts)
+
+    def between(self, start: float, end: float) -> Counter[tuple[str, str]]:
+        """The requests that arrived from ``start`` to ``end`` (``time.time()`` seconds)."""
+        with self._lock:
+            first = bisect.bisect_left(self._arrivals, (start,))
+            last = bisect.bisect_right(self._arrivals, (end, "~", "~"))
+            return Counter((op, area) for _, op, area in self._arrivals[first:last])
 
     def close(self) -> None:
         self._closed = True
@@ -104,8 +115,10 @@ class S3RequestCounter:
                 lines = head.decode("latin-1").split("\r\n")
                 method, target = (lines[0].split(" ") + ["", ""])[:2]
                 headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+                kind = classify(method, target)
                 with self._lock:
-                    self._counts[classify(method, target)] += 1
+                    self._counts[kind] += 1
+                    self._arrivals.append((time.time(), *kind))
                 if headers.get("transfer-encoding", "").lower() == "chunked":
                     _forward_chunked(reader, server)
                 else:

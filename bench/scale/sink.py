@@ -11,6 +11,7 @@ one, and a table created by a sink query would keep the first query's value.
 
 from __future__ import annotations
 
+import datetime
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -38,7 +39,8 @@ class Sink:
 
     def run(self, batches: list[tuple[int, int]], write_only: bool) -> list[dict[str, Any]]:
         """One query of ``batches`` ((new keys, updates) each); returns its progress
-        reports: batch id, input rows, durations (ms) of the micro-batches that read rows."""
+        reports: batch id, input rows, durations (ms) and start (``time.time()`` seconds) of
+        the micro-batches that read rows."""
         inputs = self.work / unique("in")
         inputs.mkdir(parents=True)
         number = 0
@@ -57,8 +59,8 @@ class Sink:
             query.awaitTermination()
             if query.exception() is not None:
                 raise RuntimeError(f"the sink query failed: {query.exception()}")
-            progress = [{"batch": p.batchId, "rows": p.numInputRows, "ms": dict(p.durationMs)}
-                        for p in query.recentProgress if p.numInputRows]
+            progress = [{"batch": p.batchId, "rows": p.numInputRows, "ms": dict(p.durationMs),
+                         "start": _epoch(p.timestamp)} for p in query.recentProgress if p.numInputRows]
         finally:
             shutil.rmtree(inputs, ignore_errors=True)
             shutil.rmtree(checkpoint, ignore_errors=True)
@@ -77,6 +79,11 @@ class Sink:
             rows += sum(p["rows"] for p in progress)
             log(f"    grown to {self.rows.keys:,} keys ({rows:,} rows written, {time.perf_counter() - began:.0f} s)")
         return {"rows_written": rows, "seconds": time.perf_counter() - began, "micro_batches": len(batches)}
+
+
+def _epoch(timestamp: str) -> float:
+    """A progress report's ``timestamp`` (ISO 8601, UTC) as ``time.time()`` seconds."""
+    return datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 def window_figures(mode: str, progress: list[dict[str, Any]], keys_at_start: int) -> dict[str, Any]:

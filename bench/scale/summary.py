@@ -91,7 +91,7 @@ def text(results: dict[str, Any]) -> str:
             off, bg = sink.get("off", {}), sink.get("background", {})
             scan, comp, files = p.get("scan", {}), p.get("compact", {}), p.get("files", {})
             spark = " / ".join(f"{c}: {_fmt(v.get('rows_per_s'))}" for c, v in p.get("spark_compact", {}).items())
-            s3 = sink.get("s3_requests", {}).get("off", {})
+            s3 = sink.get("s3_requests", {}).get("off", {}).get("in_batches", {})
             lines.append(
                 f"| {p['keys']:,} / {p.get('keys_measured', p['keys']):,} | {files.get('sorted_runs_max', '-')}/{files.get('sorted_runs_median', '-')} "
                 f"| {_fmt(off.get('rows_per_s'))} | {_fmt(off.get('p50_ms'))}/{_fmt(off.get('p99_ms'))} "
