@@ -56,11 +56,22 @@ def partition_file_rows(warehouse: str, table: str, catalog_options: Mapping[str
                for meta in files.values())
 
 
+def background_work(tablelog_table: Any) -> int:
+    """The pairs the background compaction would still compact at the latest snapshot:
+    those for which Paimon's universal compaction picks runs, as the writers'
+    maintainer picks them (:func:`tablelog.commit.compaction.plan_compaction`,
+    ``automatic``). A pair may rest at the trigger: the pick needs more runs than that,
+    or a size ratio or amplification, so the sorted runs alone cannot say."""
+    from tablelog.commit.compaction import plan_compaction
+    from tablelog.table import internals
+
+    return len(plan_compaction(internals(tablelog_table), automatic=True).tasks)
+
+
 def settle(tablelog_table: Any, warehouse: str, table: str, catalog_options: Mapping[str, str],
            timeout_s: float = 900.0, quiet_s: float = 60.0) -> dict[str, Any]:
-    """Wait until the background compaction is done: every pair below the compaction
-    trigger (the maintainer picks nothing more), or no new snapshot for ``quiet_s``
-    (a pair left at the trigger), or ``timeout_s``. Returns how long it waited and why it
+    """Wait until the background compaction is done: nothing left for it to pick, or no
+    new snapshot for ``quiet_s``, or ``timeout_s``. Returns how long it waited and why it
     stopped."""
     began = time.monotonic()
     last_id, last_change = None, began
@@ -69,11 +80,13 @@ def settle(tablelog_table: Any, warehouse: str, table: str, catalog_options: Map
         latest_id = None if latest is None else latest.id
         if latest_id != last_id:
             last_id, last_change = latest_id, time.monotonic()
-        runs = table_files(warehouse, table, catalog_options)["sorted_runs_max"]
+        pending = background_work(tablelog_table)
         now = time.monotonic()
-        reason = ("below the trigger" if runs < COMPACTION_TRIGGER
+        reason = ("nothing to compact" if pending == 0
                   else "quiet" if now - last_change >= quiet_s
                   else "timeout" if now - began >= timeout_s else None)
         if reason:
-            return {"waited_s": round(now - began, 2), "reason": reason, "sorted_runs_max": runs}
+            runs = table_files(warehouse, table, catalog_options)["sorted_runs_max"]
+            return {"waited_s": round(now - began, 2), "reason": reason, "pairs_pending": pending,
+                    "sorted_runs_max": runs}
         time.sleep(1.0)
