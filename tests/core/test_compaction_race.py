@@ -152,6 +152,9 @@ def test_tablelog_compact_follow_racing_a_write_only_writer_loses_nothing_and_st
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )
     try:
+        assert job.stdout is not None
+        started = job.stdout.readline()  # the job follows the table before the writer starts: they race
+        assert started.startswith("following table"), started
         writer = _start_writer(tmp_path, commits, 0, "w")
         _, err = writer.communicate(timeout=300)
         assert writer.returncode == 0, err[-3000:]

@@ -44,13 +44,17 @@ class CompactionFiles:
         self.files: list[Any] = []  # pypaimon DataFileMeta, in key order
 
     def add(self, rows: pa.Table) -> None:
-        """Rows after those added before (keys ascending across calls, each key once)."""
-        if not rows.num_rows:
-            return
-        self._held.append(rows)
-        self._held_bytes += rows.nbytes
-        if self._held_bytes >= self._target_size:
-            self._write()
+        """Rows after those added before (keys ascending across calls, each key once);
+        a file is written each time the rows held reach the target size, rows cut to fit."""
+        while rows.num_rows:
+            room = self._target_size - self._held_bytes
+            fits = max(1, room * rows.num_rows // max(rows.nbytes, 1))  # rows of about the average size
+            part = rows if fits >= rows.num_rows else rows.slice(0, fits)
+            self._held.append(part)
+            self._held_bytes += part.nbytes
+            rows = rows.slice(part.num_rows)
+            if self._held_bytes >= self._target_size or rows.num_rows:
+                self._write()
 
     def finish(self) -> list[Any]:
         """The files written, the last one with the rows still held."""
