@@ -1,6 +1,7 @@
-"""The arithmetic of ``python -m bench.scale`` (bench/scale/schedule.py): how the table
-grows to each checkpoint, the order of the measured windows, percentiles. Loaded from
-its file: the benchmarks are not a package the test environment installs."""
+"""The pure logic of ``python -m bench.scale``: how the table grows to each checkpoint,
+the order of the measured windows, percentiles (bench/scale/schedule.py), and how its S3
+request counter names a request (bench/scale/s3_counter.py). Loaded from their files: the
+benchmarks are not a package the test environment installs."""
 
 from __future__ import annotations
 
@@ -12,16 +13,16 @@ from types import ModuleType
 import pytest
 
 
-def _schedule() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "bench" / "scale" / "schedule.py"
-    spec = importlib.util.spec_from_file_location("bench_scale_schedule", path)
+def _bench_scale_module(name: str) -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "bench" / "scale" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_scale_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-schedule = _schedule()
+schedule = _bench_scale_module("schedule")
 
 
 def test_growth_reaches_each_checkpoint_exactly_with_a_share_of_updates_after_the_first_batch() -> None:
@@ -63,3 +64,14 @@ def test_percentiles_interpolate_between_the_closest_ranks() -> None:
     assert schedule.percentile([7.0], 99) == 7.0
     assert math.isnan(schedule.percentile([], 50))
     assert schedule.keys_in_partition(10, 0, 4) == 3 and schedule.keys_in_partition(10, 3, 4) == 2
+
+
+def test_requests_are_named_by_operation_and_the_table_folder_they_touch() -> None:
+    counter = _bench_scale_module("s3_counter")
+    table = "/tablelog/wh/bench.db/scale"
+    assert counter.classify("PUT", f"{table}/p=1/bucket-3/data-1.parquet") == ("PUT", "data")
+    assert counter.classify("HEAD", f"{table}/snapshot/snapshot-7") == ("HEAD", "snapshot")
+    assert counter.classify("GET", f"{table}/manifest/manifest-list-1?x-id=GetObject") == ("GET", "manifest")
+    assert counter.classify("GET", "/tablelog?list-type=2&prefix=wh%2Fbench.db%2Fscale%2Fschema%2F") == ("LIST", "schema")
+    assert counter.classify("POST", "/tablelog?delete") == ("DELETE-BATCH", "other")
+    assert counter.classify("DELETE", f"{table}/log-lease/lease-1") == ("DELETE", "other")
