@@ -140,7 +140,8 @@ def test_background_compactions_of_two_writer_processes_lose_and_resurrect_no_ro
 def test_tablelog_compact_follow_racing_a_write_only_writer_loses_nothing_and_stops_on_sigterm(
     tmp_path: Path,
 ) -> None:
-    commits = 20
+    """Two writer runs, the second while the job has compacted the first: at least two rounds race the writes."""
+    commits, offsets = 10, [0, 100_000]
     table = tablelog.create_table(
         str(tmp_path), "db.race", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_key=["id"],
         bucket=2, options={"log.system": "filesystem", "num-sorted-run.compaction-trigger": "2", "write-only": "true",
@@ -155,21 +156,28 @@ def test_tablelog_compact_follow_racing_a_write_only_writer_loses_nothing_and_st
         assert job.stdout is not None
         started = job.stdout.readline()  # the job follows the table before the writer starts: they race
         assert started.startswith("following table"), started
-        writer = _start_writer(tmp_path, commits, 0, "w")
-        _, err = writer.communicate(timeout=300)
-        assert writer.returncode == 0, err[-3000:]
-        deadline = time.monotonic() + 60  # the job's last round compacts what the writer left
-        while not all(b.sorted_runs <= 2 for b in _buckets(table)):
-            assert time.monotonic() < deadline and job.poll() is None, "the job did not compact the last commits"
-            time.sleep(0.1)
+        for round_, offset in enumerate(offsets, start=1):
+            writer = _start_writer(tmp_path, commits, offset, f"w{offset}")
+            _, err = writer.communicate(timeout=300)
+            assert writer.returncode == 0, err[-3000:]
+            _wait_compacted(table, job, rounds=round_)
     finally:
         job.send_signal(signal.SIGTERM)
         out, err = job.communicate(timeout=60)
     assert job.returncode == 0, err[-3000:]
     assert out.rstrip().endswith("table db.race: stopped") and "compacted bucket(s)" in out
     kinds = [s.commit_kind for s in table.snapshots()]
-    assert kinds.count("APPEND") == commits and kinds.count("COMPACT") >= 2
-    _check_counted(table, commits, [0])
+    assert kinds.count("APPEND") == commits * len(offsets) and kinds.count("COMPACT") >= len(offsets)
+    _check_counted(table, commits, offsets)
+
+
+def _wait_compacted(table: tablelog.Table, job: subprocess.Popen[str], rounds: int) -> None:
+    """The job's rounds leave every bucket at most two runs, with at least `rounds` compactions committed."""
+    deadline = time.monotonic() + 60
+    while not (all(b.sorted_runs <= 2 for b in _buckets(table))
+               and [s.commit_kind for s in table.snapshots()].count("COMPACT") >= rounds):
+        assert time.monotonic() < deadline and job.poll() is None, "the job did not compact the last commits"
+        time.sleep(0.1)
 
 
 def _buckets(table: tablelog.Table) -> list[Any]:
