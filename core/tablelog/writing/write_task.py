@@ -11,6 +11,7 @@ process, turns receipts into a snapshot (:mod:`tablelog.commit`).
 from __future__ import annotations
 
 import logging
+import weakref
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from tablelog.logs.pool import LogPool, release
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
 from tablelog.store import KIND_FIELD, PartitionDrop
 from tablelog.writing import inputs
+from tablelog.writing.files_lane import MOST_LANES, FilesLanes
 from tablelog.writing.log_batches import encode
 from tablelog.writing.merged import PendingRows
 from tablelog.writing.merged_parts import merged_and_encoded
@@ -59,7 +61,8 @@ class WriteTask:
         #: The log's projection stream (:mod:`tablelog.formats.projection`), when the table has one.
         self._projection_log: LogClient | None = None
         self._log_pool = log_pool
-        self._paimon_write: Any = None  # a TableWrite, opened on first use
+        #: The attempt's data files, written beside its log (opened on first use).
+        self._paimon_write: FilesLanes | None = None
         #: In place of data files, the drop of a table partition (:meth:`drop_partition`).
         self._drop: PartitionDrop | None = None
         self._finished = False
@@ -74,7 +77,9 @@ class WriteTask:
     # Paimon and the log are opened on first use: an empty task costs nothing.
     def _open(self, *, files: bool = True) -> None:
         if self._paimon_write is None and files:
-            self._paimon_write = self.table.files.new_write()
+            lanes = FilesLanes(self.table.files.new_writes(MOST_LANES), self.commit_identifier)
+            weakref.finalize(self, lanes.close, wait=False)  # an attempt never finished nor aborted
+            self._paimon_write = lanes
         if self._log is None and self.table.options.log_enabled:
             self._log = self._connect(projection=False)
         if self._projection_log is None and self.table.projection:
@@ -128,18 +133,15 @@ class WriteTask:
         self.rows += arrow.num_rows
         return arrow.num_rows
 
-    def _write_files(self, arrow: pa.Table, kinds: list[RowKind], *, last: bool = False) -> None:
-        """``last``: the attempt's last write, written and prepared beside its produce and
-        flush (a merged-changelog attempt's, :meth:`TableWrite.write_last_beside`)."""
+    def _write_files(self, arrow: pa.Table, kinds: list[RowKind]) -> None:
+        """Hand the rows to the attempt's data file lanes (:mod:`tablelog.writing.files_lane`)."""
         table = self.table
         if table.files.has_kind_field:
             data, data_kinds = self._with_kind_column(arrow, kinds), None
         else:  # the kinds go to Paimon's own _VALUE_KIND
             data, data_kinds = arrow, (kinds if table.primary_key else None)
-        if last:
-            self._paimon_write.write_last_beside(data, data_kinds, self.commit_identifier)
-        else:
-            self._paimon_write.write_arrow(data, data_kinds)
+        assert self._paimon_write is not None
+        self._paimon_write.write(data, data_kinds)
 
     def _write_merged(self) -> None:
         """A merged-changelog attempt's records and changes (:mod:`tablelog.writing.merged`)."""
@@ -152,7 +154,8 @@ class WriteTask:
         self._merged = (write.base_snapshot, write.keys)
         self._open(files=write.records.num_rows > 0)
         if write.records.num_rows:
-            self._write_files(write.records, write.kinds, last=True)
+            self._write_files(write.records, write.kinds)
+            self._paimon_write.prepare()  # type: ignore[union-attr]  # its last write: prepared beside the produce
         self._produce(*batches)
 
     def _produce(self, batches: list[ProduceBatch], projected: list[ProduceBatch]) -> None:
@@ -217,13 +220,15 @@ class WriteTask:
         try:
             if self._pending is not None:
                 self._write_merged()
+            if self._paimon_write is not None:
+                self._paimon_write.prepare()  # beside the log's flush
             if self._log is not None:
                 ranges, own_only = self._flush(self._log)
             if self._projection_log is not None:
                 projection_ranges, projection_own = self._flush(self._projection_log)
                 own_only = own_only and projection_own
             if self._paimon_write is not None:
-                messages = list(self._paimon_write.prepare_commit(self.commit_identifier))
+                messages = self._paimon_write.prepared()
             if self._drop is not None:
                 messages = [self._drop]
             if ranges or projection_ranges:
