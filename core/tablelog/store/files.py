@@ -105,7 +105,8 @@ class TableFiles(Protocol):
     def snapshot_at_or_before(self, millis: int) -> SnapshotInfo | None: ...
 
     def snapshots(
-        self, newest_first: bool = False, *, after: int = 0, upto: int | None = None
+        self, newest_first: bool = False, *, after: int = 0, upto: int | None = None,
+        latest: SnapshotInfo | None = None,
     ) -> Iterator[SnapshotInfo]: ...
 
     # -- rows and deltas -------------------------------------------------------

@@ -270,11 +270,13 @@ class PaimonTable:
         return snapshots.snapshot_at_or_before(self._snapshots, millis)
 
     def snapshots(
-        self, newest_first: bool = False, *, after: int = 0, upto: int | None = None
+        self, newest_first: bool = False, *, after: int = 0, upto: int | None = None,
+        latest: SnapshotInfo | None = None,
     ) -> Iterator[SnapshotInfo]:
         """The snapshots the table keeps, oldest first (or newest first); with ``after`` and
-        ``upto``, only those with ``after < id <= upto``."""
-        return snapshots.snapshot_range(self._snapshots, self.latest_snapshot(), newest_first, after, upto)
+        ``upto``, only those with ``after < id <= upto``; up to ``latest`` when the caller
+        read the latest snapshot already (None: it is read here)."""
+        return snapshots.snapshot_range(self._snapshots, latest or self.latest_snapshot(), newest_first, after, upto)
 
     # -- writes and commits of data files ------------------------------------
 
