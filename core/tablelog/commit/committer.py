@@ -137,7 +137,9 @@ def _commit_once(
         # Read once for the commit's look-ups: under the commit lock no other tablelog
         # commit lands before this one (another engine's commits record no log commit).
         latest = table.files.latest_snapshot()
-    existing, expired = find_commit_or_expired(table.files, writer_id, commit_identifier, latest=latest)
+    # A table without snapshots holds no commit (nor end positions): nothing to walk.
+    existing, expired = (None, False) if latest is None else find_commit_or_expired(
+        table.files, writer_id, commit_identifier, latest=latest)
     # A replay: these receipts' records are never committed, their leases hold nothing.
     if (existing is not None or expired) and ranges and log_deletes_before(table):
         release_leases(table, receipts)
@@ -283,7 +285,8 @@ def _end_positions(table: TableView, log: LogClient | None, latest: SnapshotInfo
     eventual hybrid read of this snapshot continues. Records of other writers'
     attempts may lie before it; readers catch those up when they commit. ``latest``:
     the latest snapshot, read by the caller."""
-    previous = last_end_positions(table.files, table.options.log_system, table.topic, latest=latest)
+    previous = {} if latest is None else last_end_positions(
+        table.files, table.options.log_system, table.topic, latest=latest)
     if log is None:
         return previous
     ends = log.end_positions(list(range(table.log_partitions)))

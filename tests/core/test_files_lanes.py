@@ -1,0 +1,184 @@
+"""An attempt's data files written by lanes beside its log (tablelog.writing.files_lane):
+each lane a thread owning one write of whole buckets. A lane's failure fails the attempt
+and leaves no data file; rows land in Paimon's buckets, the last write of a key winning;
+an attempt dropped unfinished stops its lanes."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import tablelog
+from tablelog.commit import committer
+from tablelog.store import TableWrite
+from tablelog.table import Table, internals
+from tablelog.testing.merge_reference import read_all
+from tablelog.verify import verify
+from tablelog.writing import write_task
+from tablelog.writing.write_task import WriteTask
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+
+
+@pytest.fixture(autouse=True)
+def two_lanes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(write_task, "MOST_LANES", 2)  # as on a machine of two cores or more
+
+
+def _table(tmp_path: Path) -> Table:
+    return tablelog.create_table(str(tmp_path), "db.t", SCHEMA, primary_key=["id"], bucket=4,
+                                 options={"log.system": "filesystem"})
+
+
+def _rows(keys: range, value: str) -> list[dict[str, Any]]:
+    return [{"id": k, "v": value} for k in keys]
+
+
+def _data_files(warehouse: Path) -> set[str]:
+    return {p.name for p in (warehouse / "db.db" / "t").rglob("data-*")}
+
+
+def _fail_in_lane(monkeypatch: pytest.MonkeyPatch, method: str, lane: int) -> None:
+    """Make ``method`` of the write of lane ``lane`` (its share of the buckets) raise."""
+    original = getattr(TableWrite, method)
+
+    def failing(self: TableWrite, *args: Any) -> Any:
+        if self._share is not None and self._share.index == lane:
+            raise OSError(f"{method}: no space left on device")
+        return original(self, *args)
+
+    monkeypatch.setattr(TableWrite, method, failing)
+
+
+def test_a_lane_failing_to_write_fails_the_attempt_at_its_next_write_and_commit_and_leaves_no_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = _table(tmp_path)
+    with table.writer("w") as writer:
+        writer.write(_rows(range(100), "a"))
+        writer.commit()
+        before, rows = _data_files(tmp_path), table.rows()
+        writer.write(_rows(range(100, 200), "b"))  # written by both lanes, prepared at the commit
+        _fail_in_lane(monkeypatch, "write_arrow", 1)
+        deadline = time.monotonic() + 10
+        with pytest.raises(OSError, match="no space left on device"):
+            while time.monotonic() < deadline:  # the lanes write beside: a later write hears of it
+                writer.write(_rows(range(200, 210), "c"))
+        with pytest.raises(OSError, match="no space left on device"):
+            writer.commit()  # the attempt failed: nothing of it is committed
+        assert _data_files(tmp_path) == before
+        assert table.rows().equals(rows)
+        monkeypatch.undo()
+        writer.write(_rows(range(300, 310), "d"))  # the next round is a new attempt
+        writer.commit()
+    assert sorted(r["id"] for r in table.rows().to_pylist()) == [*range(100), *range(300, 310)]
+    assert sorted(c.row["id"] for c in read_all(table)) == [*range(100), *range(300, 310)]
+    assert verify(table).consistent
+
+
+def test_files_another_lane_prepared_are_deleted_when_a_lane_fails_to_prepare(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = _table(tmp_path)
+    before = _data_files(tmp_path)
+    _fail_in_lane(monkeypatch, "prepare_commit", 1)
+    task = table.write_task("w", 1)
+    task.write(_rows(range(200), "a"))
+    with pytest.raises(OSError, match="no space left on device"):
+        task.finish()
+    assert _data_files(tmp_path) == before
+
+
+def test_files_prepared_beside_a_log_flush_that_fails_are_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = _table(tmp_path)
+    before = _data_files(tmp_path)
+    prepared = threading.Event()
+    original = TableWrite.prepare_commit
+
+    def prepare_commit(self: TableWrite, commit_identifier: int) -> list[Any]:
+        messages = original(self, commit_identifier)
+        prepared.set()
+        return messages
+
+    def flush_fails(*args: Any) -> Any:
+        assert prepared.wait(10)  # the files exist when the flush fails
+        raise RuntimeError("the log is gone")
+
+    monkeypatch.setattr(TableWrite, "prepare_commit", prepare_commit)
+    monkeypatch.setattr(WriteTask, "_flush", flush_fails)
+    task = table.write_task("w", 1)
+    task.write(_rows(range(200), "a"))
+    with pytest.raises(RuntimeError, match="the log is gone"):
+        task.finish()
+    assert _data_files(tmp_path) == before
+
+
+def test_rows_of_several_lanes_land_in_paimons_buckets_and_the_last_write_of_a_key_wins(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    files = internals(table).files
+    assert len(files.new_writes(2)) == 2
+    with table.writer("w") as writer:
+        writer.write(_rows(range(0, 300), "first"))
+        writer.write(_rows(range(100, 200), "second"))
+        writer.write([("-D", {"id": k, "v": "second"}) for k in range(250, 300)])
+        writer.commit()
+        writer.write(_rows(range(150, 160), "third"))
+        writer.commit()
+    expected = {k: "first" for k in range(250)} | {k: "second" for k in range(100, 200)} | {
+        k: "third" for k in range(150, 160)}
+    assert {r["id"]: r["v"] for r in table.rows().to_pylist()} == expected
+    for bucket in range(4):  # every row in the bucket Paimon's own bucket function gives it
+        rows = files.read_rows(None, [bucket])
+        assert [b for b, _ in files.key_hash_rows(rows, 4)] in ([bucket], [])
+    assert len(read_all(table)) == 300 + 100 + 50 + 10
+    assert verify(table).consistent
+
+
+def test_an_attempt_dropped_unfinished_stops_its_lanes(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+
+    def lanes() -> int:
+        return sum(t.name == "tablelog-files" for t in threading.enumerate())
+
+    task = table.write_task("w", 1)
+    task.write(_rows(range(100), "a"))
+    assert lanes() == 2
+    del task
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while lanes() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert lanes() == 0
+
+
+def test_a_commit_reads_the_latest_snapshot_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _table(tmp_path)
+    for maintenance in ("expire_after_commit", "compact_after_commit", "truncate_log_after_commit"):
+        monkeypatch.setattr(committer, maintenance, lambda *args: None)  # not the commit's own look-ups
+    files = internals(table).files
+    reads = 0
+    latest_snapshot = type(files).latest_snapshot
+
+    def counted(self: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        return latest_snapshot(self)
+
+    for identifier, value in ((1, "a"), (2, "b")):
+        task = table.write_task("w", identifier)
+        task.write(_rows(range(10), value))
+        receipt = task.finish()
+        monkeypatch.setattr(type(files), "latest_snapshot", counted)
+        reads = 0
+        committer.commit(internals(table), "w", identifier, [receipt])
+        monkeypatch.setattr(type(files), "latest_snapshot", latest_snapshot)
+        assert reads == 1
+    assert [c.row["v"] for c in read_all(table)] == ["a"] * 10 + ["b"] * 10
