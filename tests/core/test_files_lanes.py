@@ -17,6 +17,8 @@ import pytest
 import tablelog
 from tablelog.commit import committer
 from tablelog.store import TableWrite
+from tablelog.store.bucket_shares import BucketShare
+from tablelog.store.integer_hash import integer_key_buckets
 from tablelog.table import Table, internals
 from tablelog.testing.merge_reference import read_all
 from tablelog.verify import verify
@@ -182,3 +184,21 @@ def test_a_commit_reads_the_latest_snapshot_once(tmp_path: Path, monkeypatch: py
         monkeypatch.setattr(type(files), "latest_snapshot", latest_snapshot)
         assert reads == 1
     assert [c.row["v"] for c in read_all(table)] == ["a"] * 10 + ["b"] * 10
+
+
+@pytest.mark.parametrize("by_bucket", [True, False])
+def test_the_shares_of_an_attempts_rows_hold_each_row_once_in_its_bucket_in_input_order(by_bucket: bool) -> None:
+    data = pa.table({"id": pa.array([7, 3, 7, 11, 3, 42, 5, 7, 19, 23], pa.int64())})
+    buckets = integer_key_buckets([data.column("id")], 4).tolist()
+    seen: list[int] = []
+    for share in (BucketShare(("id",), 4, index, 2) for index in range(2)):
+        rows, spans = share.rows(data, by_bucket=by_bucket)
+        picked = list(range(data.num_rows)) if rows is None else rows.tolist()
+        for bucket, start, stop in spans:
+            part = picked[start:stop]
+            assert part == sorted(part)  # input order within a span: a later write of a key later
+            assert {buckets[i] % 2 for i in part} == {share.index}
+            if by_bucket:
+                assert {buckets[i] for i in part} == {bucket}
+            seen += part
+    assert sorted(seen) == list(range(data.num_rows))

@@ -30,22 +30,32 @@ class BucketShare:
     index: int = 0
     count: int = 1
 
-    def rows(self, data: pa.Table, *, by_bucket: bool) -> list[tuple[np.ndarray | None, int | None]]:
-        """``(row indices, bucket)`` of the rows of ``data`` this share writes, in input
-        order: with ``by_bucket`` one pair per bucket, else one for all (bucket None); row
-        indices None: every row."""
+    def rows(self, data: pa.Table, *, by_bucket: bool) -> tuple[np.ndarray | None, list[Span]]:
+        """The rows of ``data`` this share writes: their indices (None: every row, as they
+        are), and the spans of them to write: with ``by_bucket`` one ``(bucket, start,
+        stop)`` a bucket (the rows then in bucket order), else one ``(None, 0, count)``.
+        Rows keep their input order within a bucket: a later write of a key is written later."""
+        n = data.num_rows
         if not by_bucket and self.count == 1:
-            return [(None, None)]
+            return None, [(None, 0, n)] if n else []
         buckets = integer_key_buckets([data.column(k) for k in self.key], self.buckets)
+        mine = None if self.count == 1 else np.flatnonzero(buckets % self.count == self.index)
         if not by_bucket:
-            rows = np.flatnonzero(buckets % self.count == self.index)
-            return [(rows, None)] if len(rows) else []
-        out: list[tuple[np.ndarray | None, int | None]] = []
-        for bucket in range(self.index, self.buckets, self.count):
-            rows = np.flatnonzero(buckets == bucket)
-            if len(rows):
-                out.append((None if len(rows) == data.num_rows else rows, bucket))
-        return out
+            assert mine is not None
+            return (None if len(mine) == n else mine), [(None, 0, len(mine))] if len(mine) else []
+        own = buckets if mine is None else buckets[mine]
+        # As 16-bit integers, numpy's stable sort is a radix sort: linear in the rows.
+        order = np.argsort(own.astype(np.int16) if self.buckets <= 1 << 15 else own, kind="stable")
+        in_order = own[order]
+        starts = [0, *(np.flatnonzero(np.diff(in_order)) + 1).tolist()]
+        stops = [*starts[1:], len(own)]
+        spans: list[Span] = [(int(in_order[a]), a, b) for a, b in zip(starts, stops, strict=True) if b > a]
+        rows = order if mine is None else mine[order]
+        return (None if len(spans) == 1 and len(rows) == n else rows), spans
+
+
+#: Rows ``start`` to ``stop`` of a share's rows, all of ``bucket`` (None: any).
+Span = tuple["int | None", int, int]
 
 
 def bucket_shares(table_schema: Any, schema: pa.Schema, buckets: int, most: int) -> list[BucketShare] | None:

@@ -124,11 +124,13 @@ class TableWrite:
             return
         # pypaimon-rust's writer takes one table partition's rows with a bucket given.
         by_bucket = self._native and not self._paimon.partition_keys
-        for rows, bucket in self._share.rows(data, by_bucket=by_bucket):
-            if rows is None:
-                self._write_rows(data, codes, bucket)
-            else:
-                self._write_rows(data.take(rows), None if codes is None else codes.take(rows), bucket)
+        rows, spans = self._share.rows(data, by_bucket=by_bucket)
+        if rows is not None:
+            data = data.take(rows)
+            codes = None if codes is None else codes.take(rows)
+        for bucket, start, stop in spans:
+            part_codes = None if codes is None else codes.slice(start, stop - start)
+            self._write_rows(data.slice(start, stop - start), part_codes, bucket)
 
     def _write_rows(self, data: Any, codes: pa.Array | None, bucket: int | None) -> None:
         if codes is None:

@@ -21,6 +21,7 @@ changes nothing; records already produced stay uncommitted, as those of any fail
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -90,7 +91,10 @@ class FilesLanes:
         if not self._closed:
             self._closed = True
             for lane in self._lanes:
-                lane.queue.put(_CLOSE)
+                # A full queue is drained by its lane (which writes nothing more), which then
+                # ends by itself: closing never waits on a lane (a finalizer may run in one).
+                with contextlib.suppress(queue.Full):
+                    lane.queue.put_nowait(_CLOSE)
         if wait:
             for lane in self._lanes:
                 lane.thread.join()
@@ -104,6 +108,10 @@ class FilesLanes:
     def stopped(self) -> bool:
         """Whether the lanes are to write nothing more: the attempt failed or is closed."""
         return self._failure is not None or self._closed
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def taken(self) -> bool:
@@ -135,6 +143,8 @@ class _Lane:
                 if self.lanes.stopped:
                     if item is _PREPARE:
                         self.done.set()
+                    if self.lanes.closed and self.queue.empty():
+                        break
                     continue  # drained: the attempt is over
                 try:
                     if item is _PREPARE:
