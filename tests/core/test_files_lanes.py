@@ -18,7 +18,7 @@ import pytest
 import tablelog
 from tablelog.commit import committer
 from tablelog.store import TableWrite
-from tablelog.store.bucket_shares import BucketShare
+from tablelog.store.bucket_routing import BucketRouting
 from tablelog.store.integer_hash import integer_key_buckets
 from tablelog.table import Table, internals
 from tablelog.testing.merge_reference import read_all
@@ -48,15 +48,24 @@ def _data_files(warehouse: Path) -> set[str]:
 
 
 def _fail_in_lane(monkeypatch: pytest.MonkeyPatch, method: str, lane: int) -> None:
-    """Make ``method`` of the write of lane ``lane`` (its share of the buckets) raise."""
-    original = getattr(TableWrite, method)
+    """Make ``method`` of the write of lane ``lane`` (the buckets ``b % 2 == lane``) raise."""
+    original_write, original = TableWrite.write_arrow, getattr(TableWrite, method)
+    lanes: dict[int, int] = {}  # id of a write -> its lane
+
+    def write_arrow(self: TableWrite, data: Any, kinds: Any = None, spans: Any = None) -> None:
+        lanes[id(self)] = spans[0][0] % 2
+        if method == "write_arrow" and lanes[id(self)] == lane:
+            raise OSError(f"{method}: no space left on device")
+        original_write(self, data, kinds, spans)
 
     def failing(self: TableWrite, *args: Any) -> Any:
-        if self._share is not None and self._share.index == lane:
+        if lanes.get(id(self)) == lane:
             raise OSError(f"{method}: no space left on device")
         return original(self, *args)
 
-    monkeypatch.setattr(TableWrite, method, failing)
+    monkeypatch.setattr(TableWrite, "write_arrow", write_arrow)
+    if method != "write_arrow":
+        monkeypatch.setattr(TableWrite, method, failing)
 
 
 def test_a_lane_failing_to_write_fails_the_attempt_at_its_next_write_and_commit_and_leaves_no_trace(
@@ -127,21 +136,23 @@ def test_files_prepared_beside_a_log_flush_that_fails_are_deleted(
 def test_rows_of_several_lanes_land_in_paimons_buckets_and_the_last_write_of_a_key_wins(tmp_path: Path) -> None:
     table = _table(tmp_path)
     files = internals(table).files
-    assert len(files.new_writes(2)) == 2
+    assert files.bucket_routing(2) == BucketRouting(("id",), 4, 2)
     with table.writer("w") as writer:
         writer.write(_rows(range(0, 300), "first"))
         writer.write(_rows(range(100, 200), "second"))
-        writer.write([("-D", {"id": k, "v": "second"}) for k in range(250, 300)])
+        # Rows of several kinds in one write: each row's kind goes with it to its bucket.
+        writer.write([("-D", {"id": k, "v": "second"}) if k < 300 else ("+I", {"id": k, "v": "mixed"})
+                      for k in range(250, 320)])
         writer.commit()
         writer.write(_rows(range(150, 160), "third"))
         writer.commit()
     expected = {k: "first" for k in range(250)} | {k: "second" for k in range(100, 200)} | {
-        k: "third" for k in range(150, 160)}
+        k: "third" for k in range(150, 160)} | {k: "mixed" for k in range(300, 320)}
     assert {r["id"]: r["v"] for r in table.rows().to_pylist()} == expected
     for bucket in range(4):  # every row in the bucket Paimon's own bucket function gives it
         rows = files.read_rows(None, [bucket])
         assert [b for b, _ in files.key_hash_rows(rows, 4)] in ([bucket], [])
-    assert len(read_all(table)) == 300 + 100 + 50 + 10
+    assert len(read_all(table)) == 300 + 100 + 70 + 10
     assert verify(table).consistent
 
 
@@ -190,19 +201,18 @@ def test_a_commit_reads_the_latest_snapshot_once(tmp_path: Path, monkeypatch: py
     assert [c.row["v"] for c in read_all(table)] == ["a"] * 10 + ["b"] * 10
 
 
-@pytest.mark.parametrize("by_bucket", [True, False])
-def test_the_shares_of_an_attempts_rows_hold_each_row_once_in_its_bucket_in_input_order(by_bucket: bool) -> None:
+def test_the_routing_of_an_attempts_rows_gives_each_row_once_to_the_write_of_its_bucket_in_input_order() -> None:
     data = pa.table({"id": pa.array([7, 3, 7, 11, 3, 42, 5, 7, 19, 23], pa.int64())})
     buckets = integer_key_buckets([data.column("id")], 4).tolist()
+    order, spans = BucketRouting(("id",), 4, 2).route(data)
+    assert order is not None
+    rows = order.tolist()
     seen: list[int] = []
-    for share in (BucketShare(("id",), 4, index, 2) for index in range(2)):
-        rows, spans = share.rows(data, by_bucket=by_bucket)
-        picked = list(range(data.num_rows)) if rows is None else rows.tolist()
-        for bucket, start, stop in spans:
-            part = picked[start:stop]
-            assert part == sorted(part)  # input order within a span: a later write of a key later
-            assert {buckets[i] % 2 for i in part} == {share.index}
-            if by_bucket:
-                assert {buckets[i] for i in part} == {bucket}
+    for write, write_spans in enumerate(spans):
+        assert [stop for _, _, stop in write_spans[:-1]] == [start for _, start, _ in write_spans[1:]]  # one after the other
+        for bucket, start, stop in write_spans:
+            part = rows[start:stop]
+            assert {buckets[i] for i in part} == {bucket} and bucket % 2 == write
+            assert part == sorted(part)  # input order within a bucket: a later write of a key later
             seen += part
     assert sorted(seen) == list(range(data.num_rows))

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from tablelog.merging import KeyValue, MergeOptions
+    from tablelog.store.bucket_routing import BucketRouting
     from tablelog.store.compaction import TableCompactions
     from tablelog.store.consumers import Consumers
     from tablelog.store.data_files import DataFiles
@@ -149,7 +150,7 @@ class TableFiles(Protocol):
 
     def new_write(self) -> TableWrite: ...
 
-    def new_writes(self, most: int) -> list[TableWrite]: ...
+    def bucket_routing(self, most: int) -> BucketRouting | None: ...
 
     def commit_lock(self) -> AbstractContextManager[None]: ...
 

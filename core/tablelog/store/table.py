@@ -23,7 +23,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.store import snapshots
-from tablelog.store.bucket_shares import BucketShare, bucket_shares
+from tablelog.store.bucket_routing import BucketRouting, bucket_routing
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
 from tablelog.store.data_files import DataFiles
@@ -282,12 +282,6 @@ class PaimonTable:
 
     def new_write(self) -> TableWrite:
         """A write of data files, to commit later (:meth:`commit`) or abort."""
-        return self.new_writes(1)[0]
-
-    def new_writes(self, most: int) -> list[TableWrite]:
-        """The writes of one attempt's data files, to commit together or abort: up to
-        ``most``, each of whole buckets, all given every row (:mod:`tablelog.store.bucket_shares`);
-        one for a table whose buckets are not computed ahead, and for a merged-changelog table."""
         merged = self.merge_options
         cache = self._lookup_cache
         keep = None
@@ -297,11 +291,15 @@ class PaimonTable:
             def keep(partition: tuple[Any, ...], bucket: int, file: Any, rows: Any) -> None:
                 cache.put(paimon, merged, partition, bucket, file, rows)  # the next lookup decodes none of it
 
-        shares: Sequence[BucketShare | None] = [None]
-        if merged is None:
-            shares = bucket_shares(self.table_schema, self.schema, self.bucket, most) or [None]
-        return [TableWrite(self.identifier, self.paimon, merged_changelog=merged is not None, on_file=keep, share=share)
-                for share in shares]
+        return TableWrite(self.identifier, self.paimon, merged_changelog=merged is not None, on_file=keep)
+
+    def bucket_routing(self, most: int) -> BucketRouting | None:
+        """How an attempt's rows go to up to ``most`` writes by bucket
+        (:mod:`tablelog.store.bucket_routing`); None: to one write, which computes each
+        row's bucket (as for a merged-changelog table's, written at once)."""
+        if self.merge_options is not None:
+            return None
+        return bucket_routing(self.table_schema, self.schema, self.bucket, most)
 
     def commit(
         self, messages: Sequence[Any], *, commit_user: str, commit_identifier: int, properties: Mapping[str, str]

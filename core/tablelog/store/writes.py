@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from tablelog.store.bucket_shares import BucketShare
+from tablelog.store.bucket_routing import Span
 from tablelog.store.layout import VALUE_KIND, writes_thin
 from tablelog.store.merged_reads import merges_with_tablelog
 from tablelog.store.partitions import PartitionDrop, check_unchanged_since
@@ -45,20 +45,16 @@ class TableWrite:
     ``merged_changelog``: the table's log carries its changelog rather than the writes
     (:attr:`tablelog.store.files.TableFiles.merge_options` is set). ``on_file(partition,
     bucket, file meta, rows)``: told of each key-value file pypaimon's Python writer writes.
-    ``share``: the buckets this write writes, of rows it is given (the attempt's other
-    writes write the others, :mod:`tablelog.store.bucket_shares`); it gives pypaimon-rust's
-    writer of an unpartitioned table each row's bucket.
     """
 
     def __init__(
         self, identifier: str, paimon: Any, *, merged_changelog: bool = False,
-        on_file: Callable[[tuple[Any, ...], int, Any, Any], None] | None = None, share: BucketShare | None = None,
+        on_file: Callable[[tuple[Any, ...], int, Any, Any], None] | None = None,
     ) -> None:
         self._identifier = identifier
         self._paimon = paimon  # pypaimon FileStoreTable
         self._merged_changelog = merged_changelog
         self._on_file = on_file
-        self._share = share
         options = paimon.table_schema.options or {}
         key_value = bool(paimon.table_schema.primary_keys)
         self._thin = key_value and writes_thin(options)
@@ -94,13 +90,15 @@ class TableWrite:
                 self._write, thin=self._thin, value_kinds=self._value_kinds, sequence_floor=sequence_floor,
                 on_file=self._on_file)
 
-    def write_arrow(self, data: Any, kinds: Sequence[str] | None = None) -> None:
+    def write_arrow(self, data: Any, kinds: Sequence[str] | None = None, spans: Sequence[Span] | None = None) -> None:
         """Write ``data``; ``kinds``: each row's kind (``+I``, ``-U``, ``+U``, ``-D``) for
-        a primary-key table without tablelog's row-kind column (None: every row an insert)."""
+        a primary-key table without tablelog's row-kind column (None: every row an insert).
+        ``spans``: write only these rows of ``data``, each span of one bucket
+        (:mod:`tablelog.store.bucket_routing`; None: every row)."""
         if self._write is None:
             self._open()
         try:
-            self._write_shared(data, kinds)
+            self._write_spans(data, kinds, spans)
         except ValueError as err:
             if self._wrote or not _TORN_LATEST_HINT.fullmatch(str(err).strip()):
                 raise
@@ -111,26 +109,22 @@ class TableWrite:
             log.warning("table %r: %s; opening the Paimon writer again", self._identifier, err)
             self._write.close()
             self._open()
-            self._write_shared(data, kinds)
+            self._write_spans(data, kinds, spans)
         self._wrote = True
 
-    def _write_shared(self, data: Any, kinds: Sequence[str] | None) -> None:
-        """Write the rows of ``data`` of this write's share of the buckets."""
-        # Every batch carries the column: pypaimon-rust's writer takes the kinds of all
+    def _write_spans(self, data: Any, kinds: Sequence[str] | None, spans: Sequence[Span] | None) -> None:
+        # Every batch carries the kind column: pypaimon-rust's writer takes the kinds of all
         # its batches from it only when its first batch has it.
-        codes = _kind_codes(data.num_rows, kinds) if self._value_kinds else None
-        if self._share is None:
-            self._write_rows(data, codes, None)
+        if spans is None:
+            self._write_rows(data, _kind_codes(data.num_rows, kinds) if self._value_kinds else None, None)
             return
-        # pypaimon-rust's writer takes one table partition's rows with a bucket given.
-        by_bucket = self._native and not self._paimon.partition_keys
-        rows, spans = self._share.rows(data, by_bucket=by_bucket)
-        if rows is not None:
-            data = data.take(rows)
-            codes = None if codes is None else codes.take(rows)
+        # pypaimon-rust's writer takes the rows of one table partition with their bucket given;
+        # otherwise the writer computes the buckets, of the rows of all the spans at once.
+        if not self._native or self._paimon.partition_keys:
+            spans = [(-1, spans[0][1], spans[-1][2])] if spans else []
         for bucket, start, stop in spans:
-            part_codes = None if codes is None else codes.slice(start, stop - start)
-            self._write_rows(data.slice(start, stop - start), part_codes, bucket)
+            codes = _kind_codes(stop - start, kinds and kinds[start:stop]) if self._value_kinds else None
+            self._write_rows(data.slice(start, stop - start), codes, None if bucket < 0 else bucket)
 
     def _write_rows(self, data: Any, codes: pa.Array | None, bucket: int | None) -> None:
         if codes is None:

@@ -4,10 +4,11 @@ The attempt's thread validates and encodes each write, hands the rows to the lan
 produces the records; the lanes write the rows into Paimon files meanwhile. At
 ``finish()`` the attempt flushes the log while the lanes prepare the files' commit: the
 attempt takes as long as the slower of the two, not both. Each lane owns one write of
-the attempt's data files (:meth:`tablelog.store.TableFiles.new_writes`), of whole buckets
-when the table's buckets are computed ahead: pypaimon-rust's writer keeps the rows in
-memory and sorts and encodes its files when the commit is prepared, off the GIL, so the
-lanes prepare their buckets' files on as many cores.
+the attempt's data files, of whole buckets when the table's buckets are computed ahead
+(:meth:`tablelog.store.TableFiles.bucket_routing`: the attempt's thread puts the rows of
+each write in bucket order once and hands every lane the spans of its buckets):
+pypaimon-rust's writer keeps the rows in memory and sorts and encodes its files when the
+commit is prepared, off the GIL, so the lanes prepare their buckets' files on as many cores.
 
 pypaimon-rust's write object must be created, used and closed by one thread: a lane's
 thread does everything with its :class:`~tablelog.store.TableWrite`, which opens it on
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tablelog.store import TableWrite
+    from tablelog.store.bucket_routing import BucketRouting
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +48,13 @@ _CLOSE = object()
 
 class FilesLanes:
     """The data files of one write attempt (commit identifier ``commit_identifier``),
-    written by ``writes`` (each given every row, each writing its share) in a thread each."""
+    written by ``writes`` in a thread each: one write, or as many as ``routing`` routes
+    the rows to."""
 
-    def __init__(self, writes: Sequence[TableWrite], commit_identifier: int) -> None:
+    def __init__(self, writes: Sequence[TableWrite], commit_identifier: int,
+                 routing: BucketRouting | None = None) -> None:
+        assert len(writes) == (1 if routing is None else routing.writes)
+        self._routing = routing
         self._lock = threading.Lock()
         #: The first failure of a lane: the attempt's.
         self._failure: BaseException | None = None
@@ -63,8 +69,17 @@ class FilesLanes:
         self._raise_failure()
         if self._prepare_asked:
             raise RuntimeError("the data files of this write attempt are being prepared: nothing more can be written")
-        for lane in self._lanes:
-            lane.queue.put((data, kinds))
+        if self._routing is None:
+            self._lanes[0].queue.put((data, kinds, None))
+            return
+        order, spans = self._routing.route(data)
+        if order is not None:
+            data = data.take(order)
+            if kinds and kinds.count(kinds[0]) != len(kinds):  # rows of one kind (every insert) need no order
+                kinds = [kinds[i] for i in order.tolist()]
+        for lane, lane_spans in zip(self._lanes, spans, strict=True):
+            if lane_spans:
+                lane.queue.put((data, kinds, lane_spans))
 
     def prepare(self) -> None:
         """Have the lanes prepare the commit once they have written every row queued

@@ -77,7 +77,10 @@ class WriteTask:
     # Paimon and the log are opened on first use: an empty task costs nothing.
     def _open(self, *, files: bool = True) -> None:
         if self._paimon_write is None and files:
-            lanes = FilesLanes(self.table.files.new_writes(MOST_LANES), self.commit_identifier)
+            store = self.table.files
+            routing = store.bucket_routing(MOST_LANES)
+            writes = [store.new_write() for _ in range(1 if routing is None else routing.writes)]
+            lanes = FilesLanes(writes, self.commit_identifier, routing)
             weakref.finalize(self, lanes.close, wait=False)  # an attempt never finished nor aborted
             self._paimon_write = lanes
         if self._log is None and self.table.options.log_enabled:
