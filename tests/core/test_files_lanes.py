@@ -23,7 +23,7 @@ from tablelog.store.integer_hash import integer_key_buckets
 from tablelog.table import Table, internals
 from tablelog.testing.merge_reference import read_all
 from tablelog.verify import verify
-from tablelog.writing import write_task
+from tablelog.writing import writer
 from tablelog.writing.write_task import WriteTask
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
@@ -31,7 +31,11 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa
 
 @pytest.fixture(autouse=True)
 def two_lanes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(write_task, "MOST_LANES", 2)  # as on a machine of two cores or more
+    monkeypatch.setattr(writer, "MOST_LANES", 2)  # a Writer's, as on a machine of two cores or more
+
+
+def _task(table: Table, commit_identifier: int = 1) -> WriteTask:
+    return WriteTask(internals(table), "w", commit_identifier, lanes=2)
 
 
 def _table(tmp_path: Path) -> Table:
@@ -100,7 +104,7 @@ def test_files_another_lane_prepared_are_deleted_when_a_lane_fails_to_prepare(
     table = _table(tmp_path)
     before = _data_files(tmp_path)
     _fail_in_lane(monkeypatch, "prepare_commit", 1)
-    task = table.write_task("w", 1)
+    task = _task(table)
     task.write(_rows(range(200), "a"))
     with pytest.raises(OSError, match="no space left on device"):
         task.finish()
@@ -126,7 +130,7 @@ def test_files_prepared_beside_a_log_flush_that_fails_are_deleted(
 
     monkeypatch.setattr(TableWrite, "prepare_commit", prepare_commit)
     monkeypatch.setattr(WriteTask, "_flush", flush_fails)
-    task = table.write_task("w", 1)
+    task = _task(table)
     task.write(_rows(range(200), "a"))
     with pytest.raises(RuntimeError, match="the log is gone"):
         task.finish()
@@ -162,7 +166,7 @@ def test_an_attempt_dropped_unfinished_stops_its_lanes(tmp_path: Path) -> None:
     def lanes() -> int:
         return sum(t.name == "tablelog-files" for t in threading.enumerate())
 
-    task = table.write_task("w", 1)
+    task = _task(table)
     task.write(_rows(range(100), "a"))
     assert lanes() == 2
     del task

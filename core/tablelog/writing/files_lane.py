@@ -36,8 +36,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Most lanes of an attempt: one a core. A lane's writes hold the GIL, its prepare does
-#: not: more lanes than cores add threads and Paimon writers, not speed.
+#: Most lanes of an attempt that has the machine to itself (a ``Writer``'s): one a core. A
+#: lane's writes hold the GIL, its prepare does not: more lanes than cores add threads and
+#: Paimon writers, not speed; and each lane costs some CPU, which cores busy with other
+#: work (an engine's other tasks) do not give back.
 MOST_LANES = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 #: Writes waiting for a lane: how far the attempt may run ahead of its data files.
 QUEUE_DEPTH = 8

@@ -25,7 +25,7 @@ from tablelog.logs.pool import LogPool, release
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
 from tablelog.store import KIND_FIELD, PartitionDrop
 from tablelog.writing import inputs
-from tablelog.writing.files_lane import MOST_LANES, FilesLanes
+from tablelog.writing.files_lane import FilesLanes
 from tablelog.writing.log_batches import encode
 from tablelog.writing.merged import PendingRows
 from tablelog.writing.merged_parts import merged_and_encoded
@@ -42,12 +42,15 @@ class WriteTask:
 
     With ``log_pool``, the log connection comes from the pool (open, topic ensured) and
     goes back to it only when ``finish()`` succeeds; ``abort()`` or a failing
-    ``finish()`` closes it (see :mod:`tablelog.logs.pool`).
+    ``finish()`` closes it (see :mod:`tablelog.logs.pool`). ``lanes``: the most threads
+    writing its data files (:mod:`tablelog.writing.files_lane`): one for the tasks of an
+    engine, which runs many at once on a machine; a :class:`~tablelog.writing.writer.Writer`,
+    alone in its process, takes one a core.
     """
 
     def __init__(
         self, table: TableView, writer: str, commit_identifier: int, task: str = "0",
-        *, log_pool: LogPool | None = None,
+        *, log_pool: LogPool | None = None, lanes: int = 1,
     ) -> None:
         self.table = table
         self.writer = writer
@@ -61,6 +64,7 @@ class WriteTask:
         #: The log's projection stream (:mod:`tablelog.formats.projection`), when the table has one.
         self._projection_log: LogClient | None = None
         self._log_pool = log_pool
+        self._lanes = lanes
         #: The attempt's data files, written beside its log (opened on first use).
         self._paimon_write: FilesLanes | None = None
         #: In place of data files, the drop of a table partition (:meth:`drop_partition`).
@@ -78,7 +82,7 @@ class WriteTask:
     def _open(self, *, files: bool = True) -> None:
         if self._paimon_write is None and files:
             store = self.table.files
-            routing = store.bucket_routing(MOST_LANES)
+            routing = store.bucket_routing(self._lanes)
             writes = [store.new_write() for _ in range(1 if routing is None else routing.writes)]
             lanes = FilesLanes(writes, self.commit_identifier, routing)
             weakref.finalize(self, lanes.close, wait=False)  # an attempt never finished nor aborted
