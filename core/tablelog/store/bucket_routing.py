@@ -37,6 +37,8 @@ class BucketRouting:
         for each write the spans of its buckets in that order (one a bucket, a write's
         spans one after the other). Rows keep their input order within a bucket: a later
         write of a key is written later."""
+        if self.buckets == 1:
+            return None, [[(0, 0, data.num_rows)] if data.num_rows else []]
         buckets = integer_key_buckets([data.column(k) for k in self.key], self.buckets)
         rank = buckets if self.writes == 1 else (buckets % self.writes) * self.buckets + buckets
         # As 16-bit integers, numpy's stable sort is a radix sort: linear in the rows.
