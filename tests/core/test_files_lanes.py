@@ -23,7 +23,7 @@ from tablelog.store.integer_hash import integer_key_buckets
 from tablelog.table import Table, internals
 from tablelog.testing.merge_reference import read_all
 from tablelog.verify import verify
-from tablelog.writing import writer
+from tablelog.writing import files_lane, writer
 from tablelog.writing.write_task import WriteTask
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
@@ -75,6 +75,7 @@ def _fail_in_lane(monkeypatch: pytest.MonkeyPatch, method: str, lane: int) -> No
 def test_a_lane_failing_to_write_fails_the_attempt_at_its_next_write_and_commit_and_leaves_no_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(files_lane, "HOLD_BYTES", 0)  # the lanes write each batch as it comes
     table = _table(tmp_path)
     with table.writer("w") as writer:
         writer.write(_rows(range(100), "a"))
@@ -96,6 +97,19 @@ def test_a_lane_failing_to_write_fails_the_attempt_at_its_next_write_and_commit_
     assert sorted(r["id"] for r in table.rows().to_pylist()) == [*range(100), *range(300, 310)]
     assert sorted(c.row["id"] for c in read_all(table)) == [*range(100), *range(300, 310)]
     assert verify(table).consistent
+
+
+def test_a_lane_failing_to_write_the_rows_it_held_fails_the_commit_and_leaves_no_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = _table(tmp_path)
+    _fail_in_lane(monkeypatch, "write_arrow", 0)
+    with table.writer("w") as writer:
+        writer.write(_rows(range(100), "a"))  # held by the lanes: written at the commit
+        with pytest.raises(OSError, match="no space left on device"):
+            writer.commit()
+    assert _data_files(tmp_path) == set()
+    assert table.rows().num_rows == 0 and read_all(table) == [] and read_all(table, "eventual")
 
 
 def test_files_another_lane_prepared_are_deleted_when_a_lane_fails_to_prepare(

@@ -1,14 +1,17 @@
 """A write attempt's data files, written in threads of their own beside its log.
 
 The attempt's thread validates and encodes each write, hands the rows to the lanes and
-produces the records; the lanes write the rows into Paimon files meanwhile. At
-``finish()`` the attempt flushes the log while the lanes prepare the files' commit: the
-attempt takes as long as the slower of the two, not both. Each lane owns one write of
-the attempt's data files, of whole buckets when the table's buckets are computed ahead
+produces the records; the lanes write the rows into Paimon files. At ``finish()`` the
+attempt flushes the log while the lanes prepare the files' commit: the attempt takes as
+long as the slower of the two, not both. Each lane owns one write of the attempt's data
+files, of whole buckets when the table's buckets are computed ahead
 (:meth:`tablelog.store.TableFiles.bucket_routing`: the attempt's thread puts the rows of
 each write in bucket order once and hands every lane the spans of its buckets):
 pypaimon-rust's writer keeps the rows in memory and sorts and encodes its files when the
 commit is prepared, off the GIL, so the lanes prepare their buckets' files on as many cores.
+Taking rows, that writer holds the GIL: a lane holds the rows it is handed and writes many
+at once (:data:`HOLD_BYTES`), the last at ``finish()``, rather than contend with the
+attempt's thread for the GIL batch by batch.
 
 pypaimon-rust's write object must be created, used and closed by one thread: a lane's
 thread does everything with its :class:`~tablelog.store.TableWrite`, which opens it on
@@ -43,6 +46,11 @@ log = logging.getLogger(__name__)
 MOST_LANES = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 #: Writes waiting for a lane: how far the attempt may run ahead of its data files.
 QUEUE_DEPTH = 8
+#: Bytes of rows a lane holds before it writes them: pypaimon-rust's writer holds the GIL
+#: while it takes rows, so a lane writing each batch as it comes keeps taking the GIL from
+#: the attempt's thread (both slow down, and spend more CPU). It bounds the memory a lane
+#: holds besides the writer's own (which copies the rows it takes).
+HOLD_BYTES = 32 << 20
 
 _PREPARE = object()
 _CLOSE = object()
@@ -149,6 +157,9 @@ class _Lane:
         self.commit_identifier = commit_identifier
         self.queue: queue.Queue[Any] = queue.Queue(QUEUE_DEPTH)
         self.messages: list[Any] = []
+        #: Writes taken from the queue, not written yet (:data:`HOLD_BYTES`), and their bytes.
+        self._held: list[Any] = []
+        self._held_bytes = 0
         #: Set when this lane has prepared its files, failed, or will prepare none (the attempt failed).
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, name="tablelog-files", daemon=True)
@@ -165,16 +176,30 @@ class _Lane:
                     continue  # drained: the attempt is over
                 try:
                     if item is _PREPARE:
+                        self._write_held()
                         self.messages = self.write.prepare_commit(self.commit_identifier)
                         self.done.set()
                     else:
-                        self.write.write_arrow(*item)
+                        self._hold(item)
                 except BaseException as err:  # noqa: BLE001 - any failure fails the attempt, reported to its thread
                     self.lanes.fail(err)
                     self.done.set()
         finally:
             self.done.set()
             self._release()
+
+    def _hold(self, item: tuple[Any, Any, Any]) -> None:
+        data, _, spans = item
+        rows = data.num_rows if spans is None else sum(stop - start for _, start, stop in spans)
+        self._held.append(item)
+        self._held_bytes += data.nbytes * rows // max(data.num_rows, 1)
+        if self._held_bytes >= HOLD_BYTES:
+            self._write_held()
+
+    def _write_held(self) -> None:
+        held, self._held, self._held_bytes = self._held, [], 0
+        for data, kinds, spans in held:
+            self.write.write_arrow(data, kinds, spans)
 
     def _release(self) -> None:
         """Close the write, which deletes the files it holds unprepared; delete the
