@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tablelog.store import TableWrite
-    from tablelog.store.bucket_routing import BucketRouting
+    from tablelog.store.bucket_routing import Span
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +58,9 @@ _CLOSE = object()
 
 class FilesLanes:
     """The data files of one write attempt (commit identifier ``commit_identifier``),
-    written by ``writes`` in a thread each: one write, or as many as ``routing`` routes
-    the rows to."""
+    written by ``writes`` in a thread each (one, or one a bucket routing's write)."""
 
-    def __init__(self, writes: Sequence[TableWrite], commit_identifier: int,
-                 routing: BucketRouting | None = None) -> None:
-        assert len(writes) == (1 if routing is None else routing.writes)
-        self._routing = routing
+    def __init__(self, writes: Sequence[TableWrite], commit_identifier: int) -> None:
         self._lock = threading.Lock()
         #: The first failure of a lane: the attempt's.
         self._failure: BaseException | None = None
@@ -73,20 +69,17 @@ class FilesLanes:
         self._closed = False
         self._lanes = [_Lane(self, write, commit_identifier) for write in writes]
 
-    def write(self, data: Any, kinds: Sequence[str] | None) -> None:
+    def write(self, data: Any, kinds: Sequence[str] | None, spans: Sequence[Sequence[Span]] | None = None) -> None:
         """Queue ``data`` (with its rows' ``kinds``, as :meth:`TableWrite.write_arrow`
-        takes them) for every lane; raises the attempt's failure instead when a lane failed."""
+        takes them): with ``spans`` (rows in bucket order, :mod:`tablelog.store.bucket_routing`)
+        each lane's spans of them, else every row for the one lane. Raises the attempt's
+        failure instead when a lane failed."""
         self._raise_failure()
         if self._prepare_asked:
             raise RuntimeError("the data files of this write attempt are being prepared: nothing more can be written")
-        if self._routing is None:
+        if spans is None:
             self._lanes[0].queue.put((data, kinds, None))
             return
-        order, spans = self._routing.route(data)
-        if order is not None:
-            data = data.take(order)
-            if kinds and kinds.count(kinds[0]) != len(kinds):  # rows of one kind (every insert) need no order
-                kinds = [kinds[i] for i in order.tolist()]
         for lane, lane_spans in zip(self._lanes, spans, strict=True):
             if lane_spans:
                 lane.queue.put((data, kinds, lane_spans))

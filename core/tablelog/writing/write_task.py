@@ -15,6 +15,7 @@ import weakref
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from tablelog.commit import history
@@ -32,6 +33,7 @@ from tablelog.writing.merged_parts import merged_and_encoded
 
 if TYPE_CHECKING:
     from tablelog.logs.client import LogClient
+    from tablelog.store.bucket_routing import BucketRouting, Span
     from tablelog.table_view import TableView
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,8 @@ class WriteTask:
         self._projection_log: LogClient | None = None
         self._log_pool = log_pool
         self._lanes = lanes
+        #: How rows go to the lanes by bucket (found at the first write; None: one lane, every row).
+        self._routing: BucketRouting | None = None
         #: The attempt's data files, written beside its log (opened on first use).
         self._paimon_write: FilesLanes | None = None
         #: In place of data files, the drop of a table partition (:meth:`drop_partition`).
@@ -81,10 +85,9 @@ class WriteTask:
     # Paimon and the log are opened on first use: an empty task costs nothing.
     def _open(self, *, files: bool = True) -> None:
         if self._paimon_write is None and files:
-            store = self.table.files
-            routing = store.bucket_routing(self._lanes)
-            writes = [store.new_write() for _ in range(1 if routing is None else routing.writes)]
-            lanes = FilesLanes(writes, self.commit_identifier, routing)
+            routing = self._routing
+            writes = [self.table.files.new_write() for _ in range(1 if routing is None else routing.writes)]
+            lanes = FilesLanes(writes, self.commit_identifier)
             weakref.finalize(self, lanes.close, wait=False)  # an attempt never finished nor aborted
             self._paimon_write = lanes
         if self._log is None and self.table.options.log_enabled:
@@ -121,6 +124,8 @@ class WriteTask:
             merge = self.table.files.merge_options
             if merge is not None:
                 self._pending = PendingRows(merge, self.table.identifier)
+            else:
+                self._routing = self.table.files.bucket_routing(self._lanes)
         table = self.table
         arrow, kinds = inputs.prepare(
             data, table.codec.schema, table.primary_key, kind, table=table.identifier
@@ -133,14 +138,32 @@ class WriteTask:
             self._pending.add(arrow, kinds)
             self.rows += arrow.num_rows
             return arrow.num_rows
-        batches, projected = self._encode(arrow, kinds) if table.options.log_enabled else ([], [])
+        # In the data files' bucket order (once for both): the log's partitions are the buckets.
+        arrow, kinds, rows_of, spans = self._route(arrow, kinds)
+        groups = None if spans is None else [group for lane in spans for group in lane]
+        batches, projected = self._encode(arrow, kinds, groups, rows_of) if table.options.log_enabled else ([], [])
         self._open()
-        self._write_files(arrow, kinds)
+        self._write_files(arrow, kinds, spans)
         self._produce(batches, projected)
         self.rows += arrow.num_rows
         return arrow.num_rows
 
-    def _write_files(self, arrow: pa.Table, kinds: list[RowKind]) -> None:
+    def _route(
+        self, arrow: pa.Table, kinds: list[RowKind],
+    ) -> tuple[pa.Table, list[RowKind], np.ndarray | None, list[list[Span]] | None]:
+        """The rows put in bucket order when the table's buckets are computed ahead
+        (:mod:`tablelog.store.bucket_routing`): the rows, their kinds, each one's input
+        row (None: as given), and each lane's spans of them (None: one lane, every row)."""
+        if self._routing is None:
+            return arrow, kinds, None, None
+        order, spans = self._routing.route(arrow)
+        if order is not None:
+            arrow = arrow.take(order)
+            if kinds.count(kinds[0]) != len(kinds):  # rows of one kind (every insert) need no order
+                kinds = [kinds[i] for i in order.tolist()]
+        return arrow, kinds, order, spans
+
+    def _write_files(self, arrow: pa.Table, kinds: list[RowKind], spans: list[list[Span]] | None = None) -> None:
         """Hand the rows to the attempt's data file lanes (:mod:`tablelog.writing.files_lane`)."""
         table = self.table
         if table.files.has_kind_field:
@@ -148,7 +171,7 @@ class WriteTask:
         else:  # the kinds go to Paimon's own _VALUE_KIND
             data, data_kinds = arrow, (kinds if table.primary_key else None)
         assert self._paimon_write is not None
-        self._paimon_write.write(data, data_kinds)
+        self._paimon_write.write(data, data_kinds, spans)
 
     def _write_merged(self) -> None:
         """A merged-changelog attempt's records and changes (:mod:`tablelog.writing.merged`)."""
@@ -208,10 +231,13 @@ class WriteTask:
     def _with_kind_column(arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
         return arrow.append_column(pa.field(KIND_FIELD, pa.string()), kind_array(kinds))
 
-    def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
+    def _encode(
+        self, arrow: pa.Table, kinds: list[RowKind], groups: list[Span] | None = None, rows_of: np.ndarray | None = None,
+    ) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
         """The batches of the table topic and of its projection stream, all encoded before
         any is produced (:func:`tablelog.writing.log_batches.encode`)."""
-        return encode(self.table, arrow, kinds, self.token, self._seq, self._projection_seq)
+        return encode(self.table, arrow, kinds, self.token, self._seq, self._projection_seq,
+                      groups=groups, rows_of=rows_of)
 
     def finish(self) -> WriteReceipt:
         """Make the log records durable and prepare the data files; returns the receipt
