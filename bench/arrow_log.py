@@ -1,7 +1,7 @@
 """The Arrow log format against the raw per-record clients (issue #17's targets).
 
     python -m bench.arrow_log [--rows 300000] [--rounds 3] [--systems kafka,pulsar,filesystem]
-                              [--compression lz4|zstd|none]
+                              [--compression lz4|zstd|none] [--only whole-writer]
 
 For each log system, in one run, on one broker, with the same 100-byte rows
 (``bench.common.make_rows``), alternating the variants every round:
@@ -25,7 +25,14 @@ For each log system, in one run, on one broker, with the same 100-byte rows
   other columns (``c4,c6``: the table topic, pruned on decoding), and the writer's log
   path on it against the same on a table without the projection;
 * **columns requested**: the reader of the 20-column table (10,000-row writes) asked for
-  the first 1, 2, 5, 10 and 20 of its columns.
+  the first 1, 2, 5, 10 and 20 of its columns;
+* **whole writer**: a ``Writer`` writing the rows in Arrow batches of 10,000 and committing
+  them (Paimon data files, the log, the snapshot: ``commit()`` included) on a table with
+  ``log.format=arrow``, against the same raw per-record producer in the same round; warm
+  (a first commit of 100 rows, untimed, opens its log connection and the table), a fresh
+  table each round. ``--only whole-writer`` runs it alone (``python -m bench.arrow_log
+  --only whole-writer --rows 1000000 --rounds 5 --systems kafka``), into
+  ``bench/results/arrow_log_whole_writer.json``.
 
 Prints a JSON summary, writes ``bench/results/arrow_log.json`` and plots rows/s against
 the record size bound and against the columns requested (``bench.plots.arrow_log``) into
@@ -55,6 +62,7 @@ from bench.common import (
     batches,
     create_table,
     encoded_records,
+    interleave,
     make_rows,
     unique,
     write_full,
@@ -161,6 +169,56 @@ def timed_write_then_commit(table: Any, parts: list[pa.Table]) -> float:
     return elapsed
 
 
+def whole_writer(table: Any, parts: list[pa.Table]) -> tuple[float, float]:
+    """Seconds of a warm ``Writer``'s writes of ``parts`` and of its ``commit()`` of them."""
+    with table.writer() as writer:
+        writer.write(parts[0].slice(0, 100))  # warm: the log connection and the table open
+        writer.commit()
+        began = time.perf_counter()
+        for part in parts:
+            writer.write(part)
+        written = time.perf_counter()
+        writer.commit()
+        committed = time.perf_counter()
+    return written - began, committed - written
+
+
+def measure_whole_writer(system: str, n: int, rounds: int) -> dict[str, Any]:
+    """The whole writer against the raw per-record producer, alone (``--only whole-writer``)."""
+    raw_cls = SYSTEMS[system]
+    parts = batches(make_rows(n, 100))
+    times: dict[str, list[float]] = {"raw_write": [], "whole_writer": [], "whole_writer_write": [],
+                                     "whole_writer_commit": []}
+    with raw_cls.broker() as address, tempfile.TemporaryDirectory(prefix="bench-arrow-") as warehouse:
+        raw = raw_cls(address)
+        records = encoded_records(create_table(warehouse, PARTITIONS, raw.table_options()), make_rows(n, 100))
+        for round_ in range(rounds):
+            log(f"{system}: whole writer, round {round_ + 1}/{rounds}")
+
+            def raw_round() -> None:
+                times["raw_write"].append(raw.produce(raw.new_topic(PARTITIONS), records, False))
+
+            def whole_round() -> None:
+                table = create_table(warehouse, PARTITIONS, {**raw.table_options(), **arrow_options()})
+                write, commit = whole_writer(table, parts)
+                times["whole_writer"].append(write + commit)
+                times["whole_writer_write"].append(write)
+                times["whole_writer_commit"].append(commit)
+
+            interleave(round_, [("raw", raw_round), ("whole", whole_round)])
+        with contextlib.suppress(Exception):
+            raw.close()
+    ratios = [r / w for r, w in zip(times["raw_write"], times["whole_writer"], strict=True)]
+    result = {
+        "system": system, "rows": n, "rounds": rounds, "runs_s": times,
+        "rows_per_s": {k: median_rate(n, v) for k, v in times.items()},
+        "whole_writer / raw_write": {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios),
+                                     "runs": ratios},
+    }
+    log(json.dumps(result["whole_writer / raw_write"], indent=1))
+    return result
+
+
 def read_arrow(table: Any, total: int, columns: list[str] | None = None) -> float:
     """Seconds for the transactional reader's ``poll_arrow()`` to return ``total`` rows."""
     reader = table.reader(consistency="transactional", scan_mode="earliest", columns=columns,
@@ -209,7 +267,8 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
                                                       "all_columns", "two_columns", "all_columns_big",
                                                       "two_columns_big", "all_columns_projection_table",
                                                       "two_columns_projection", "two_other_columns_projection_table",
-                                                      "wide_write", "wide_write_projection")}
+                                                      "wide_write", "wide_write_projection",
+                                                      "whole_writer")}
     sweep: dict[int, dict[str, list[float]]] = {b: {"write": [], "read": []} for b in BATCH_BYTES}
     columns_sweep: dict[int, list[float]] = {k: [] for k in COLUMNS_REQUESTED}
     with raw_cls.broker() as address, tempfile.TemporaryDirectory(prefix="bench-arrow-") as warehouse:
@@ -263,7 +322,11 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
                 times["two_columns_projection"].append(read_arrow(table, n, PROJECTED))
                 times["two_other_columns_projection_table"].append(read_arrow(table, n, ["c4", "c6"]))
 
-            runs = [("raw", raw_round), ("arrow", arrow_round), ("pruning", pruning_round)]
+            def whole_round() -> None:
+                table = create_table(warehouse, PARTITIONS, {**raw.table_options(), **arrow_options()})
+                times["whole_writer"].append(sum(whole_writer(table, parts)))
+
+            runs = [("raw", raw_round), ("arrow", arrow_round), ("pruning", pruning_round), ("whole", whole_round)]
             for _, run in runs[round_ % len(runs):] + runs[:round_ % len(runs)]:
                 run()
             for size in BATCH_BYTES:
@@ -280,6 +343,7 @@ def measure(system: str, n: int, rounds: int) -> dict[str, Any]:
         "system": system, "rows": n, "rounds": rounds, "rows_per_s": rates, "runs_s": times,
         "ratios": {
             "arrow_write / raw_write": rates["arrow_write"] / rates["raw_write"],
+            "whole writer (Paimon files, log, commit) / raw_write": rates["whole_writer"] / rates["raw_write"],
             "arrow_read / raw_read+orjson": rates["arrow_read"] / rates["raw_read"],
             "2 of 20 columns / all 20": rates["two_columns"] / rates["all_columns"],
             "2 of 20 columns / all 20, 100,000-row writes": rates["two_columns_big"] / rates["all_columns_big"],
@@ -320,9 +384,19 @@ def main() -> None:
     parser.add_argument("--plots-only", action="store_true", help="plot bench/results/arrow_log.json again")
     parser.add_argument("--compression", choices=("lz4", "zstd", "none"), default=None,
                         help="log.arrow.compression of the arrow tables (default: the table default)")
+    parser.add_argument("--only", choices=("whole-writer",), default=None,
+                        help="run only the whole writer against the raw producer")
     args = parser.parse_args()
     global COMPRESSION
     COMPRESSION = args.compression
+    if args.only == "whole-writer":
+        out = ROOT / "bench" / "results" / "arrow_log_whole_writer.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        whole = [measure_whole_writer(system, args.rows, args.rounds) for system in args.systems.split(",")]
+        out.write_text(json.dumps({"results": whole}, indent=1))
+        print(json.dumps([{k: r[k] for k in ("system", "rows", "rows_per_s", "whole_writer / raw_write")}
+                          for r in whole], indent=1))
+        return
     out = ROOT / "bench" / "results" / "arrow_log.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.plots_only:

@@ -74,12 +74,16 @@ def create_table(warehouse: str, partitions: int, options: dict[str, Any]) -> Ta
 
 
 class NoPaimon:
-    """Stands in for the Paimon write of a WriteTask: the log path alone is measured."""
+    """Stands in for the data file lane of a WriteTask (:class:`tablelog.writing.files_lane.FilesLane`):
+    the log path alone is measured."""
 
-    def write_arrow(self, data: pa.Table) -> None:
+    def write(self, data: pa.Table, kinds: Any) -> None:
         pass
 
-    def prepare_commit(self, commit_identifier: int) -> list[Any]:
+    def prepare(self) -> None:
+        pass
+
+    def prepared(self) -> list[Any]:
         return []
 
     def close(self) -> None:
@@ -135,17 +139,18 @@ def write_full(table: Table, parts: Sequence[pa.Table], commit: bool = True) -> 
 
 def encoded_records(table: Table, rows: pa.Table) -> dict[int, tuple[list[bytes | None], list[bytes]]]:
     """The exact keys and values tablelog writes, per partition: what the raw clients send."""
+    from tablelog.table import internals
     from tablelog.writing import inputs
 
-    arrow, kinds = inputs.prepare(rows, table.schema, table.primary_key)
-    encoded = table.codec.encode(arrow, kinds, int(time.time() * 1000))
-    out = {}
-    order, groups = partition_order(table.store, arrow)  # what the writer routes by
-    rows = range(arrow.num_rows) if order is None else order.tolist()
-    for partition, start, stop in groups:
-        indices = rows[start:stop]
-        out[partition] = ([encoded.keys[i] for i in indices], [encoded.values[i] for i in indices])
-    return out
+    view = internals(table)
+    arrow, kinds = inputs.prepare(rows, view.codec.schema, view.primary_key)
+    order, groups = partition_order(view.files, arrow, view.log_partitions)  # what the writer routes by
+    if order is not None:
+        arrow = arrow.take(order)
+        kinds = [kinds[i] for i in order.tolist()]
+    encoded = view.codec.encode_partitions(arrow, kinds, groups, int(time.time() * 1000),
+                                           view.options.log_max_record_bytes, lambda row: row)
+    return {partition: (list(keys), list(values)) for partition, keys, values in encoded}
 
 
 def read_transactional(table: Table, total: int, consistency: str = "transactional", arrow: bool = False) -> float:

@@ -11,6 +11,7 @@ import pytest
 import tablelog
 from tablelog.table import internals
 from tablelog.verify import verify
+from tablelog.writing.files_lane import FilesLanes
 
 COMMITS, ROWS = 8, 50
 
@@ -83,7 +84,7 @@ class _TornHintOnce:
 
     closed = False
 
-    def write_arrow(self, data: pa.Table) -> None:
+    def write_arrow(self, data: pa.Table, bucket: int | None = None) -> None:
         raise ValueError("Snapshot 90 does not exist.")
 
     def close(self) -> None:
@@ -95,11 +96,12 @@ def test_a_first_write_that_read_a_torn_latest_hint_starts_over_and_loses_nothin
     table = tablelog.create_table(str(tmp_path), "db.torn", schema, primary_key=["id"], bucket=2,
                                   options={"log.system": "filesystem"})
     task = table.write_task("w", 1)
-    task._paimon_write = internals(table).files.new_write()
-    task._paimon_write._write = torn = _TornHintOnce()
+    files = internals(table).files.new_write()
+    files._write = torn = _TornHintOnce()
+    task._paimon_write = FilesLanes([files], 1)
     task.write([{"id": i, "writer": "w"} for i in range(30)])
-    assert torn.closed
     table.commit("w", 1, [task.finish()])
+    assert torn.closed
     assert sorted(r["id"] for r in table.rows().to_pylist()) == list(range(30))
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
         assert len(reader.read_all()) == 30
@@ -111,8 +113,10 @@ def test_a_torn_hint_error_after_the_tasks_first_write_is_raised(tmp_path) -> No
     table = tablelog.create_table(str(tmp_path), "db.err", schema, primary_key=["id"],
                                   options={"log.system": "filesystem"})
     task = table.write_task("w", 1)
-    task._paimon_write = internals(table).files.new_write()
-    task._paimon_write._write = _TornHintOnce()
-    task._paimon_write._wrote = True  # not the task's first write: its earlier rows live in that writer
+    files = internals(table).files.new_write()
+    files._write = _TornHintOnce()
+    files._wrote = True  # not the task's first write: its earlier rows live in that writer
+    task._paimon_write = FilesLanes([files], 1)
+    task.write([{"id": 1, "writer": "w"}])  # the data files are written beside: their failure fails the attempt
     with pytest.raises(ValueError, match="Snapshot 90 does not exist"):
-        task.write([{"id": 1, "writer": "w"}])
+        task.finish()

@@ -26,7 +26,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from tablelog.commit import maintenance
-from tablelog.commit.history import find_commit, find_commit_or_expired, last_end_positions
+from tablelog.commit.history import (
+    find_commit,
+    find_commit_or_expired,
+    is_commit_of,
+    last_end_positions,
+)
 from tablelog.commit.hook import rerun_commit_hook, run_commit_hook
 from tablelog.commit.leases import log_deletes_before, release_leases
 from tablelog.commit.log_commit import (
@@ -110,7 +115,7 @@ def _commit_racing(
         next_id = (latest.id if latest is not None else 0) + 1
         try:
             return _commit_once(
-                table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed, repair, next_id)
+                table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed, repair, next_id, latest)
         except _LostRace:
             time.sleep(random.uniform(0, min(MAX_BACKOFF_S, 0.02 * 2**attempt)))
     raise CommitError(
@@ -123,14 +128,21 @@ def _commit_racing(
 def _commit_once(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
     log_pool: LogPool | None, started_ms: int, relayed: Sequence[int], repair: Repair | None,
-    snapshot_id: int | None = None,
+    snapshot_id: int | None = None, latest: SnapshotInfo | None = None,
 ) -> CommitResult:
     """Check the identifier, then commit; ``snapshot_id``: on an object store, the one
-    id this attempt may create (:class:`_LostRace` when another committer has it)."""
+    id this attempt may create (:class:`_LostRace` when another committer has it), and
+    ``latest`` the snapshot before it."""
     rows = sum(r.rows for r in receipts)
     ranges = tuple(rng for r in receipts for rng in r.ranges)
     records = sum(r.count for r in ranges)
-    existing, expired = find_commit_or_expired(table.files, writer_id, commit_identifier)
+    if snapshot_id is None:
+        # Read once for the commit's look-ups: under the commit lock no other tablelog
+        # commit lands before this one (another engine's commits record no log commit).
+        latest = table.files.latest_snapshot()
+    # A table without snapshots holds no commit (nor end positions): nothing to walk.
+    existing, expired = (None, False) if latest is None else find_commit_or_expired(
+        table.files, writer_id, commit_identifier, latest=latest)
     # A replay: these receipts' records are never committed, their leases hold nothing.
     if (existing is not None or expired) and ranges and log_deletes_before(table):
         release_leases(table, receipts)
@@ -149,9 +161,9 @@ def _commit_once(
     written = list(receipts)  # the attempts whose leases the commit ends
     recomputed: list[WriteReceipt] = []  # the committer's own changes, if it computed them
     if repair is not None and merged_receipts(receipts):
-        latest = _latest_before(table, snapshot_id)
-        if has_conflict(table.files, receipts, latest):
-            receipts = repair(table, receipts, latest, log_pool)
+        base = latest.id if latest is not None else None
+        if has_conflict(table.files, receipts, base):
+            receipts = repair(table, receipts, base, log_pool)
             recomputed = [receipts[-1]]
             written += recomputed
             ranges = tuple(rng for r in receipts for rng in r.ranges)
@@ -168,12 +180,12 @@ def _commit_once(
             system=table.options.log_system,
             topic=table.topic if log is not None else "",
             ranges=ranges,
-            end_positions=_end_positions(table, log),
+            end_positions=_end_positions(table, log, latest),
             commit_started_ms=started_ms,
             projection=_projection(table, receipts) if log is not None else None,
             relayed_snapshots=tuple(relayed),
         )
-        snapshot = _commit_snapshot(table, writer_id, commit_identifier, messages, record, snapshot_id)
+        snapshot = _commit_snapshot(table, writer_id, commit_identifier, messages, record, snapshot_id, latest)
     except BaseException:
         release(log, log_pool, reusable=False)
         if recomputed and log_deletes_before(table):
@@ -189,15 +201,6 @@ def _commit_once(
         committed = CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions)
         hook_error = run_commit_hook(table, log, log_pool, committed)
     return CommitResult(snapshot.id, committed=True, rows=rows, records=records, hook_error=hook_error)
-
-
-def _latest_before(table: TableView, snapshot_id: int | None) -> int | None:
-    """The snapshot this commit follows: the latest (under the commit lock), or the one
-    before the id an object-store commit tries."""
-    if snapshot_id is not None:
-        return snapshot_id - 1 or None
-    latest = table.files.latest_snapshot()
-    return latest.id if latest is not None else None
 
 
 def _projection(table: TableView, receipts: Sequence[WriteReceipt]) -> LogProjection | None:
@@ -218,7 +221,7 @@ def _projection(table: TableView, receipts: Sequence[WriteReceipt]) -> LogProjec
 
 def _commit_snapshot(
     table: TableView, writer_id: str, commit_identifier: int, messages: list[Any], record: LogCommitRecord,
-    snapshot_id: int | None,
+    snapshot_id: int | None, latest: SnapshotInfo | None,
 ) -> SnapshotInfo:
     try:
         if snapshot_id is None:
@@ -237,6 +240,10 @@ def _commit_snapshot(
         raise CommitError(
             f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r} failed: {err}"
         ) from err
+    # The snapshot after the latest, unless another engine committed in between: then looked for.
+    expected = table.files.snapshot(snapshot_id if snapshot_id is not None else (latest.id if latest else 0) + 1)
+    if expected is not None and is_commit_of(expected, writer_id, commit_identifier):
+        return expected
     snapshot = find_commit(table.files, writer_id, commit_identifier)
     if snapshot is None:
         raise CommitError(
@@ -276,11 +283,13 @@ def _check_not_deleted(table: TableView, log: LogClient, ranges: Sequence[Produc
         )
 
 
-def _end_positions(table: TableView, log: LogClient | None) -> dict[int, int]:
+def _end_positions(table: TableView, log: LogClient | None, latest: SnapshotInfo | None) -> dict[int, int]:
     """The log's end per partition now, after every committed record: where an
     eventual hybrid read of this snapshot continues. Records of other writers'
-    attempts may lie before it; readers catch those up when they commit."""
-    previous = last_end_positions(table.files, table.options.log_system, table.topic)
+    attempts may lie before it; readers catch those up when they commit. ``latest``:
+    the latest snapshot, read by the caller."""
+    previous = {} if latest is None else last_end_positions(
+        table.files, table.options.log_system, table.topic, latest=latest)
     if log is None:
         return previous
     ends = log.end_positions(list(range(table.log_partitions)))

@@ -18,20 +18,23 @@ if TYPE_CHECKING:
 
 
 def snapshot_commits(
-    store: TableFiles, *, newest_first: bool = False, after: int = 0, upto: int | None = None
+    store: TableFiles, *, newest_first: bool = False, after: int = 0, upto: int | None = None,
+    latest: SnapshotInfo | None = None,
 ) -> Iterator[tuple[SnapshotInfo, LogCommitRecord | None]]:
     """Every snapshot of the table (with ``after``/``upto``: those with ``after < id <= upto``),
-    with its log part (None: a snapshot tablelog did not write, such as a compaction)."""
-    for snapshot in store.snapshots(newest_first, after=after, upto=upto):
+    with its log part (None: a snapshot tablelog did not write, such as a compaction).
+    ``latest``: the latest snapshot, read by the caller (None: read here)."""
+    for snapshot in store.snapshots(newest_first, after=after, upto=upto, latest=latest):
         yield snapshot, LogCommitRecord.from_properties(snapshot.properties)
 
 
 def log_commits(
-    store: TableFiles, *, newest_first: bool = False, after: int = 0, upto: int | None = None
+    store: TableFiles, *, newest_first: bool = False, after: int = 0, upto: int | None = None,
+    latest: SnapshotInfo | None = None,
 ) -> Iterator[tuple[SnapshotInfo, LogCommitRecord]]:
-    """The snapshots tablelog committed, with their log part (``after``, ``upto``: as
-    :func:`snapshot_commits`)."""
-    for snapshot, record in snapshot_commits(store, newest_first=newest_first, after=after, upto=upto):
+    """The snapshots tablelog committed, with their log part (``after``, ``upto``,
+    ``latest``: as :func:`snapshot_commits`)."""
+    for snapshot, record in snapshot_commits(store, newest_first=newest_first, after=after, upto=upto, latest=latest):
         if record is not None:
             yield snapshot, record
 
@@ -48,15 +51,23 @@ def find_commit(store: TableFiles, writer_id: str, commit_identifier: int) -> Sn
     return None
 
 
-def find_commit_or_expired(store: TableFiles, writer_id: str, commit_identifier: int) -> tuple[SnapshotInfo | None, bool]:
+def is_commit_of(snapshot: SnapshotInfo, writer_id: str, commit_identifier: int) -> bool:
+    """Whether ``snapshot`` is the commit of ``commit_identifier`` by ``writer_id``."""
+    record = LogCommitRecord.from_properties(snapshot.properties)
+    return record is not None and record.writer == writer_id and record.commit_identifier == commit_identifier
+
+
+def find_commit_or_expired(
+    store: TableFiles, writer_id: str, commit_identifier: int, *, latest: SnapshotInfo | None = None,
+) -> tuple[SnapshotInfo | None, bool]:
     """:func:`find_commit`, and whether ``writer_id`` committed ``commit_identifier`` in a
     snapshot that has expired since: ``(snapshot, False)``, ``(None, True)`` or ``(None,
     False)`` (never committed). A writer's identifiers only grow, so a kept snapshot of a
     larger identifier of it, with older snapshots gone, means this one was committed before
     them (Paimon's rule too). One walk; once every snapshot of a writer has expired, nothing
-    is known of it any more."""
+    is known of it any more. ``latest``: the latest snapshot, read by the caller (None: read here)."""
     seen_larger = False
-    for snapshot, record in log_commits(store, newest_first=True):
+    for snapshot, record in log_commits(store, newest_first=True, latest=latest):
         if record.writer != writer_id:
             continue
         if record.commit_identifier == commit_identifier:
@@ -88,12 +99,14 @@ def last_commit_identifier(store: TableFiles, writer_id: str) -> int | None:
     return None
 
 
-def last_end_positions(store: TableFiles, system: str, topic: str, upto: int | None = None) -> dict[int, int]:
+def last_end_positions(
+    store: TableFiles, system: str, topic: str, upto: int | None = None, *, latest: SnapshotInfo | None = None,
+) -> dict[int, int]:
     """The end positions of log ``system`` topic ``topic`` the newest log commit recorded (with
     ``upto``: the newest up to that snapshot); empty when there is none, or when that commit
     is of another log (the table's log was attached or moved since: positions of another
-    log say nothing of this one)."""
-    for _, record in log_commits(store, newest_first=True, upto=upto):
+    log say nothing of this one). ``latest``: the latest snapshot, read by the caller."""
+    for _, record in log_commits(store, newest_first=True, upto=upto, latest=latest):
         return dict(record.end_positions) if record.is_of(system, topic) else {}
     return {}
 

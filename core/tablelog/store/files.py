@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from tablelog.merging import KeyValue, MergeOptions
+    from tablelog.store.bucket_routing import BucketRouting
     from tablelog.store.compaction import TableCompactions
     from tablelog.store.consumers import Consumers
     from tablelog.store.data_files import DataFiles
@@ -106,7 +107,8 @@ class TableFiles(Protocol):
     def snapshot_at_or_before(self, millis: int) -> SnapshotInfo | None: ...
 
     def snapshots(
-        self, newest_first: bool = False, *, after: int = 0, upto: int | None = None
+        self, newest_first: bool = False, *, after: int = 0, upto: int | None = None,
+        latest: SnapshotInfo | None = None,
     ) -> Iterator[SnapshotInfo]: ...
 
     # -- rows and deltas -------------------------------------------------------
@@ -160,6 +162,8 @@ class TableFiles(Protocol):
     # -- commits of data files -------------------------------------------------
 
     def new_write(self) -> TableWrite: ...
+
+    def bucket_routing(self, most: int) -> BucketRouting | None: ...
 
     def commit_lock(self) -> AbstractContextManager[None]: ...
 

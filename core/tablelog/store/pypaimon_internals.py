@@ -293,15 +293,16 @@ def writes_natively(write: Any) -> bool:
     return isinstance(write, NativeTableWrite) and write._python_writer is None
 
 
-def write_native_with_kinds(write: Any, data: Any) -> None:
+def write_native_with_kinds(write: Any, data: Any, bucket: int | None = None) -> None:
     """Write ``data`` (the table's columns, then ``_VALUE_KIND``: each row's kind as Paimon
-    stores it) with pypaimon-rust's writer of ``write`` (:func:`writes_natively`)."""
+    stores it) with pypaimon-rust's writer of ``write`` (:func:`writes_natively`);
+    ``bucket``: every row's bucket (None: the writer computes each row's)."""
     from pypaimon.schema.arrow_schema import normalize_arrow_strings
 
     for batch in normalize_arrow_strings(data).to_batches():
         if batch.num_rows:
             write._written = True  # as NativeTableWrite.write_arrow_batch does
-        write._native_writer.write_arrow(batch, None)
+        write._native_writer.write_arrow(batch, bucket)
 
 
 def use_tablelog_key_value_writer(

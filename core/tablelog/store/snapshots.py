@@ -125,8 +125,13 @@ def snapshot_range(
     (or newest first); ``latest``: the table's latest snapshot, read by the caller."""
     if latest is None:
         return
-    first = max(earliest_id_of_non_empty(manager, lambda: latest) or 1, after + 1)
     last = latest.id if upto is None else min(upto, latest.id)
+    if newest_first and last == latest.id and last > after:
+        # The latest exists (the caller read it): a walk that stops at it (the usual look-up
+        # of the newest commits) reads nothing more, not even where the snapshots start.
+        yield latest
+        last -= 1
+    first = max(earliest_id_of_non_empty(manager, lambda: latest) or 1, after + 1)
     ids = range(last, first - 1, -1) if newest_first else range(first, last + 1)
     for snapshot_id in ids:
         found = latest if snapshot_id == latest.id else snapshot(manager, snapshot_id)

@@ -23,6 +23,7 @@ import attrs
 import pyarrow as pa
 
 from tablelog.store import snapshots
+from tablelog.store.bucket_routing import BucketRouting, bucket_routing
 from tablelog.store.compaction import TableCompactions
 from tablelog.store.consumers import Consumers
 from tablelog.store.data_files import DataFiles
@@ -270,11 +271,13 @@ class PaimonTable:
         return snapshots.snapshot_at_or_before(self._snapshots, millis)
 
     def snapshots(
-        self, newest_first: bool = False, *, after: int = 0, upto: int | None = None
+        self, newest_first: bool = False, *, after: int = 0, upto: int | None = None,
+        latest: SnapshotInfo | None = None,
     ) -> Iterator[SnapshotInfo]:
         """The snapshots the table keeps, oldest first (or newest first); with ``after`` and
-        ``upto``, only those with ``after < id <= upto``."""
-        return snapshots.snapshot_range(self._snapshots, self.latest_snapshot(), newest_first, after, upto)
+        ``upto``, only those with ``after < id <= upto``; up to ``latest`` when the caller
+        read the latest snapshot already (None: it is read here)."""
+        return snapshots.snapshot_range(self._snapshots, latest or self.latest_snapshot(), newest_first, after, upto)
 
     # -- writes and commits of data files ------------------------------------
 
@@ -297,6 +300,14 @@ class PaimonTable:
             cache.put(paimon, merged, partition, bucket, file, rows)
 
         return keep
+
+    def bucket_routing(self, most: int) -> BucketRouting | None:
+        """How an attempt's rows go to up to ``most`` writes by bucket
+        (:mod:`tablelog.store.bucket_routing`); None: to one write, which computes each
+        row's bucket (as for a merged-changelog table's, written at once)."""
+        if self.merge_options is not None:
+            return None
+        return bucket_routing(self.table_schema, self.schema, self.bucket, most)
 
     def commit(
         self, messages: Sequence[Any], *, commit_user: str, commit_identifier: int, properties: Mapping[str, str]

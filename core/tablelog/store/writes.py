@@ -4,7 +4,6 @@ committer commits them as one snapshot (:func:`commit_files`) or drops them
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import re
 import time
@@ -14,6 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from tablelog.store.bucket_routing import Span
 from tablelog.store.layout import VALUE_KIND, writes_thin
 from tablelog.store.merged_reads import merges_with_tablelog
 from tablelog.store.partitions import PartitionDrop, check_unchanged_since
@@ -62,9 +62,6 @@ class TableWrite:
         self._write: Any = None
         self._native = False
         self._wrote = False
-        #: The last write and its prepared commit, running beside the caller (:meth:`write_last_beside`).
-        self._beside: concurrent.futures.Future[list[Any]] | None = None
-        self._beside_taken = False
 
     def _open(self) -> None:
         paimon = self._paimon
@@ -93,13 +90,15 @@ class TableWrite:
                 self._write, thin=self._thin, value_kinds=self._value_kinds, sequence_floor=sequence_floor,
                 on_file=self._on_file)
 
-    def write_arrow(self, data: Any, kinds: Sequence[str] | None = None) -> None:
+    def write_arrow(self, data: Any, kinds: Sequence[str] | None = None, spans: Sequence[Span] | None = None) -> None:
         """Write ``data``; ``kinds``: each row's kind (``+I``, ``-U``, ``+U``, ``-D``) for
-        a primary-key table without tablelog's row-kind column (None: every row an insert)."""
+        a primary-key table without tablelog's row-kind column (None: every row an insert).
+        ``spans``: write only these rows of ``data``, each span of one bucket
+        (:mod:`tablelog.store.bucket_routing`; None: every row)."""
         if self._write is None:
             self._open()
         try:
-            self._write_rows(data, kinds)
+            self._write_spans(data, kinds, spans)
         except ValueError as err:
             if self._wrote or not _TORN_LATEST_HINT.fullmatch(str(err).strip()):
                 raise
@@ -110,59 +109,43 @@ class TableWrite:
             log.warning("table %r: %s; opening the Paimon writer again", self._identifier, err)
             self._write.close()
             self._open()
-            self._write_rows(data, kinds)
+            self._write_spans(data, kinds, spans)
         self._wrote = True
 
-    def _write_rows(self, data: Any, kinds: Sequence[str] | None) -> None:
-        if not self._value_kinds:
-            self._write.write_arrow(data)
-            return
-        # Every batch carries the column: pypaimon-rust's writer takes the kinds of all
+    def _write_spans(self, data: Any, kinds: Sequence[str] | None, spans: Sequence[Span] | None) -> None:
+        # Every batch carries the kind column: pypaimon-rust's writer takes the kinds of all
         # its batches from it only when its first batch has it.
-        column = _kind_codes(data.num_rows, kinds)
-        with_kinds = data.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), column)
-        if self._native:
-            write_native_with_kinds(self._write, with_kinds)
-        else:
-            self._write.write_arrow(with_kinds)
-
-    def write_last_beside(self, data: Any, kinds: Sequence[str] | None, commit_identifier: int) -> None:
-        """Write ``data`` as :meth:`write_arrow` and prepare the commit, in a thread of its
-        own beside the caller (which produces and flushes the log meanwhile): the
-        attempt's last write, for a merged-changelog table, whose Python writer (pypaimon-
-        rust's belongs to the thread that made it) sorts and encodes in Arrow, off the GIL.
-        :meth:`prepare_commit` returns what it prepared, or raises what it raised."""
-        if not self._merged_changelog:
-            self.write_arrow(data, kinds)
+        if spans is None:
+            self._write_rows(data, _kind_codes(data.num_rows, kinds) if self._value_kinds else None, None)
             return
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tablelog-files")
-        self._beside = pool.submit(self._write_and_prepare, data, kinds, commit_identifier)
-        pool.shutdown(wait=False)
+        # pypaimon-rust's writer takes the rows of one table partition with their bucket given;
+        # otherwise the writer computes the buckets, of the rows of all the spans at once.
+        if not self._native or self._paimon.partition_keys:
+            spans = [(-1, spans[0][1], spans[-1][2])] if spans else []
+        for bucket, start, stop in spans:
+            codes = _kind_codes(stop - start, kinds and kinds[start:stop]) if self._value_kinds else None
+            self._write_rows(data.slice(start, stop - start), codes, None if bucket < 0 else bucket)
 
-    def _write_and_prepare(self, data: Any, kinds: Sequence[str] | None, commit_identifier: int) -> list[Any]:
-        self.write_arrow(data, kinds)
-        return self._prepared(commit_identifier)
+    def _write_rows(self, data: Any, codes: pa.Array | None, bucket: int | None) -> None:
+        if codes is None:
+            self._write.write_arrow(data, bucket)
+            return
+        with_kinds = data.append_column(pa.field(VALUE_KIND, pa.int8(), nullable=False), codes)
+        if self._native:
+            write_native_with_kinds(self._write, with_kinds, bucket)
+        else:
+            self._write.write_arrow(with_kinds, bucket)
 
     def prepare_commit(self, commit_identifier: int) -> list[Any]:
         """The commit messages of the files written (picklable: they travel to the committer)."""
-        if self._beside is not None:
-            self._beside_taken = True
-            return self._beside.result()
-        return self._prepared(commit_identifier)
-
-    def _prepared(self, commit_identifier: int) -> list[Any]:
         return [] if self._write is None else list(self._write.prepare_commit(commit_identifier))
 
+    def abort(self, messages: Sequence[Any]) -> None:
+        """Delete the files of ``messages``, prepared by this write and never committed."""
+        abort_files(self._paimon, messages)
+
     def close(self) -> None:
-        """Release the writer; files prepared beside the caller and never taken (the
-        attempt failed) are deleted."""
-        beside, self._beside = self._beside, None
-        if beside is not None and not self._beside_taken and beside.exception() is None:
-            try:
-                abort_files(self._paimon, beside.result())
-            except Exception:  # noqa: BLE001 - the attempt already failed: its files are orphans at worst
-                log.warning("table %r: files written for a failed attempt were not deleted", self._identifier,
-                            exc_info=True)
+        """Release the writer (it deletes files it wrote and has not prepared)."""
         write, self._write = self._write, None
         if write is not None:
             write.close()

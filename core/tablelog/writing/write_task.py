@@ -11,9 +11,11 @@ process, turns receipts into a snapshot (:mod:`tablelog.commit`).
 from __future__ import annotations
 
 import logging
+import weakref
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from tablelog.commit import history
@@ -24,12 +26,14 @@ from tablelog.logs.pool import LogPool, release
 from tablelog.records import ProduceBatch, ProducedRange, RowKind
 from tablelog.store import KIND_FIELD, PartitionDrop
 from tablelog.writing import inputs
+from tablelog.writing.files_lane import FilesLanes
 from tablelog.writing.log_batches import encode
 from tablelog.writing.merged import PendingRows
 from tablelog.writing.merged_parts import merged_and_encoded
 
 if TYPE_CHECKING:
     from tablelog.logs.client import LogClient
+    from tablelog.store.bucket_routing import BucketRouting, Span
     from tablelog.table_view import TableView
 
 log = logging.getLogger(__name__)
@@ -40,12 +44,15 @@ class WriteTask:
 
     With ``log_pool``, the log connection comes from the pool (open, topic ensured) and
     goes back to it only when ``finish()`` succeeds; ``abort()`` or a failing
-    ``finish()`` closes it (see :mod:`tablelog.logs.pool`).
+    ``finish()`` closes it (see :mod:`tablelog.logs.pool`). ``lanes``: the most threads
+    writing its data files (:mod:`tablelog.writing.files_lane`): one for the tasks of an
+    engine, which runs many at once on a machine; a :class:`~tablelog.writing.writer.Writer`,
+    alone in its process, takes one a core.
     """
 
     def __init__(
         self, table: TableView, writer: str, commit_identifier: int, task: str = "0",
-        *, log_pool: LogPool | None = None,
+        *, log_pool: LogPool | None = None, lanes: int = 1,
     ) -> None:
         self.table = table
         self.writer = writer
@@ -59,7 +66,11 @@ class WriteTask:
         #: The log's projection stream (:mod:`tablelog.formats.projection`), when the table has one.
         self._projection_log: LogClient | None = None
         self._log_pool = log_pool
-        self._paimon_write: Any = None  # a TableWrite, opened on first use
+        self._lanes = lanes
+        #: How rows go to the lanes by bucket (found at the first write; None: one lane, every row).
+        self._routing: BucketRouting | None = None
+        #: The attempt's data files, written beside its log (opened on first use).
+        self._paimon_write: FilesLanes | None = None
         #: In place of data files, the drop of a table partition (:meth:`drop_partition`).
         self._drop: PartitionDrop | None = None
         self._finished = False
@@ -74,7 +85,11 @@ class WriteTask:
     # Paimon and the log are opened on first use: an empty task costs nothing.
     def _open(self, *, files: bool = True) -> None:
         if self._paimon_write is None and files:
-            self._paimon_write = self.table.files.new_write()
+            routing = self._routing
+            writes = [self.table.files.new_write() for _ in range(1 if routing is None else routing.writes)]
+            lanes = FilesLanes(writes, self.commit_identifier)
+            weakref.finalize(self, lanes.close, wait=False)  # an attempt never finished nor aborted
+            self._paimon_write = lanes
         if self._log is None and self.table.options.log_enabled:
             self._log = self._connect(projection=False)
         if self._projection_log is None and self.table.projection:
@@ -109,6 +124,8 @@ class WriteTask:
             merge = self.table.files.merge_options
             if merge is not None:
                 self._pending = PendingRows(merge, self.table.identifier)
+            else:
+                self._routing = self.table.files.bucket_routing(self._lanes)
         table = self.table
         arrow, kinds = inputs.prepare(
             data, table.codec.schema, table.primary_key, kind, table=table.identifier
@@ -121,25 +138,40 @@ class WriteTask:
             self._pending.add(arrow, kinds)
             self.rows += arrow.num_rows
             return arrow.num_rows
-        batches, projected = self._encode(arrow, kinds) if table.options.log_enabled else ([], [])
+        # In the data files' bucket order (once for both): the log's partitions are the buckets.
+        arrow, kinds, rows_of, spans = self._route(arrow, kinds)
+        groups = None if spans is None else [group for lane in spans for group in lane]
+        batches, projected = self._encode(arrow, kinds, groups, rows_of) if table.options.log_enabled else ([], [])
         self._open()
-        self._write_files(arrow, kinds)
+        self._write_files(arrow, kinds, spans)
         self._produce(batches, projected)
         self.rows += arrow.num_rows
         return arrow.num_rows
 
-    def _write_files(self, arrow: pa.Table, kinds: list[RowKind], *, last: bool = False) -> None:
-        """``last``: the attempt's last write, written and prepared beside its produce and
-        flush (a merged-changelog attempt's, :meth:`TableWrite.write_last_beside`)."""
+    def _route(
+        self, arrow: pa.Table, kinds: list[RowKind],
+    ) -> tuple[pa.Table, list[RowKind], np.ndarray | None, list[list[Span]] | None]:
+        """The rows put in bucket order when the table's buckets are computed ahead
+        (:mod:`tablelog.store.bucket_routing`): the rows, their kinds, each one's input
+        row (None: as given), and each lane's spans of them (None: one lane, every row)."""
+        if self._routing is None:
+            return arrow, kinds, None, None
+        order, spans = self._routing.route(arrow)
+        if order is not None:
+            arrow = arrow.take(order)
+            if kinds.count(kinds[0]) != len(kinds):  # rows of one kind (every insert) need no order
+                kinds = [kinds[i] for i in order.tolist()]
+        return arrow, kinds, order, spans
+
+    def _write_files(self, arrow: pa.Table, kinds: list[RowKind], spans: list[list[Span]] | None = None) -> None:
+        """Hand the rows to the attempt's data file lanes (:mod:`tablelog.writing.files_lane`)."""
         table = self.table
         if table.files.has_kind_field:
             data, data_kinds = self._with_kind_column(arrow, kinds), None
         else:  # the kinds go to Paimon's own _VALUE_KIND
             data, data_kinds = arrow, (kinds if table.primary_key else None)
-        if last:
-            self._paimon_write.write_last_beside(data, data_kinds, self.commit_identifier)
-        else:
-            self._paimon_write.write_arrow(data, data_kinds)
+        assert self._paimon_write is not None
+        self._paimon_write.write(data, data_kinds, spans)
 
     def _write_merged(self) -> None:
         """A merged-changelog attempt's records and changes (:mod:`tablelog.writing.merged`)."""
@@ -152,7 +184,8 @@ class WriteTask:
         self._merged = (write.base_snapshot, write.keys)
         self._open(files=write.records.num_rows > 0)
         if write.records.num_rows:
-            self._write_files(write.records, write.kinds, last=True)
+            self._write_files(write.records, write.kinds)
+            self._paimon_write.prepare()  # type: ignore[union-attr]  # its last write: prepared beside the produce
         self._produce(*batches)
 
     def _produce(self, batches: list[ProduceBatch], projected: list[ProduceBatch]) -> None:
@@ -198,10 +231,13 @@ class WriteTask:
     def _with_kind_column(arrow: pa.Table, kinds: list[RowKind]) -> pa.Table:
         return arrow.append_column(pa.field(KIND_FIELD, pa.string()), kind_array(kinds))
 
-    def _encode(self, arrow: pa.Table, kinds: list[RowKind]) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
+    def _encode(
+        self, arrow: pa.Table, kinds: list[RowKind], groups: list[Span] | None = None, rows_of: np.ndarray | None = None,
+    ) -> tuple[list[ProduceBatch], list[ProduceBatch]]:
         """The batches of the table topic and of its projection stream, all encoded before
         any is produced (:func:`tablelog.writing.log_batches.encode`)."""
-        return encode(self.table, arrow, kinds, self.token, self._seq, self._projection_seq)
+        return encode(self.table, arrow, kinds, self.token, self._seq, self._projection_seq,
+                      groups=groups, rows_of=rows_of)
 
     def finish(self) -> WriteReceipt:
         """Make the log records durable and prepare the data files; returns the receipt
@@ -217,13 +253,15 @@ class WriteTask:
         try:
             if self._pending is not None:
                 self._write_merged()
+            if self._paimon_write is not None:
+                self._paimon_write.prepare()  # beside the log's flush
             if self._log is not None:
                 ranges, own_only = self._flush(self._log)
             if self._projection_log is not None:
                 projection_ranges, projection_own = self._flush(self._projection_log)
                 own_only = own_only and projection_own
             if self._paimon_write is not None:
-                messages = list(self._paimon_write.prepare_commit(self.commit_identifier))
+                messages = self._paimon_write.prepared()
             if self._drop is not None:
                 messages = [self._drop]
             if ranges or projection_ranges:

@@ -14,6 +14,7 @@ from tablelog.commit import committer, history, maintenance
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
 from tablelog.logs.pool import LogPool
 from tablelog.records import RowKind
+from tablelog.writing.files_lane import MOST_LANES
 from tablelog.writing.merged_repair import REPAIR_WRITER, repair
 from tablelog.writing.write_task import WriteTask
 
@@ -60,7 +61,8 @@ class Writer:
     @property
     def task(self) -> WriteTask:
         if self._task is None:
-            self._task = WriteTask(self.table, self.writer_id, self.commit_identifier, log_pool=self._log_pool)
+            self._task = WriteTask(self.table, self.writer_id, self.commit_identifier, log_pool=self._log_pool,
+                                   lanes=MOST_LANES)
         return self._task
 
     def write(self, data: Any, kind: RowKind | str | None = None) -> int:
