@@ -118,7 +118,10 @@ class PendingRows:
         """Every row kept, in write order, in ``schema``, with its kind."""
         if not self._rows:
             return schema.empty_table(), []
-        return pa.concat_tables([t.cast(schema) for t in self._rows]), self._kinds
+        # Kept as one table in ``schema``: the attempt's parts and its merge read it again.
+        if len(self._rows) > 1 or not self._rows[0].schema.equals(schema):
+            self._rows = [pa.concat_tables([t.cast(schema) for t in self._rows])]
+        return self._rows[0], self._kinds
 
     def retracting(self) -> np.ndarray:
         """Per row kept (as :meth:`rows`), whether it retracts (``-U``, ``-D``)."""
