@@ -15,7 +15,11 @@ is taken per round.
 
 Automatic compaction is off during the timed commits (``num-sorted-run.compaction-trigger``
 above the number of commits; ``--compaction-trigger``): one commit that compacts would
-time the compaction of a whole bucket, not the write. Each table size ends with a timed
+time the compaction of a whole bucket, not the write. Each table is compacted fully
+before the rounds of each hit fraction (not timed), as a table written steadily is kept
+compacted in the background: a round's lookups read the compacted files and the files
+of the rounds before it, at most ``rounds`` sorted runs more, not every commit's since
+the table was created. Each table size ends with a timed
 full compaction of each table (``Table.compact()``) instead.
 
 Memory: after the timed rounds, one more batch per variant and hit fraction with a
@@ -143,6 +147,8 @@ def run_size(
         fresh = size
         result: dict[str, Any] = {"size": size, "batch": batch, "hits": {}}
         for hit in hits:
+            for table in tables.values():
+                table.compact()  # not timed: a table written steadily is compacted in the background
             seconds: dict[str, list[float]] = {name: [] for name in VARIANTS}
             for round_ in range(rounds):
                 rows = batch_rows(size, batch, hit, fresh, rng)

@@ -182,3 +182,31 @@ def test_a_snapshot_that_does_not_exist_is_refused(tmp_path: Path) -> None:
     _commit(table, 0)
     with pytest.raises(FileNotFoundError, match="snapshot 99"):
         snapshot_files(_paimon(table), 99)
+
+
+def test_a_python_write_numbers_its_records_above_every_file_of_its_bucket_from_the_kept_plan(
+    tmp_path: Path, whole_plans: list[int], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pypaimon's Python writer takes each bucket's largest sequence number from the
+    process's plan, never from a whole plan of its own; a later write still wins."""
+    from pypaimon.write.file_store_write import FileStoreWrite
+
+    pypaimon_plans: list[Any] = []
+    load = FileStoreWrite._load_seq_number_stats
+    monkeypatch.setattr(FileStoreWrite, "_load_seq_number_stats",
+                        lambda self, partition: pypaimon_plans.append(partition) or load(self, partition))
+    table = _table(tmp_path, **{"num-sorted-run.compaction-trigger": "100", "commit.force-compact": "false",
+                                "data-file.thin-mode": "false"})  # pypaimon-rust writes thin files only
+    paimon = _paimon(table)
+    seen: dict[int, int] = {}  # each bucket's largest sequence number so far
+    known: set[str] = set()
+    for commit in range(5):
+        _commit(table, commit)
+        for (_, bucket), files in snapshot_files(paimon, _latest(table)).items():
+            new = [f for f in files if f.file_name not in known]
+            assert new and all(f.min_sequence_number > seen.get(bucket, -1) for f in new), (commit, bucket)
+            seen[bucket] = max(f.max_sequence_number for f in files)
+            known.update(f.file_name for f in files)
+    assert pypaimon_plans == [] and len(whole_plans) == 1
+    rows = {r["id"]: r["v"] for r in table.rows().to_pylist()}
+    assert rows[3] == "c1" and rows[12] == "c4"  # key 3 written by commits 0 and 1, 12 by 3 and 4

@@ -24,6 +24,8 @@ from typing import Any
 
 import attrs
 
+from tablelog.store.manifests import list_entries
+
 #: Snapshots a kept plan is moved forward by, at most, before a whole plan is cheaper.
 _MAX_STEPS = 64
 #: Tables whose last plan a process keeps (least recently used dropped first).
@@ -126,12 +128,7 @@ def _whole(paimon: Any, snapshot: Any) -> dict[BucketKey, dict[_FileKey, Any]]:
 
 
 def _delta_entries(paimon: Any, snapshot: Any) -> list[Any]:
-    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-    from pypaimon.manifest.manifest_list_manager import ManifestListManager
-
-    files = ManifestFileManager(paimon)
-    return [entry for manifest in ManifestListManager(paimon).read_delta(snapshot)
-            for entry in files.read(manifest.file_name, file_size=manifest.file_size)]
+    return list_entries(paimon, snapshot.delta_manifest_list, snapshot.delta_manifest_list_size)
 
 
 @attrs.frozen

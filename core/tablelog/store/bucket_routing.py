@@ -16,7 +16,7 @@ import attrs
 import numpy as np
 import pyarrow as pa
 
-from tablelog.store.integer_hash import INTEGER_WIDTHS, integer_key_buckets
+from tablelog.store.integer_hash import INTEGER_WIDTHS, grouped, integer_key_buckets
 
 #: Rows ``start`` to ``stop`` (of a write's rows in bucket order), all of ``bucket``.
 Span = tuple[int, int, int]
@@ -41,16 +41,12 @@ class BucketRouting:
             return None, [[(0, 0, data.num_rows)] if data.num_rows else []]
         buckets = integer_key_buckets([data.column(k) for k in self.key], self.buckets)
         rank = buckets if self.writes == 1 else (buckets % self.writes) * self.buckets + buckets
-        # As 16-bit integers, numpy's stable sort is a radix sort: linear in the rows.
-        order = np.argsort(rank.astype(np.int16) if self.writes * self.buckets <= 1 << 15 else rank, kind="stable")
-        ranked = rank[order]
-        starts = [0, *(np.flatnonzero(np.diff(ranked)) + 1).tolist()] if len(ranked) else []
-        stops = [*starts[1:], len(ranked)]
+        order, groups = grouped(rank, self.writes * self.buckets)
         spans: list[list[Span]] = [[] for _ in range(self.writes)]
-        for start, stop in zip(starts, stops, strict=True):
-            bucket = int(buckets[order[start]])
+        for ranked, start, stop in groups:
+            bucket = ranked % self.buckets
             spans[bucket % self.writes].append((bucket, start, stop))
-        return (None if len(starts) <= 1 else order), spans
+        return (None if len(groups) <= 1 else order), spans
 
 
 def bucket_routing(table_schema: Any, schema: pa.Schema, buckets: int, most: int) -> BucketRouting | None:

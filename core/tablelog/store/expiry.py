@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 
 from tablelog.store.deletions import delete_files, parallel_map
+from tablelog.store.manifests import list_entries
 
 log = logging.getLogger("tablelog.expiry")
 
@@ -54,7 +55,6 @@ class SnapshotDeletion:
         """``local``: a local warehouse (hints are replaced by a rename; an object store's
         put replaces a file whole by itself). ``s3_client``: an object store's, which
         deletes files a thousand at a time (:mod:`.deletions`)."""
-        from pypaimon.manifest.manifest_file_manager import ManifestFileManager
         from pypaimon.manifest.manifest_list_manager import ManifestListManager
 
         self._paimon = paimon
@@ -63,7 +63,6 @@ class SnapshotDeletion:
         self._file_io = paimon.file_io
         self._snapshots = paimon.snapshot_manager()
         self._manifest_lists = ManifestListManager(paimon)
-        self._manifest_files = ManifestFileManager(paimon)
         self._manifest_dir = f"{str(paimon.table_path).rstrip('/')}/manifest"
 
     def snapshot(self, snapshot_id: int) -> Any:
@@ -219,13 +218,9 @@ class SnapshotDeletion:
         if not list_name:
             return []
         try:
-            manifests = self._manifest_lists.read(list_name, size)
+            return list_entries(self._paimon, list_name, size)
         except FileNotFoundError:
             return []  # Paimon's tryReadManifestList: a list already gone holds nothing to delete
-        entries: list[Any] = []
-        for manifest in manifests:
-            entries.extend(self._manifest_files.read(manifest.file_name, file_size=manifest.file_size))
-        return entries
 
     def _paths(self, entry: Any) -> list[str]:
         """A manifest entry's data file and its extra files, as the file IO names them."""

@@ -63,3 +63,15 @@ def _fmix(h1: np.ndarray, length: int) -> np.ndarray:
 
 with np.errstate(over="ignore"):  # Murmur3 wraps around by design
     _ZERO_HEADER_H1 = _mix_h1(_mix_h1(np.uint32(_SEED), np.uint32(0)), np.uint32(0))
+
+
+def grouped(values: np.ndarray, count: int) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    """Rows grouped by their value (each of ``values``, in ``0..count-1``): ``(order,
+    groups)``, ``order`` the row indices by value ascending (rows in input order within
+    a value), each ``(value, start, stop)`` of ``groups`` one value's slice of it."""
+    # As 16-bit integers, numpy's stable sort is a radix sort: linear in the rows.
+    order = np.argsort(values.astype(np.int16) if count <= 1 << 15 else values, kind="stable")
+    ranked = values[order]
+    starts = [0, *(np.flatnonzero(np.diff(ranked)) + 1).tolist()] if len(ranked) else []
+    stops = [*starts[1:], len(ranked)]
+    return order, [(int(ranked[start]), start, stop) for start, stop in zip(starts, stops, strict=True)]

@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from tablelog.store.integer_hash import INTEGER_WIDTHS, integer_key_buckets
+from tablelog.store.integer_hash import INTEGER_WIDTHS, grouped, integer_key_buckets
 
 
 def key_hash_rows(
@@ -24,10 +23,8 @@ def key_hash_rows(
     columns = [data.column(k) for k in key]
     if data.num_rows and columns and all(c.type in INTEGER_WIDTHS and not c.null_count for c in columns):
         buckets = integer_key_buckets(columns, modulus)  # the same hash, vectorized
-        order = np.argsort(buckets, kind="stable")
-        values, starts = np.unique(buckets[order], return_index=True)
-        return [(int(value), rows.tolist()) for value, rows in zip(values.tolist(), np.split(order, starts[1:]),
-                                                                    strict=True)]
+        order, slices = grouped(buckets, modulus)
+        return [(value, order[start:stop].tolist()) for value, start, stop in slices]
     options = {**table_schema.options, "bucket": str(modulus), "bucket-key": ",".join(key)}
     extractor = FixedBucketRowKeyExtractor(table_schema.copy(new_options=options))
     groups: dict[int, list[int]] = {}

@@ -47,3 +47,15 @@ def merge_base_manifests(store_commit: Any, min_count: int = MERGE_MIN_COUNT) ->
         return merged[snapshot.id]
 
     lists.read_all = read_all_merged
+
+
+def list_entries(paimon: Any, list_name: str, size: int | None = None) -> list[Any]:
+    """The entries of every manifest file of manifest list ``list_name`` of pypaimon's
+    table ``paimon`` (``size``: the list's byte size, when the snapshot records it);
+    raises ``FileNotFoundError`` when the list or one of its files is gone."""
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    files = ManifestFileManager(paimon)
+    return [entry for manifest in ManifestListManager(paimon).read(list_name, size)
+            for entry in files.read(manifest.file_name, file_size=manifest.file_size)]

@@ -133,6 +133,9 @@ INTERNALS: tuple[Internal, ...] = (
              "the same: the wrapper must know data was written (it then never switches writers)"),
     Internal("pypaimon.write.table_write:TableWrite.table_pyarrow_schema",
              "the Python writer accepts the _VALUE_KIND column beside the table's columns"),
+    Internal("pypaimon.write.file_store_write:FileStoreWrite._load_seq_number_stats",
+             "an unpartitioned table's largest sequence numbers come from tablelog's "
+             "incremental plan (tablelog.store.bucket_plans), not a whole plan per commit"),
     Internal("pypaimon.write.file_store_write:FileStoreWrite._create_data_writer",
              "the Python writer's key-value file writers become tablelog's (below)"),
     Internal("pypaimon.write.writer.key_value_data_writer:KeyValueDataWriter._add_system_fields",
@@ -339,6 +342,7 @@ def use_tablelog_key_value_writer(
         return writer
 
     store_write._create_data_writer = create_data_writer
+    _planned_sequence_numbers(store_write)
     _vectorized_integer_buckets(write)
     if value_kinds:
         write.table_pyarrow_schema = pa.schema([*write.table_pyarrow_schema, pa.field(_VALUE_KIND, pa.int8())])
@@ -346,6 +350,28 @@ def use_tablelog_key_value_writer(
 
 _VALUE_KIND = "_VALUE_KIND"
 _SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+
+
+def _planned_sequence_numbers(store_write: Any) -> None:
+    """Make a Python write of an unpartitioned table find each bucket's largest sequence
+    number in the latest snapshot's files from :mod:`tablelog.store.bucket_plans` (the
+    process's last plan moved forward), not from a whole plan of the table, which reads
+    every manifest at each commit's first write."""
+    from tablelog.store.bucket_plans import snapshot_files
+
+    load = store_write._load_seq_number_stats
+    paimon = store_write.table
+
+    def load_seq_number_stats(partition: Any) -> dict[int, int]:
+        if partition or paimon.partition_keys or getattr(store_write, "restore_snapshot_id", None) is not None:
+            return load(partition)
+        latest = paimon.snapshot_manager().get_latest_snapshot()
+        if latest is None:
+            return {}
+        return {bucket: max(file.max_sequence_number for file in files)
+                for (_, bucket), files in snapshot_files(paimon, latest.id).items()}
+
+    store_write._load_seq_number_stats = load_seq_number_stats
 
 
 def _vectorized_integer_buckets(write: Any) -> None:

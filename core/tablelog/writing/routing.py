@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from tablelog.store.integer_hash import INTEGER_WIDTHS as _INTEGER_WIDTHS
-from tablelog.store.integer_hash import integer_key_buckets
+from tablelog.store.integer_hash import INTEGER_WIDTHS, grouped, integer_key_buckets
 
 if TYPE_CHECKING:
     from tablelog.store import TableFiles
@@ -53,19 +52,13 @@ def partition_order(
     if modulus == 1:
         return None, [(0, 0, n)]
     keys = list(store.log_key)
-    if keys and all(data.schema.field(k).type in _INTEGER_WIDTHS for k in keys):
-        buckets = integer_key_buckets([data.column(k) for k in keys], modulus)
-        # As 16-bit integers, numpy's stable sort is a radix sort: linear in the rows.
-        order = np.argsort(buckets.astype(np.int16) if modulus <= 1 << 15 else buckets, kind="stable")
-        sorted_buckets = buckets[order]
-        starts = [0, *(np.flatnonzero(np.diff(sorted_buckets)) + 1).tolist()]
-        stops = [*starts[1:], n]
-        groups = [(int(sorted_buckets[start]), start, stop) for start, stop in zip(starts, stops, strict=True)]
+    if keys and all(data.schema.field(k).type in INTEGER_WIDTHS for k in keys):
+        order, groups = grouped(integer_key_buckets([data.column(k) for k in keys], modulus), modulus)
     else:
-        grouped = store.key_hash_rows(data, modulus)
-        order = np.fromiter((i for _, rows in grouped for i in rows), np.int64, n)
+        by_hash = store.key_hash_rows(data, modulus)
+        order = np.fromiter((i for _, rows in by_hash for i in rows), np.int64, n)
         groups, start = [], 0
-        for bucket, rows in grouped:
+        for bucket, rows in by_hash:
             groups.append((bucket, start, start + len(rows)))
             start += len(rows)
     if len(groups) == 1:
