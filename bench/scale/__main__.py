@@ -170,6 +170,8 @@ def run_backend(name: str, spark: Any, args: argparse.Namespace, work: Path, out
                         f"peak task RSS {got['peak_task_rss_mb'] or 0:,.0f} MB")
             result["checkpoints"].append(point)
             save()
+        # The sink's background compaction done before the backend's warehouse goes.
+        result["settled_at_end"] = measure.wait_quiet(where, table)
         if "expiry" in args.measure and args.expiry_snapshots > 0:
             log(f"{name}: expiry of {args.expiry_snapshots:,} snapshots")
             result["expiry"] = expiry.measure(where.expiry_warehouse, where.sink_options, args.expiry_snapshots,
