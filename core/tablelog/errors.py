@@ -55,6 +55,12 @@ class CommitError(TablelogError):
     """A snapshot could not be committed; nothing of this commit is visible."""
 
 
+class WriteAccessError(TablelogError, PermissionError):
+    """What an operation writes to the warehouse was refused: the storage is read-only to
+    this process (a read-only mount or directory, S3 credentials that may only get and
+    list). The message names what it writes, where, and the permission it needs."""
+
+
 class LogSystemError(TablelogError):
     """Base of errors raised by log-system plugins."""
 

@@ -8,6 +8,7 @@
   a master and two workers (1 core, 1g each) as separate JVMs from the pyspark wheel, or
   the master ``TABLELOG_TEST_SPARK_MASTER`` names (``spark://host:7077``; then no JVM is
   ours to kill).
+- ``connect`` (module): a Connect client session of that server, with tablelog registered.
 - ``spark_connect_url`` (session): ``sc://127.0.0.1:PORT`` of a Spark Connect server from the
   pyspark wheel (``local[2]``: an application on the standalone cluster would hold every
   worker core that the tests' own applications need), or ``TABLELOG_TEST_SPARK_CONNECT``.
@@ -22,6 +23,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -94,6 +96,27 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
     with seaweedfs(tmp_path_factory.mktemp("seaweedfs"), bucket=f"tl-{uuid.uuid4().hex[:10]}") as server:
         STARTUP_SECONDS["seaweedfs"] = time.monotonic() - started
         yield server
+
+
+@pytest.fixture(scope="module")
+def connect(spark_connect_url: str) -> Iterator[Any]:
+    """One Connect client session for this module, with tablelog registered. PySpark's
+    builder marks the whole process a Connect client in its environment: that is undone
+    afterwards, or later classic sessions of the test process would be Connect clients too."""
+    from pyspark.sql import SparkSession
+
+    import tablelog.spark
+
+    before = dict(os.environ)
+    spark = SparkSession.builder.remote(spark_connect_url).create()
+    try:
+        tablelog.spark.register(spark)
+        yield spark
+    finally:
+        spark.stop()
+        for name in set(os.environ) - set(before):
+            del os.environ[name]
+        os.environ.update(before)
 
 
 @pytest.fixture(scope="session")

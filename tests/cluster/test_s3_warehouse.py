@@ -28,11 +28,12 @@ SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
 
 def sentinel_options(s3: S3Endpoint) -> dict[str, str]:
-    """Connection options whose key and secret are sentinels: the test server accepts any."""
+    """Connection options whose key and secret are sentinels: the test server's identity
+    of sentinel credentials, or (a server that accepts any) new ones."""
     return {
         "s3.endpoint": s3.endpoint,
-        "s3.access-key": f"AKIASENTINEL{uuid.uuid4().hex[:8]}",
-        "s3.secret-key": f"SECRETSENTINEL{uuid.uuid4().hex}",
+        "s3.access-key": s3.sentinel_access_key or f"AKIASENTINEL{uuid.uuid4().hex[:8]}",
+        "s3.secret-key": s3.sentinel_secret_key or f"SECRETSENTINEL{uuid.uuid4().hex}",
     }
 
 

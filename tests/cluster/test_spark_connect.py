@@ -11,13 +11,11 @@ machine's file system, as they would share a warehouse on object storage.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,27 +64,6 @@ finally:
 loaded = sorted(m for m in sys.modules if m.split(".")[0] == "py4j" or m.startswith("pyspark.core"))
 print(f"read={read} classic_modules={loaded}")
 """
-
-
-@pytest.fixture(scope="module")
-def connect(spark_connect_url: str) -> Iterator[Any]:
-    """One Connect client session for this module, with tablelog registered. PySpark's
-    builder marks the whole process a Connect client in its environment: that is undone
-    afterwards, or later classic sessions of the test process would be Connect clients too."""
-    from pyspark.sql import SparkSession
-
-    import tablelog.spark
-
-    before = dict(os.environ)
-    spark = SparkSession.builder.remote(spark_connect_url).create()
-    try:
-        tablelog.spark.register(spark)
-        yield spark
-    finally:
-        spark.stop()
-        for name in set(os.environ) - set(before):
-            del os.environ[name]
-        os.environ.update(before)
 
 
 @pytest.fixture

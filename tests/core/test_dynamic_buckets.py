@@ -157,11 +157,14 @@ def test_a_key_two_writers_put_in_different_buckets_refuses_the_second_commit(tm
     first, second = table.write_task("a", 1), table.write_task("b", 1)
     first.write([{"id": i, "v": "a"} for i in range(0, 20)])  # 15 fill bucket 0, 5 go to bucket 1
     second.write([{"id": i, "v": "b"} for i in range(10, 30)])  # keys 15..19 fill bucket 0 here
-    table.commit("a", 1, [first.finish()])
+    # Both write their files before either commits (a task's files are written by its
+    # finish at the latest): both placed their keys from the same, empty, table.
+    first_receipt, second_receipt = first.finish(), second.finish()
+    table.commit("a", 1, [first_receipt])
     with pytest.raises(CommitError, match=r"dynamic buckets: a key \(hash -?\d+\) of this commit went to bucket 0 "
                                           r"of partition \[\] while the table, or another task of this commit, has "
                                           r"it in bucket 1"):
-        table.commit("b", 1, [second.finish()])
+        table.commit("b", 1, [second_receipt])
     retry = table.write_task("b", 1)
     retry.write([{"id": i, "v": "b"} for i in range(10, 30)])
     table.commit("b", 1, [retry.finish()])

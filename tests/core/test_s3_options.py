@@ -15,7 +15,7 @@ import tablelog
 from tablelog.cli import cli
 from tablelog.errors import CommitError, OptionError
 from tablelog.options import is_secret, redact, split_warehouse_options
-from tablelog.store.s3 import check_conditional_put, s3_settings
+from tablelog.store.s3 import create_if_absent, s3_settings, warehouse_prefix
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
@@ -61,11 +61,16 @@ class _IgnoresConditions:
         self.objects.pop(Key, None)
 
 
-def test_a_store_that_ignores_conditional_puts_is_refused() -> None:
+def test_a_store_that_ignores_conditional_puts_is_refused_at_the_first_conditional_put() -> None:
     client = _IgnoresConditions()
-    with pytest.raises(CommitError, match=r"ignores conditional puts \(If-None-Match: \*\).*created twice"):
-        check_conditional_put(client, {"s3.endpoint": "http://lax:1"}, "s3://bucket/wh")
-    assert client.objects == {}  # the probe object is removed
+    with pytest.raises(CommitError, match=r"'s3://bucket/wh'.*ignores conditional puts \(If-None-Match: \*\).*created twice"):
+        create_if_absent(client, "bucket", "wh/db.db/t/snapshot/snapshot-1", b"{}")
+    assert client.objects == {}  # the probe object is removed, the snapshot never written
+
+
+def test_the_probe_goes_under_the_warehouse_folder() -> None:
+    assert warehouse_prefix("wh/a/db.db/t/snapshot/snapshot-1") == "wh/a"
+    assert warehouse_prefix("db.db/t/schema/schema-0") == ""
 
 
 def test_the_spark_source_options_show_no_secret() -> None:

@@ -6,11 +6,13 @@ keeps every snapshot from a consumer's ``nextSnapshot`` on, and so does tablelog
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from typing import Any
 
 import attrs
 
+from tablelog.errors import WriteAccessError
 from tablelog.store.pypaimon_internals import consumer_directory
 
 
@@ -32,10 +34,22 @@ class Consumers:
         self._manager = ConsumerManager(file_io, table_path)
 
     def record(self, consumer_id: str, next_snapshot: int) -> None:
-        """Write ``consumer_id``'s next snapshot (which also marks it seen now)."""
+        """Write ``consumer_id``'s next snapshot (which also marks it seen now); a
+        :class:`~tablelog.errors.WriteAccessError` where this process may only read."""
         from pypaimon.consumer import Consumer
 
-        self._manager.reset_consumer(consumer_id, Consumer(next_snapshot=int(next_snapshot)))
+        try:
+            self._manager.reset_consumer(consumer_id, Consumer(next_snapshot=int(next_snapshot)))
+        except OSError as err:
+            if not refused(err):
+                raise
+            raise WriteAccessError(
+                f"consumer-id {consumer_id!r}: the reader records its progress in "
+                f"{consumer_directory(self._manager)}/{self._manager.CONSUMER_PREFIX}{consumer_id}, and "
+                f"writing there was refused ({err}). A reader with a consumer-id needs the right to "
+                "write and delete that folder's files (on S3: s3:PutObject and s3:DeleteObject on its "
+                "keys); a reader without one needs only read access (see docs/deploying.md)"
+            ) from None
 
     def get(self, consumer_id: str) -> int | None:
         consumer = self._manager.consumer(consumer_id)
@@ -64,6 +78,15 @@ class Consumers:
                 self._manager.delete_consumer(consumer.consumer_id)
                 removed.append(consumer.consumer_id)
         return removed
+
+
+def refused(err: OSError) -> bool:
+    """Whether ``err`` says the storage refused a write as not allowed: a read-only
+    mount or directory, or an object store's access denial."""
+    if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return True
+    text = str(err)
+    return any(mark in text for mark in ("AccessDenied", "ACCESS_DENIED", "Access Denied", "Forbidden"))
 
 
 def listed(file_io: Any, directory: str, prefix: str) -> Iterator[tuple[str, Any]]:

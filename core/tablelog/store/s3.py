@@ -8,7 +8,8 @@ without an error. Instead the snapshot file is created with a conditional put
 (``If-None-Match: *``): of two committers of snapshot N exactly one succeeds; the other is
 told so, re-reads the table and tries N+1 (:mod:`tablelog.commit.committer`). A store that
 ignores ``If-None-Match`` would make every put succeed, so it is detected once per bucket
-and refused (:func:`check_conditional_put`).
+and refused (:func:`check_conditional_put`), before the first conditional put: readers
+put nothing, and need no right to write.
 """
 
 from __future__ import annotations
@@ -125,7 +126,14 @@ _LOST_RACE_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "
 def create_if_absent(client: Any, bucket: str, key: str, body: bytes) -> bool:
     """Create ``key`` with ``body`` unless an object has that name: True when this call
     created it, False when the store says it exists. Other errors propagate; the caller
-    decides what happened by reading the table again."""
+    decides what happened by reading the table again. The store is checked to honour the
+    condition before the first such put to a bucket (:func:`check_conditional_put`): a
+    reader, which puts nothing, never needs the right to write."""
+    check_conditional_put(client, bucket, warehouse_prefix(key))
+    return _put_if_absent(client, bucket, key, body)
+
+
+def _put_if_absent(client: Any, bucket: str, key: str, body: bytes) -> bool:
     from botocore.exceptions import ClientError
 
     try:
@@ -137,31 +145,46 @@ def create_if_absent(client: Any, bucket: str, key: str, body: bytes) -> bool:
     return True
 
 
+def warehouse_prefix(key: str) -> str:
+    """The warehouse's part of a table file's ``key`` (``wh/db.db/t/snapshot/snapshot-1``
+    -> ``wh``): what comes before the database folder."""
+    parts = key.split("/")
+    database = next((i for i, part in enumerate(parts[:-1]) if part.endswith(".db")), len(parts) - 1)
+    return "/".join(parts[:database])
+
+
 _checked: set[tuple[str, str]] = set()
 _checked_lock = threading.Lock()
 
 
-def check_conditional_put(client: Any, settings: Mapping[str, str], warehouse: str) -> None:
-    """Refuse a store that ignores ``If-None-Match``: create one probe key twice, once per
-    (endpoint, bucket) and process. On such a store two committers could both create one
-    snapshot file, and one commit would be lost without an error."""
-    bucket, prefix = split_s3_url(warehouse)
-    marker = (settings.get("s3.endpoint", ""), bucket)
+def check_conditional_put(client: Any, bucket: str, prefix: str) -> None:
+    """Refuse a store that ignores ``If-None-Match``: create one probe key under the
+    warehouse folder ``prefix`` twice, once per (endpoint, bucket) and process. On such a
+    store two committers could both create one snapshot file, and one commit would be lost
+    without an error."""
+    endpoint = str(getattr(getattr(client, "meta", None), "endpoint_url", "") or "")
+    marker = (endpoint, bucket)
     with _checked_lock:
         if marker in _checked:
             return
+    warehouse = f"s3://{bucket}/{prefix}".rstrip("/")
     key = "/".join(p for p in (prefix, ".tablelog", "conditional-put-probe", uuid.uuid4().hex) if p)
     try:
-        first = create_if_absent(client, bucket, key, b"1")
-        second = create_if_absent(client, bucket, key, b"2")
+        first = _put_if_absent(client, bucket, key, b"1")
+        second = _put_if_absent(client, bucket, key, b"2")
     except Exception as exc:
-        raise CommitError(f"warehouse {warehouse!r}: could not write to the bucket {bucket!r}: {exc}") from exc
+        denied = _error_code(exc) in ("AccessDenied", "403")
+        raise CommitError(
+            f"warehouse {warehouse!r}: could not write to the bucket {bucket!r}: {exc}"
+            + ("; writers and committers need s3:PutObject and s3:DeleteObject on the warehouse's keys "
+               "(readers need only s3:GetObject and s3:ListBucket: see docs/deploying.md)" if denied else "")
+        ) from exc
     finally:
         with contextlib.suppress(Exception):
             client.delete_object(Bucket=bucket, Key=key)
     if not first or second:
         raise CommitError(
-            f"warehouse {warehouse!r}: the S3 store at {settings.get('s3.endpoint') or 'AWS'} ignores "
+            f"warehouse {warehouse!r}: the S3 store at {endpoint or 'AWS'} ignores "
             "conditional puts (If-None-Match: *): a probe object was created twice. tablelog commits "
             "snapshots with a conditional put, so on this store two committers could overwrite each "
             "other's snapshot and lose a commit silently; use a store that supports conditional writes "

@@ -184,12 +184,11 @@ class Warehouse:
 
     @cached_property
     def s3_client(self) -> Any:
-        """The boto3 client of an ``s3://`` warehouse, checked to honour conditional puts."""
-        from tablelog.store.s3 import boto3_client, check_conditional_put
+        """The boto3 client of an ``s3://`` warehouse (the store is checked to honour
+        conditional puts before the first one: :func:`tablelog.store.s3.create_if_absent`)."""
+        from tablelog.store.s3 import boto3_client
 
-        client = boto3_client(self.s3_settings)
-        check_conditional_put(client, self.s3_settings, self.path)
-        return client
+        return boto3_client(self.s3_settings)
 
     @cached_property
     def file_io(self) -> Any:
@@ -199,7 +198,7 @@ class Warehouse:
         from pypaimon.common.options import Options
 
         if self.on_object_store:
-            self.s3_client  # noqa: B018 -- boto3 present and the store safe, before any table file
+            self.s3_client  # noqa: B018 -- boto3 present, before any table file
             return FileIO.get(self.path, Options({"warehouse": self.path, **self.s3_settings}))
         return FileIO.get(self.path, Options({"warehouse": self.path}))
 
@@ -208,7 +207,7 @@ class Warehouse:
         from pypaimon import CatalogFactory
 
         if self.on_object_store:
-            self.s3_client  # noqa: B018 -- boto3 present and the store safe, before any table file
+            self.s3_client  # noqa: B018 -- boto3 present, before any table file
             return CatalogFactory.create({"warehouse": self.path, **self.s3_settings})
         os.makedirs(self.path, exist_ok=True)
         return CatalogFactory.create({"warehouse": self.path})

@@ -68,16 +68,18 @@ def external_kafka() -> str | None:
 
 
 @contextlib.contextmanager
-def tansu_broker(workdir: Path) -> Iterator[str]:
+def tansu_broker(workdir: Path, advertised_port: int | None = None) -> Iterator[str]:
     """A Tansu broker (memory storage) on a free loopback port; yields ``127.0.0.1:PORT``
-    once it answers, kills it on exit."""
+    once it answers, kills it on exit. ``advertised_port``: the port it tells clients to
+    connect to instead (a TLS terminator's in front of it: :mod:`tablelog.testing.tls_proxy`)."""
     binary = tansu_binary()
     log_path = workdir / "tansu.log"
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
+    advertised = f"tcp://127.0.0.1:{advertised_port or port}"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+            [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", advertised,
              "--storage-engine", "memory://tansu/"],
             cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
             preexec_fn=die_with_parent if os.name == "posix" else None,

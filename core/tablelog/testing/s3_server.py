@@ -2,13 +2,15 @@
 on loopback, with one bucket, killed on exit.
 
 :func:`seaweedfs` starts ``weed server -s3`` on free ports and yields an :class:`S3Endpoint`;
-:func:`external_s3` describes a server the caller runs (``TABLELOG_TEST_S3_*``). Without
-an access policy SeaweedFS accepts any key and secret.
+:func:`external_s3` describes a server the caller runs (``TABLELOG_TEST_S3_*``). The
+server knows two identities: the session's, which may do anything, and a reader's, which
+may only get and list objects (:meth:`S3Endpoint.read_only`), as a consumer's credentials are.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -29,6 +31,8 @@ ENV_ACCESS_KEY = "TABLELOG_TEST_S3_ACCESS_KEY"
 ENV_SECRET_KEY = "TABLELOG_TEST_S3_SECRET_KEY"
 ENV_REGION = "TABLELOG_TEST_S3_REGION"
 ENV_BUCKET = "TABLELOG_TEST_S3_BUCKET"
+ENV_READER_ACCESS_KEY = "TABLELOG_TEST_S3_READER_ACCESS_KEY"
+ENV_READER_SECRET_KEY = "TABLELOG_TEST_S3_READER_SECRET_KEY"
 
 
 @attrs.frozen
@@ -40,6 +44,26 @@ class S3Endpoint:
     secret_key: str = attrs.field(repr=False)
     region: str
     bucket: str
+    #: Credentials allowed only to get and list objects (None: the server has none).
+    reader_access_key: str | None = None
+    reader_secret_key: str | None = attrs.field(default=None, repr=False)
+    #: Credentials allowed everything whose values are sentinels, unique to the session, for
+    #: the tests that look for them where they must not be (None: the server accepts any).
+    sentinel_access_key: str | None = attrs.field(default=None, repr=False)
+    sentinel_secret_key: str | None = attrs.field(default=None, repr=False)
+
+    def read_only(self) -> S3Endpoint:
+        """This server with the credentials of an identity that may only get and list."""
+        if not self.reader_access_key or not self.reader_secret_key:
+            raise RuntimeError(
+                f"the S3 server at {self.endpoint} has no read-only identity: give one that may only "
+                f"s3:GetObject and s3:ListBucket in {ENV_READER_ACCESS_KEY} and {ENV_READER_SECRET_KEY}")
+        return attrs.evolve(self, access_key=self.reader_access_key, secret_key=self.reader_secret_key)
+
+    def tablelog_options(self) -> dict[str, str]:
+        """The ``s3.*`` options of a warehouse on this server, with these credentials."""
+        return {"s3.endpoint": self.endpoint, "s3.access-key": self.access_key, "s3.secret-key": self.secret_key,
+                "s3.region": self.region}
 
     def url(self, *parts: str) -> str:
         """``s3://<bucket>/<parts...>``: a warehouse or a key under the session's bucket."""
@@ -94,6 +118,7 @@ def external_s3(environ: Mapping[str, str] = os.environ) -> S3Endpoint | None:
         secret_key=environ.get(ENV_SECRET_KEY, "tablelog"),
         region=environ.get(ENV_REGION, "us-east-1"),
         bucket=environ.get(ENV_BUCKET, f"tablelog-test-{uuid.uuid4().hex[:8]}"),
+        reader_access_key=environ.get(ENV_READER_ACCESS_KEY), reader_secret_key=environ.get(ENV_READER_SECRET_KEY),
     )
 
 
@@ -142,13 +167,26 @@ def seaweedfs(workdir: Path, bucket: str = "tablelog", timeout_s: float = 60.0) 
                "-s3", f"-s3.port={s3_port}", "-s3.port.iceberg=0", "-s3.port.lance=0",
                "-master.volumeSizeLimitMB=256", "-volume.max=0",
                *(f"-{name}={port}" for name, port in ports.items())]
+    sentinel_key, sentinel_secret = f"AKIASENTINEL{uuid.uuid4().hex[:8].upper()}", f"SECRETSENTINEL{uuid.uuid4().hex}"
+    everything = ["Admin", "Read", "List", "Tagging", "Write"]
+    identities = workdir / "s3-identities.json"
+    identities.write_text(json.dumps({"identities": [
+        {"name": "tablelog", "credentials": [{"accessKey": "tablelog", "secretKey": "tablelog"}], "actions": everything},
+        {"name": "tablelog-sentinel", "credentials": [{"accessKey": sentinel_key, "secretKey": sentinel_secret}],
+         "actions": everything},
+        {"name": "tablelog-reader", "credentials": [{"accessKey": "tablelog-reader", "secretKey": "tablelog-reader"}],
+         "actions": ["Read", "List"]},
+    ]}))
+    command.append(f"-s3.config={identities}")
     log_path = workdir / "weed.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
                                    preexec_fn=die_with_parent if os.name == "posix" else None)
     try:
         server = S3Endpoint(endpoint=f"http://127.0.0.1:{s3_port}", access_key="tablelog",
-                            secret_key="tablelog", region="us-east-1", bucket=bucket)
+                            secret_key="tablelog", region="us-east-1", bucket=bucket,
+                            reader_access_key="tablelog-reader", reader_secret_key="tablelog-reader",
+                            sentinel_access_key=sentinel_key, sentinel_secret_key=sentinel_secret)
         ensure_bucket(server, timeout_s, process, log_path)
         yield server
     finally:

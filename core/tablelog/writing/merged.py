@@ -118,8 +118,7 @@ class PendingRows:
         """Every row kept, in write order, in ``schema``, with its kind."""
         if not self._rows:
             return schema.empty_table(), []
-        # Kept as one table in ``schema``: the attempt's parts and its merge read it again.
-        if len(self._rows) > 1 or not self._rows[0].schema.equals(schema):
+        if len(self._rows) > 1 or not self._rows[0].schema.equals(schema):  # one table: the parts and merge reread it
             self._rows = [pa.concat_tables([t.cast(schema) for t in self._rows])]
         return self._rows[0], self._kinds
 
@@ -332,13 +331,8 @@ def key_changes(
 ) -> tuple[list[Mapping[str, Any]], list[RowKind]]:
     """Per key, the changes from the merge of its ``stored`` records to the merge of
     those and its ``new`` ones (Paimon's lookup rule), in the order of ``keys``."""
-    rows: list[Mapping[str, Any]] = []
-    kinds: list[RowKind] = []
-    for _, changes in key_change_lists(keys, stored, new, options):
-        for kind, row in changes:
-            rows.append(row)
-            kinds.append(kind)
-    return rows, kinds
+    pairs = [pair for _, changes in key_change_lists(keys, stored, new, options) for pair in changes]
+    return [row for _, row in pairs], [kind for kind, _ in pairs]
 
 
 def key_change_lists(

@@ -26,6 +26,7 @@ from .config import (
     PREFIX,
     KafkaSettings,
 )
+from .tls_check import tls_failure
 
 _AUTHENTICATION = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED})
 _AUTHORIZATION = frozenset({
@@ -72,9 +73,11 @@ def advice(error: KafkaError, settings: KafkaSettings, topic: str | None = None)
         )
     if code == KafkaError._SSL:
         protocol = client.get("security.protocol", "plaintext")
+        found = tls_failure(client, settings.bootstrap_servers)
         return (
-            f"the TLS handshake with {where} failed ({PREFIX}security.protocol={protocol}); check "
-            f"{PREFIX}ssl.ca.location (the CA that signed the brokers' certificates), "
+            f"the TLS handshake with {where} failed ({PREFIX}security.protocol={protocol})"
+            + (f": {found}" if found else "")
+            + f"; check {PREFIX}ssl.ca.location (the CA that signed the brokers' certificates), "
             f"{PREFIX}ssl.endpoint.identification.algorithm (host name checks), the client "
             f"certificate options, and that the listener speaks TLS"
         )

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import attrs
 
+from .files import not_writable
 from .topic import partition_file_name
 
 _LATER_SEGMENT = re.compile(r"partition-(\d{5})-(\d{20})\.log")
@@ -66,7 +67,9 @@ class Segment:
             try:
                 self.fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
                 self.writable = True
-            except PermissionError:  # a reader on a read-only copy of the log
+            except OSError as err:  # a reader on a read-only copy or mount of the log
+                if not not_writable(err):
+                    raise
                 self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
                 self.writable = False
         return self.fd
