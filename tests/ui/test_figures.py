@@ -124,7 +124,7 @@ def test_only_the_ui_app_imports_the_web_framework_at_import_time() -> None:
     assert offenders == []
 
 
-def test_ui_on_a_non_loopback_host_warns_and_marks_the_dashboard_exposed(
+def test_ui_on_a_non_loopback_host_without_a_token_warns_and_marks_the_dashboard_exposed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import uvicorn
@@ -134,11 +134,29 @@ def test_ui_on_a_non_loopback_host_warns_and_marks_the_dashboard_exposed(
 
     served: dict[str, Any] = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.update(app=app, **kwargs))
-    result = CliRunner().invoke(cli, ["ui", "-w", str(tmp_path), "--host", "0.0.0.0", "--port", "8999"])
+    result = CliRunner().invoke(cli, ["ui", "-w", str(tmp_path), "--host", "0.0.0.0", "--port", "8999", "--no-auth"])
     assert result.exit_code == 0, result.output
-    assert "no authentication" in result.output
-    assert served["host"] == "0.0.0.0" and served["port"] == 8999
+    assert "without a token (--no-auth)" in result.output
+    assert served["host"] == "0.0.0.0" and served["port"] == 8999 and served["ssl_certfile"] is None
     assert served["app"].state.dashboard.exposed is True
+
+
+def test_ui_on_a_non_loopback_host_with_a_token_is_not_marked_exposed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+    from click.testing import CliRunner
+
+    from tablelog.cli import cli
+
+    served: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.update(app=app, **kwargs))
+    result = CliRunner().invoke(cli, ["ui", "-w", str(tmp_path), "--host", "0.0.0.0"],
+                                env={"TABLELOG_UI_TOKEN": "from-the-environment"})
+    assert result.exit_code == 0, result.output
+    assert "a token is required" in result.output and "warning" not in result.output
+    settings = served["app"].state.dashboard.settings()
+    assert settings["exposed"] is False and settings["authentication"] is True
 
 
 def test_a_log_that_stops_answering_turns_unreachable_after_the_timeout() -> None:

@@ -29,17 +29,20 @@ LOG_ANSWER_S = 20.0
 
 
 @contextlib.contextmanager
-def serving(dashboard: Any) -> Iterator[str]:
+def serving(dashboard: Any, token: str | None = None, certificate: Any = None) -> Iterator[str]:
     """``dashboard`` (a :class:`tablelog.ui.state.Dashboard`) served by uvicorn on a free
-    loopback port in a thread of this process, as ``tablelog ui`` serves it; yields its
-    base URL and stops it on leaving. Needs the ``ui`` extra."""
+    loopback port in a thread of this process, as ``tablelog ui`` serves it (with ``token``;
+    over HTTPS with ``certificate``, a :class:`tablelog.testing.tls.ServerCertificate`);
+    yields its base URL and stops it on leaving. Needs the ``ui`` extra."""
     import uvicorn
 
     from tablelog.ui.app import create_app
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(dashboard), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(
+        create_app(dashboard, token), host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+        ssl_certfile=None if certificate is None else str(certificate.certificate),
+        ssl_keyfile=None if certificate is None else str(certificate.key)))
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -47,7 +50,7 @@ def serving(dashboard: Any) -> Iterator[str]:
         assert thread.is_alive() and time.monotonic() < deadline, "the dashboard did not start"
         time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'http' if certificate is None else 'https'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=5)

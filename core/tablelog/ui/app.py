@@ -1,6 +1,7 @@
-"""The dashboard's routes: one page (``/``), its static files, and the JSON endpoints
-under ``/api`` that the page polls and that monitoring may scrape (documented by
-FastAPI at ``/docs``). Needs the ``ui`` extra (FastAPI)."""
+"""The dashboard's routes: one page (``/``), its static files, the JSON endpoints under
+``/api`` that the page polls (documented by FastAPI at ``/docs``) and the Prometheus
+metrics at ``/metrics``; with a token, every route but the login page needs it
+(:mod:`tablelog.ui.access`). Needs the ``ui`` extra (FastAPI)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 
 from tablelog.documents import dumps
 from tablelog.errors import TablelogError
+from tablelog.ui.access import TokenAccess
+from tablelog.ui.metrics import metrics_text
 from tablelog.ui.state import Dashboard, UnknownTable
 
 STATIC = resources.files("tablelog.ui") / "static"
@@ -28,8 +31,13 @@ class TablelogJSON(JSONResponse):
         return dumps(content).encode("utf-8")
 
 
-def create_app(dashboard: Dashboard) -> FastAPI:
-    """The dashboard of ``dashboard``'s warehouse as an ASGI application."""
+#: Snapshots of each table a scrape of /metrics reads (the newest commit's latency is among them).
+METRICS_SNAPSHOTS = 20
+
+
+def create_app(dashboard: Dashboard, token: str | None = None) -> FastAPI:
+    """The dashboard of ``dashboard``'s warehouse as an ASGI application; with ``token``,
+    only for clients that give it (:mod:`tablelog.ui.access`)."""
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
@@ -39,10 +47,13 @@ def create_app(dashboard: Dashboard) -> FastAPI:
         lifespan=lifespan,
         title="tablelog ui",
         description="The figures behind the tablelog dashboard: tables, snapshots, log positions, "
-                    "consumers, the live changelog and verify. No authentication.",
+                    "consumers, the live changelog and verify. With a token: send "
+                    "'Authorization: Bearer <token>'.",
         default_response_class=TablelogJSON,
     )
     app.state.dashboard = dashboard
+    if token is not None:
+        app.middleware("http")(TokenAccess(token))
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
     @app.exception_handler(UnknownTable)
@@ -53,6 +64,17 @@ def create_app(dashboard: Dashboard) -> FastAPI:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> str:
         return (STATIC / "index.html").read_text(encoding="utf-8")
+
+    @app.get("/metrics", response_class=PlainTextResponse, summary="The figures as Prometheus metrics "
+             "(health, latest snapshot, snapshots per minute, commit latency, log ends and lag, consumers)")
+    def metrics() -> PlainTextResponse:
+        warehouse = dashboard.warehouse_document()
+        documents = []
+        for row in warehouse["tables"]:
+            if "error" not in row:
+                with contextlib.suppress(TablelogError, UnknownTable):
+                    documents.append(dashboard.table_document(row["table"], METRICS_SNAPSHOTS))
+        return PlainTextResponse(metrics_text(warehouse, documents), media_type="text/plain; version=0.0.4")
 
     @app.get("/api/settings", summary="The dashboard's settings: warehouse, refresh interval, exposure")
     def settings() -> dict[str, Any]:

@@ -39,11 +39,12 @@ class Dashboard:
     """One warehouse's tables, as the dashboard's endpoints show them."""
 
     def __init__(self, warehouse: str, options: Mapping[str, str] | None = None, *, refresh_s: float = 2.0,
-                 log_timeout_s: float = 3.0, exposed: bool = False) -> None:
+                 log_timeout_s: float = 3.0, exposed: bool = False, authenticated: bool = False) -> None:
         self.warehouse = warehouse
         self.options = dict(options or {})
         self.refresh_s = refresh_s
         self.exposed = exposed
+        self.authenticated = authenticated
         self.probes = LogProbes(timeout_s=log_timeout_s, max_age_s=min(refresh_s, 1.0))
         self.changelogs = ChangelogFollowers()
         self._tables: dict[str, Table] = {}
@@ -130,7 +131,7 @@ class Dashboard:
         return {**self.settings(), "tables": rows}
 
     def settings(self) -> dict[str, Any]:
-        return {"warehouse": self.warehouse, "exposed": self.exposed, "authentication": False,
+        return {"warehouse": self.warehouse, "exposed": self.exposed, "authentication": self.authenticated,
                 "refresh_ms": int(self.refresh_s * 1000)}
 
     def table_document(self, identifier: str, limit: int) -> dict[str, Any]:
