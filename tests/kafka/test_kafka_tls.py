@@ -52,7 +52,7 @@ def tls_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsBroker]:
 def _options(bootstrap: str, ca_file: Path | None, **extra: str) -> dict[str, str]:
     tls = {"kafka.security.protocol": "ssl", "kafka.ssl.ca.location": str(ca_file)} if ca_file else {}
     return {"log.system": "kafka", "kafka.bootstrap.servers": bootstrap,
-            "kafka.socket.connection.setup.timeout.ms": "3000", **tls, **extra}
+            "kafka.socket.connection.setup.timeout.ms": "1500", **tls, **extra}
 
 
 def test_a_table_writes_and_reads_its_changes_over_tls(tls_broker: TlsBroker, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ driver killed with SIGKILL after a table commit and restarted."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,3 +30,12 @@ class TestSparkExactlyOnceOnPulsarWithArrowRecords(SparkExactlyOnceScenarios):
     @pytest.fixture
     def spark(self, spark_session: Any) -> Any:
         return spark_session
+
+    # The driver-killed scenario's Pulsar run is in `tox -e matrix`: CI runs it on the file
+    # log and Kafka, and the Pulsar plugin's own exactly-once suite runs in CI.
+    @pytest.mark.matrix
+    def test_driver_killed_after_a_table_commit_and_restarted_commits_each_batch_once(
+        self, spark: Any, log_options: dict[str, str], tmp_path: Path
+    ) -> None:
+        super().test_driver_killed_after_a_table_commit_and_restarted_commits_each_batch_once(
+            spark, log_options, tmp_path)
