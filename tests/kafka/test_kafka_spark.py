@@ -41,6 +41,14 @@ class TestSparkExactlyOnceKafkaWithArrowRecords(SparkTaskFailureScenarios):
     def spark(self, spark_session: Any) -> Any:
         return spark_session
 
+    # In `tox -e matrix`: CI runs this scenario with Arrow records on the file log, and an
+    # attempt failing after producing on Kafka in TestSparkExactlyOnceKafkaWithDebeziumJson.
+    @pytest.mark.matrix
+    def test_task_attempt_failing_after_producing_is_counted_once(
+        self, spark: Any, log_options: dict[str, str], tmp_path: Path
+    ) -> None:
+        super().test_task_attempt_failing_after_producing_is_counted_once(spark, log_options, tmp_path)
+
 
 class TestSparkExactlyOnceKafkaWithDebeziumJson(SparkCombinedTaskFailures):
     """On a dynamic-bucket table (``bucket = -1``, Paimon's buckets small enough that it
