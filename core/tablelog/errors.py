@@ -6,8 +6,6 @@ can tell a full topic from a dead broker without knowing the client library.
 
 from __future__ import annotations
 
-import errno
-
 
 class TablelogError(Exception):
     """Base of all tablelog errors."""
@@ -61,15 +59,6 @@ class WriteAccessError(TablelogError, PermissionError):
     """What an operation writes to the warehouse was refused: the storage is read-only to
     this process (a read-only mount or directory, S3 credentials that may only get and
     list). The message names what it writes, where, and the permission it needs."""
-
-
-def write_refused(err: OSError) -> bool:
-    """Whether ``err`` says storage refused a write as not allowed (a read-only mount or
-    directory, an object store's access denial): the process may only read there."""
-    if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return True
-    text = str(err)
-    return any(mark in text for mark in ("AccessDenied", "ACCESS_DENIED", "Access Denied", "Forbidden"))
 
 
 class LogSystemError(TablelogError):

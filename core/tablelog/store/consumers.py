@@ -6,12 +6,13 @@ keeps every snapshot from a consumer's ``nextSnapshot`` on, and so does tablelog
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from typing import Any
 
 import attrs
 
-from tablelog.errors import WriteAccessError, write_refused
+from tablelog.errors import WriteAccessError
 from tablelog.store.pypaimon_internals import consumer_directory
 
 
@@ -40,7 +41,7 @@ class Consumers:
         try:
             self._manager.reset_consumer(consumer_id, Consumer(next_snapshot=int(next_snapshot)))
         except OSError as err:
-            if not write_refused(err):
+            if not refused(err):
                 raise
             raise WriteAccessError(
                 f"consumer-id {consumer_id!r}: the reader records its progress in "
@@ -77,6 +78,15 @@ class Consumers:
                 self._manager.delete_consumer(consumer.consumer_id)
                 removed.append(consumer.consumer_id)
         return removed
+
+
+def refused(err: OSError) -> bool:
+    """Whether ``err`` says the storage refused a write as not allowed: a read-only
+    mount or directory, or an object store's access denial."""
+    if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return True
+    text = str(err)
+    return any(mark in text for mark in ("AccessDenied", "ACCESS_DENIED", "Access Denied", "Forbidden"))
 
 
 def listed(file_io: Any, directory: str, prefix: str) -> Iterator[tuple[str, Any]]:

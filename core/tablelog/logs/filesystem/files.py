@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from collections.abc import Iterator
@@ -18,6 +19,12 @@ def flock(fd: int, exclusive: bool) -> Iterator[None]:
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def not_writable(err: OSError) -> bool:
+    """Whether opening for writing failed because this process may only read there (a
+    read-only mount, directory or file): a reader then opens read-only."""
+    return err.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def reader(fd: int) -> frames.Reader:

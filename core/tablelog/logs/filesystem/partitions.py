@@ -9,7 +9,6 @@ import contextlib
 import os
 from typing import Any
 
-from tablelog.errors import write_refused
 from tablelog.plugin import (
     CorruptRecordError,
     LogConfig,
@@ -21,7 +20,7 @@ from tablelog.plugin import (
 )
 
 from . import frames
-from .files import flock, fsync_directory, reader
+from .files import flock, fsync_directory, not_writable, reader
 from .location import segment_bytes, topic_directory
 from .segments import Segment, list_bases, lock_file_name, segment_file_name
 from .topic import partition_file_name, read_partition_count
@@ -178,7 +177,7 @@ class PartitionFiles:
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             except OSError as err:  # a read-only copy or mount of the log: nobody appends to it
-                if not write_refused(err):
+                if not not_writable(err):
                     raise
                 fd = os.open(self.directory, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as err:

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import attrs
 
-from tablelog.errors import write_refused
-
+from .files import not_writable
 from .topic import partition_file_name
 
 _LATER_SEGMENT = re.compile(r"partition-(\d{5})-(\d{20})\.log")
@@ -69,7 +68,7 @@ class Segment:
                 self.fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
                 self.writable = True
             except OSError as err:  # a reader on a read-only copy or mount of the log
-                if not write_refused(err):
+                if not not_writable(err):
                     raise
                 self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
                 self.writable = False
