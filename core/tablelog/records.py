@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import attrs
+import numpy as np
 
 
 class RowKind(str, enum.Enum):
@@ -40,6 +41,16 @@ class RowKind(str, enum.Enum):
     @property
     def is_retraction(self) -> bool:
         return self in (RowKind.UPDATE_BEFORE, RowKind.DELETE)
+
+
+#: Each kind's byte, as Paimon's files store it (``RowKind.toByteValue``).
+KIND_BYTES: dict[str, int] = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
+
+
+def kind_bytes(kinds: Sequence[str]) -> np.ndarray:
+    """The bytes (:data:`KIND_BYTES`) of ``kinds``, as int8: one dictionary look-up a row,
+    where Arrow's conversion of a list of enum members goes through each one's ``str``."""
+    return np.fromiter(map(KIND_BYTES.__getitem__, kinds), np.int8, len(kinds))
 
 
 @attrs.frozen

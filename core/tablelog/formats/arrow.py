@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from tablelog.errors import SchemaMismatchError
 from tablelog.options import ArrowCompression
-from tablelog.records import RowKind
+from tablelog.records import KIND_BYTES, RowKind, kind_bytes
 
 KIND_COLUMN = "_kind"
 SCHEMA_ID_KEY = b"tablelog.schema-id"
@@ -62,6 +62,8 @@ def record_schema(schema: pa.Schema, schema_id: int) -> pa.Schema:
 _last_record_schema: tuple[pa.Schema, int, pa.Schema] | None = None
 #: A column of one row kind, per kind, that :func:`kind_array` slices.
 _SAME_KINDS: dict[RowKind, pa.Array] = {}
+#: Each kind's value at its byte (:data:`tablelog.records.KIND_BYTES`).
+_KIND_VALUES = pa.array(sorted(KIND_BYTES, key=KIND_BYTES.__getitem__), pa.string())
 
 
 def kind_array(kinds: Sequence[RowKind]) -> pa.Array:
@@ -70,7 +72,10 @@ def kind_array(kinds: Sequence[RowKind]) -> pa.Array:
     a writer about as much per row as routing the row to its bucket."""
     n = len(kinds)
     if n == 0 or kinds.count(kinds[0]) != n:
-        return pa.array(kinds, pa.string())  # a RowKind is a str holding its value
+        try:
+            return _KIND_VALUES.take(pa.array(kind_bytes(kinds)))
+        except KeyError:  # not a row kind: written as it is (the reader refuses it)
+            return pa.array(kinds, pa.string())
     kind = kinds[0]
     same = _SAME_KINDS.get(kind)
     if same is None or len(same) < n:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from tablelog.records import KIND_BYTES, kind_bytes
 from tablelog.store.bucket_routing import Span
 from tablelog.store.layout import VALUE_KIND, writes_thin
 from tablelog.store.merged_reads import merges_with_tablelog
@@ -27,8 +28,6 @@ from tablelog.store.pypaimon_internals import (
 log = logging.getLogger("tablelog.writing.writer")
 
 _TORN_LATEST_HINT = re.compile(r"Snapshot \d+ does not exist\.?")
-#: Paimon's row kinds as its files store them (``RowKind.toByteValue``).
-_KIND_CODES = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 
 
 class TableWrite:
@@ -155,8 +154,8 @@ def _kind_codes(rows: int, kinds: Sequence[str] | None) -> pa.Array:
     """Paimon's row-kind bytes of ``kinds`` (None: inserts); rows of one kind (every
     insert-only write) without a Python object per row."""
     if not kinds or kinds.count(kinds[0]) == len(kinds):
-        return pa.array(np.full(rows, _KIND_CODES[kinds[0]] if kinds else 0, np.int8))
-    return pa.array([_KIND_CODES[k] for k in kinds], pa.int8())
+        return pa.array(np.full(rows, KIND_BYTES[kinds[0]] if kinds else 0, np.int8))
+    return pa.array(kind_bytes(kinds))
 
 
 def commit_files(
