@@ -17,13 +17,19 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from tablelog.errors import TablelogError
-from tablelog.normalize import Normalizer
-from tablelog.reading import Change, ChangelogReader, ReaderPosition
-from tablelog.records import RowKind
-from tablelog.store import AddColumn, DropColumn, RenameColumn, SetOption, WidenColumn
-from tablelog.table import Table
-from tablelog.tables import create_table, open_table
+# Before anything loads pyarrow's S3, which reads the CAs it trusts only then (the imports
+# below come after it: E402).
+from tablelog.ca_bundle import adopt_aws_ca_bundle
+
+adopt_aws_ca_bundle()
+
+from tablelog.errors import TablelogError  # noqa: E402
+from tablelog.normalize import Normalizer  # noqa: E402
+from tablelog.reading import Change, ChangelogReader, ReaderPosition  # noqa: E402
+from tablelog.records import RowKind  # noqa: E402
+from tablelog.store import AddColumn, DropColumn, RenameColumn, SetOption, WidenColumn  # noqa: E402
+from tablelog.table import Table  # noqa: E402
+from tablelog.tables import create_table, open_table  # noqa: E402
 
 __all__ = [
     "AddColumn",

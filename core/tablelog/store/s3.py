@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
+from tablelog.ca_bundle import bundle as ca_bundle
 from tablelog.errors import CommitError, OptionError
 
 #: The connection options of an ``s3://`` warehouse, in the spelling both pypaimon's
@@ -93,7 +94,9 @@ def split_s3_url(url: str) -> tuple[str, str]:
 
 
 def boto3_client(settings: Mapping[str, str]) -> Any:
-    """A boto3 S3 client for ``settings`` (:func:`s3_settings`); a clear error without boto3."""
+    """A boto3 S3 client for ``settings`` (:func:`s3_settings`), verifying an ``https://``
+    endpoint with the CAs of ``AWS_CA_BUNDLE`` and the machine's (:mod:`tablelog.ca_bundle`);
+    a clear error without boto3."""
     try:
         import boto3
         from botocore.config import Config
@@ -108,6 +111,7 @@ def boto3_client(settings: Mapping[str, str]) -> Any:
         aws_access_key_id=settings.get("s3.access-key") or None,
         aws_secret_access_key=settings.get("s3.secret-key") or None,
         region_name=settings.get("s3.region") or None,
+        verify=ca_bundle(),
         config=Config(s3={"addressing_style": "path" if path_style else "auto"},
                       retries={"max_attempts": 3, "mode": "standard"}),
     )

