@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -59,6 +60,18 @@ def wait_until_answers(bootstrap: str, timeout_s: float, process: subprocess.Pop
     raise RuntimeError(f"the Kafka broker at {bootstrap} did not answer within {timeout_s}s: {last}")
 
 
+def _wait_until_listening(port: int, timeout_s: float, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"tansu exited with code {process.returncode}; log:\n"
+                               f"{log_path.read_text(errors='replace')[-3000:]}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"the Kafka broker on port {port} did not accept connections within {timeout_s}s")
+
+
 def external_kafka() -> str | None:
     """The bootstrap address ``TABLELOG_TEST_KAFKA_BOOTSTRAP`` names, once it answers."""
     external = os.environ.get(ENV_BOOTSTRAP)
@@ -68,10 +81,12 @@ def external_kafka() -> str | None:
 
 
 @contextlib.contextmanager
-def tansu_broker(workdir: Path, advertised_port: int | None = None) -> Iterator[str]:
+def tansu_broker(workdir: Path, advertised_port: int | None = None, *, authentication: bool = False) -> Iterator[str]:
     """A Tansu broker (memory storage) on a free loopback port; yields ``127.0.0.1:PORT``
     once it answers, kills it on exit. ``advertised_port``: the port it tells clients to
-    connect to instead (a TLS terminator's in front of it: :mod:`tablelog.testing.tls_proxy`)."""
+    connect to instead (a TLS terminator's in front of it: :mod:`tablelog.testing.tls_proxy`).
+    ``authentication``: every client must log in with SASL (SCRAM) first; it is then waited
+    for until it accepts connections, as an unauthenticated request gets no answer."""
     binary = tansu_binary()
     log_path = workdir / "tansu.log"
     port = free_port()
@@ -80,13 +95,16 @@ def tansu_broker(workdir: Path, advertised_port: int | None = None) -> Iterator[
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", advertised,
-             "--storage-engine", "memory://tansu/"],
+             "--storage-engine", "memory://tansu/", *(["--authentication"] if authentication else [])],
             cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
             preexec_fn=die_with_parent if os.name == "posix" else None,
         )
     try:
         bootstrap = f"127.0.0.1:{port}"
-        wait_until_answers(bootstrap, 30.0, process, log_path)
+        if authentication:
+            _wait_until_listening(port, 30.0, process, log_path)
+        else:
+            wait_until_answers(bootstrap, 30.0, process, log_path)
         yield bootstrap
     finally:
         process.kill()
