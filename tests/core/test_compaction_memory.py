@@ -107,3 +107,26 @@ def test_a_bucket_larger_than_the_memory_allowed_compacts_in_it(tmp_path: Path) 
 @pytest.mark.matrix
 def test_a_bucket_ten_times_the_memory_allowed_compacts_in_it(tmp_path: Path) -> None:
     check_compacted(tmp_path, 540_000, 4_000, BUDGET_MB, 10)
+
+
+def test_a_compaction_s_files_hold_row_groups_of_a_bounded_size_not_one_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pyarrow.parquet as pq
+
+    from tablelog.commit.compaction import compact
+    from tablelog.store import compaction_files
+    from tablelog.table import internals
+
+    monkeypatch.setattr(compaction_files, "ROW_GROUP_BYTES", 1 << 20)
+    size = write_bucket(tmp_path, 200_000, 100)
+    compact(internals(tablelog.open_table(str(tmp_path), "db.t")))
+
+    files = Warehouse(str(tmp_path)).open("db.t")
+    (bucket,) = bucket_files(files.paimon, files.latest_snapshot().id)
+    per_row = size / (200_000 * 1.5)  # the three commits' rows
+    groups = [pq.ParquetFile(next(tmp_path.rglob(f.file_name))).metadata for f in bucket.files]
+    rows = [m.row_group(g).num_rows for m in groups for g in range(m.num_row_groups)]
+    assert sum(rows) == 200_000
+    assert all(m.num_row_groups > 1 for m in groups)
+    assert max(rows) <= max(compaction_files.MIN_ROW_GROUP_ROWS, 1.2 * (1 << 20) / per_row)

@@ -2,7 +2,11 @@
 of one sorted run, each of about ``target-file-size`` (Paimon's option; pypaimon's
 writers measure it, as here, in Arrow bytes held, so a file is smaller on disk).
 
-Only one file's rows are held at a time. Each file keeps the rows' own sequence numbers
+Only one file's rows are held at a time. A file's Parquet row groups are of about
+:data:`ROW_GROUP_BYTES` of Arrow rows: pypaimon's reader decodes a row group at once, so a
+later compaction merging several of these files, or a full scan reading one, holds that
+much a file, not the file (pyarrow's default, a million rows a group, is most of a file of
+``target-file-size``). Each file keeps the rows' own sequence numbers
 and row kinds, gets the compaction's level and ``file_source`` and the count of the
 retractions it holds (``delete_row_count``: pypaimon reads a file it says has none
 without merging, and so without dropping retractions), and has the columns the table's
@@ -18,12 +22,16 @@ from typing import Any
 import pyarrow as pa
 
 from tablelog.store.layout import retractions, without_key_columns
-from tablelog.store.pypaimon_internals import write_one_file
+from tablelog.store.pypaimon_internals import set_row_group_rows, write_one_file
 
 #: Told of each file written: partition, bucket, its metadata, its rows.
 OnFile = Callable[[tuple[Any, ...], int, Any, pa.Table], None]
 #: Paimon's FileSource.COMPACT: a file written by a compaction.
 _COMPACT_SOURCE = 1
+#: Arrow bytes of rows in a row group of a file written here.
+ROW_GROUP_BYTES = 16 << 20
+#: Rows of a row group, at least: many narrow rows in a group compress and scan well.
+MIN_ROW_GROUP_ROWS = 8192
 
 
 class CompactionFiles:
@@ -76,6 +84,7 @@ class CompactionFiles:
         self._held.clear()
         self._held_bytes = 0
         deletes = int(retractions(data).sum())
+        set_row_group_rows(self._writer, max(MIN_ROW_GROUP_ROWS, ROW_GROUP_BYTES * data.num_rows // max(data.nbytes, 1)))
         write_one_file(self._writer, without_key_columns(data) if self._thin else data)
         meta = dataclasses.replace(self._writer.committed_files[-1], level=self._level, file_source=_COMPACT_SOURCE,
                                    delete_row_count=deletes)

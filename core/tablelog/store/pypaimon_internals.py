@@ -166,6 +166,12 @@ def with_commit_user(builder: Any, commit_user: str) -> Any:
     return builder._with_commit_user(commit_user)
 
 
+def set_row_group_rows(writer: Any, rows: int) -> None:
+    """Have a pypaimon data writer's Parquet files hold row groups of ``rows`` rows (the
+    options it hands ``pyarrow.parquet.write_table``; other formats ignore them)."""
+    writer.parquet_writer_options = {**writer.parquet_writer_options, "row_group_size": int(rows)}
+
+
 def write_one_file(writer: Any, data: Any) -> None:
     """Write ``data`` through ``writer`` as exactly one file."""
     writer._write_data_to_file(data)
