@@ -86,6 +86,7 @@ def test_an_endpoint_whose_ca_is_not_given_is_refused_saying_to_set_aws_ca_bundl
     assert _objects(tls, folder) == []
 
 
+@pytest.mark.matrix
 def test_a_ca_that_does_not_sign_the_endpoint_s_certificate_is_refused_naming_the_bundle(
     tls: S3Endpoint, tmp_path: Path,
 ) -> None:
@@ -100,6 +101,7 @@ def test_a_ca_that_does_not_sign_the_endpoint_s_certificate_is_refused_naming_th
     assert _objects(tls, folder) == []
 
 
+@pytest.mark.matrix
 def test_pyarrow_loaded_before_tablelog_is_refused_saying_what_to_change(tls: S3Endpoint, tmp_path: Path) -> None:
     folder = f"tls-late-{uuid.uuid4().hex[:8]}"
 
@@ -112,6 +114,7 @@ def test_pyarrow_loaded_before_tablelog_is_refused_saying_what_to_change(tls: S3
     assert _objects(tls, folder) == []
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("content", [None, b"not a certificate\n"], ids=["missing", "not-pem"])
 def test_an_aws_ca_bundle_that_is_not_a_pem_file_is_refused_at_the_s3_warehouse_naming_its_value(
     tls: S3Endpoint, tmp_path: Path, content: bytes | None,
