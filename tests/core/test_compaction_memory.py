@@ -115,10 +115,10 @@ def test_a_compaction_s_files_hold_row_groups_of_a_bounded_size_not_one_a_file(
     import pyarrow.parquet as pq
 
     from tablelog.commit.compaction import compact
-    from tablelog.store import compaction_files
+    from tablelog.store import layout
     from tablelog.table import internals
 
-    monkeypatch.setattr(compaction_files, "ROW_GROUP_BYTES", 1 << 20)
+    monkeypatch.setattr(layout, "ROW_GROUP_BYTES", 1 << 20)
     size = write_bucket(tmp_path, 200_000, 100)
     compact(internals(tablelog.open_table(str(tmp_path), "db.t")))
 
@@ -129,4 +129,4 @@ def test_a_compaction_s_files_hold_row_groups_of_a_bounded_size_not_one_a_file(
     rows = [m.row_group(g).num_rows for m in groups for g in range(m.num_row_groups)]
     assert sum(rows) == 200_000
     assert all(m.num_row_groups > 1 for m in groups)
-    assert max(rows) <= max(compaction_files.MIN_ROW_GROUP_ROWS, 1.2 * (1 << 20) / per_row)
+    assert max(rows) <= max(layout.MIN_ROW_GROUP_ROWS, 1.2 * (1 << 20) / per_row)

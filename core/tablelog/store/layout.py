@@ -28,6 +28,13 @@ SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 VALUE_KIND = "_VALUE_KIND"
 #: The ``_VALUE_KIND`` bytes of the row kinds that retract: ``-U`` and ``-D``.
 RETRACTION_KINDS = (1, 3)
+#: Arrow bytes of the rows of a row group of a Parquet data file tablelog writes: pypaimon's
+#: reader decodes a row group at once, so a compaction merging several files, or a full
+#: scan reading one, holds that much a file (pyarrow's default, a million rows a group, is
+#: most of a file of ``target-file-size``).
+ROW_GROUP_BYTES = 16 << 20
+#: Rows of a row group, at least: many narrow rows in a group compress and scan well.
+MIN_ROW_GROUP_ROWS = 8192
 
 
 def writes_thin(properties: Mapping[str, str]) -> bool:
@@ -48,3 +55,8 @@ def retractions(rows: Any) -> Any:
     import numpy as np
 
     return np.isin(rows.column(VALUE_KIND).to_numpy(), RETRACTION_KINDS)
+
+
+def row_group_rows(rows: Any) -> int:
+    """Rows of a row group of ``ROW_GROUP_BYTES`` for rows like ``rows`` (an Arrow table)."""
+    return max(MIN_ROW_GROUP_ROWS, ROW_GROUP_BYTES * rows.num_rows // max(rows.nbytes, 1))

@@ -412,6 +412,8 @@ def _tablelog_key_value_writer() -> type:
     from pypaimon.read.reader.deduplicate_merge_function import DeduplicateMergeFunction
     from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
+    from tablelog.store.layout import row_group_rows
+
     class TablelogKeyValueWriter(KeyValueDataWriter):  # type: ignore[misc]
         tablelog_thin = False
         tablelog_on_file: Callable[[tuple[Any, ...], int, Any, Any], None] | None = None
@@ -451,6 +453,7 @@ def _tablelog_key_value_writer() -> type:
                 keys = [name for name in data.schema.names if name.startswith("_KEY_")]
                 data = data.drop_columns(keys) if keys else data
             written = len(self.committed_files)
+            set_row_group_rows(self, row_group_rows(data))
             super()._write_data_to_file(data)
             if len(self.committed_files) > written:
                 # pypaimon records no retractions (Paimon's deleteRowCount) and then reads
