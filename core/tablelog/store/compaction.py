@@ -103,7 +103,7 @@ def rewrite_bucket(
     The files' sorted runs are merged as a stream (:mod:`.sorted_runs`), a section of
     overlapping files after another (Paimon's ``IntervalPartition``), each key's records
     merged with the table's merge engine (:mod:`.key_merge`): what is held is a batch per
-    run and one output file's rows, not the bucket."""
+    run and a row group of output (:mod:`.compaction_files`), not the bucket."""
     from pypaimon.read.interval_partition import IntervalPartition
 
     options = paimon_merge_options(paimon)
