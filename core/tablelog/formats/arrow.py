@@ -24,6 +24,7 @@ A writer bounds each record by ``log.max-record-bytes`` (:func:`encode_records`)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -62,8 +63,13 @@ def record_schema(schema: pa.Schema, schema_id: int) -> pa.Schema:
 _last_record_schema: tuple[pa.Schema, int, pa.Schema] | None = None
 #: A column of one row kind, per kind, that :func:`kind_array` slices.
 _SAME_KINDS: dict[RowKind, pa.Array] = {}
-#: Each kind's value at its byte (:data:`tablelog.records.KIND_BYTES`).
-_KIND_VALUES = pa.array(sorted(KIND_BYTES, key=KIND_BYTES.__getitem__), pa.string())
+
+
+@functools.cache
+def _kind_values() -> pa.Array:
+    """Each kind's value at its byte (:data:`tablelog.records.KIND_BYTES`), made at first
+    use: ``pa.array`` imports pandas, which importing tablelog leaves out."""
+    return pa.array(sorted(KIND_BYTES, key=KIND_BYTES.__getitem__), pa.string())
 
 
 def kind_array(kinds: Sequence[RowKind]) -> pa.Array:
@@ -73,7 +79,7 @@ def kind_array(kinds: Sequence[RowKind]) -> pa.Array:
     n = len(kinds)
     if n == 0 or kinds.count(kinds[0]) != n:
         try:
-            return _KIND_VALUES.take(pa.array(kind_bytes(kinds)))
+            return _kind_values().take(pa.array(kind_bytes(kinds)))
         except KeyError:  # not a row kind: written as it is (the reader refuses it)
             return pa.array(kinds, pa.string())
     kind = kinds[0]

@@ -156,6 +156,20 @@ INTERNALS: tuple[Internal, ...] = (
              "the same"),
     Internal("pypaimon.write.row_key_extractor:FixedBucketRowKeyExtractor.num_buckets",
              "the same"),
+    # A compaction's files written as their rows come (tablelog.store.streamed_file), with
+    # the metadata the writer gives a file it writes whole.
+    Internal("pypaimon.write.writer.data_writer:DataWriter._generate_file_path",
+             "a streamed compaction file goes where the writer puts its files"),
+    Internal("pypaimon.write.writer.data_writer:DataWriter._get_column_stats",
+             "the same: each row group's column statistics, as the writer computes them"),
+    Internal("pypaimon.write.writer.data_writer:DataWriter._collect_value_stats",
+             "the same: the file's key and value statistics from them"),
+    Internal("pypaimon.write.writer.data_writer:DataWriter._create_data_file_meta",
+             "the same: the file's DataFileMeta"),
+    Internal("pypaimon.write.writer.data_writer:DataWriter._finish_data_file",
+             "the same: the file recorded among the writer's files"),
+    Internal("pypaimon.write.writer.data_writer:DataWriter._should_write_row_sidecar",
+             "a writer that adds a sidecar file writes its files whole"),
 )
 
 
@@ -164,6 +178,41 @@ INTERNALS: tuple[Internal, ...] = (
 def with_commit_user(builder: Any, commit_user: str) -> Any:
     """``builder`` (a stream write builder) committing as ``commit_user``."""
     return builder._with_commit_user(commit_user)
+
+
+def writes_data_file_only(writer: Any) -> bool:
+    """Whether a pypaimon data writer writes nothing beside a data file and does not
+    rewrite its columns (no row sidecar, no variant shredding)."""
+    return not getattr(writer, "_variant_shredding", None) and not writer._should_write_row_sidecar()
+
+
+def new_data_file(writer: Any) -> tuple[str, str]:
+    """A new data file of the writer's partition and bucket: its name and path."""
+    import uuid
+
+    name = f"{writer.options.data_file_prefix()}{uuid.uuid4()}-0.{writer.file_format}"
+    return name, writer._generate_file_path(name)
+
+
+def column_stats_function(writer: Any) -> Any:
+    """How the writer computes a column's statistics (``(table, name) -> dict``)."""
+    return writer._get_column_stats
+
+
+def finished_data_file(writer: Any, *, name: str, path: str, rows: int, min_key: Any, max_key: Any,
+                       key_fields: Any, value_fields: Any, column_stats: Any, sequences: tuple[int, int]) -> Any:
+    """The ``DataFileMeta`` of a file written outside the writer, as it makes its own,
+    recorded among the writer's files."""
+    from pypaimon.data.timestamp import Timestamp
+
+    meta = writer._create_data_file_meta(
+        file_name=name, file_path=path, row_count=rows, min_key=min_key, max_key=max_key,
+        key_stats=writer._collect_value_stats(None, key_fields, column_stats),
+        value_stats=writer._collect_value_stats(None, value_fields, column_stats),
+        min_sequence_number=sequences[0], max_sequence_number=sequences[1], extra_files=[],
+        creation_time=Timestamp.now())
+    writer._finish_data_file(meta)
+    return meta
 
 
 def set_row_group_rows(writer: Any, rows: int) -> None:

@@ -4,21 +4,25 @@ key range, the statistics of the same columns (combined group by group, as pypai
 ``SingleFileWriter`` combines them), the sequence numbers' range. A compaction writing its
 output this way holds one row group, not one file of ``target-file-size``.
 
-It calls the writer's internals (``_generate_file_path``, ``_get_column_stats``,
-``_collect_value_stats``, ``_create_data_file_meta``, ``_finish_data_file``): the pypaimon
-range the project pins. :func:`streams` says when a writer's files can be written so
-(Parquet, without the features that write more than the data file).
+It calls the writer's internals through :mod:`tablelog.store.pypaimon_internals` (the
+pypaimon range the project pins). :func:`streams` says when a writer's files can be
+written so (Parquet, without the features that write more than the data file).
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablelog.store.layout import SEQUENCE_NUMBER
+from tablelog.store.pypaimon_internals import (
+    column_stats_function,
+    finished_data_file,
+    new_data_file,
+    writes_data_file_only,
+)
 
 
 def streams(writer: Any) -> bool:
@@ -26,9 +30,8 @@ def streams(writer: Any) -> bool:
     nothing beside them: what :class:`StreamedFile` writes the same way."""
     from pypaimon.common.options.core_options import ChangelogProducer, CoreOptions
 
-    return (writer.file_format == CoreOptions.FILE_FORMAT_PARQUET and not writer._variant_shredding
-            and not writer._should_write_row_sidecar() and writer.external_path_provider is None
-            and writer.changelog_producer != ChangelogProducer.INPUT)
+    return (writer.file_format == CoreOptions.FILE_FORMAT_PARQUET and writes_data_file_only(writer)
+            and writer.external_path_provider is None and writer.changelog_producer != ChangelogProducer.INPUT)
 
 
 class StreamedFile:
@@ -41,8 +44,7 @@ class StreamedFile:
         from pypaimon.write.writer.single_file_writer import SingleFileWriter
 
         self._writer = writer
-        self._name = f"{writer.options.data_file_prefix()}{uuid.uuid4()}-0.{writer.file_format}"
-        self._path = writer._generate_file_path(self._name)
+        self._name, self._path = new_data_file(writer)
         self._key_names = list(writer.trimmed_primary_keys)
         table = writer.table
         stats_enabled = writer.options.metadata_stats_enabled()
@@ -52,7 +54,7 @@ class StreamedFile:
         fields.update({f.name: f for f in self._value_fields})
         self._file = SingleFileWriter(
             writer.file_io, self._path, schema, writer.file_format, writer.compression, writer.zstd_level,
-            list(fields.values()), writer._get_column_stats, parquet_options=writer.parquet_writer_options)
+            list(fields.values()), column_stats_function(writer), parquet_options=writer.parquet_writer_options)
         self._min_key: list[Any] | None = None
         self._max_key: list[Any] | None = None
         self._sequences: tuple[int, int] | None = None
@@ -97,30 +99,25 @@ class StreamedFile:
 
     def close(self) -> Any:
         """Finish the file: its ``DataFileMeta``, also added to the writer's files."""
-        from pypaimon.data.timestamp import Timestamp
         from pypaimon.table.row.generic_row import GenericRow
 
         writer = self._writer
         self._write_pending()
         self._file.close()
+        if self._sequences is None:
+            sequences = (writer.sequence_generator.start, writer.sequence_generator.current)
+        else:
+            sequences = self._sequences
+        key_fields = self._key_fields
         try:
-            stats = self._file.column_stats
-            if self._sequences is None:
-                low, high = writer.sequence_generator.start, writer.sequence_generator.current
-            else:
-                low, high = self._sequences
-            key_fields = self._key_fields
-            meta = writer._create_data_file_meta(
-                file_name=self._name, file_path=self._path, row_count=self.rows,
+            return finished_data_file(
+                writer, name=self._name, path=self._path, rows=self.rows,
                 min_key=GenericRow(self._min_key or [], key_fields), max_key=GenericRow(self._max_key or [], key_fields),
-                key_stats=writer._collect_value_stats(None, key_fields, stats),
-                value_stats=writer._collect_value_stats(None, self._value_fields, stats),
-                min_sequence_number=low, max_sequence_number=high, extra_files=[], creation_time=Timestamp.now())
+                key_fields=key_fields, value_fields=self._value_fields, column_stats=self._file.column_stats,
+                sequences=sequences)
         except BaseException:
             writer.file_io.delete_quietly(self._path)
             raise
-        writer._finish_data_file(meta)
-        return meta
 
     def abort(self) -> None:
         self._file.abort()
