@@ -3,11 +3,11 @@ of one sorted run, each of about ``target-file-size`` (Paimon's option; pypaimon
 writers measure it, as here, in Arrow bytes held, so a file is smaller on disk).
 
 Only a row group's rows are held at a time (a file's, when it cannot be streamed), and a
-file's Parquet row groups are of :data:`tablelog.store.layout.ROW_GROUP_BYTES`. Each file keeps the rows' own sequence numbers
-and row kinds, gets the compaction's level and ``file_source`` and the count of the
-retractions it holds (``delete_row_count``: pypaimon reads a file it says has none
-without merging, and so without dropping retractions), and has the columns the table's
-``data-file.thin-mode`` declares.
+file's Parquet row groups are of :data:`tablelog.store.layout.ROW_GROUP_BYTES`. Each file
+keeps the rows' own sequence numbers and row kinds, gets the compaction's level and
+``file_source`` and the count of the retractions it holds (``delete_row_count``: pypaimon
+reads a file it says has none without merging, and so without dropping retractions), and
+has the columns the table's ``data-file.thin-mode`` declares.
 """
 
 from __future__ import annotations
