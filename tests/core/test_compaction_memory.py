@@ -2,7 +2,9 @@
 the bucket: a bucket whose rows take more memory than a process is allowed compacts in
 it. The child process's address space is limited (``RLIMIT_AS``) to what it has after
 its imports plus a budget; a failure there may be a ``MemoryError`` or a panic of Rust
-code, so success is a line the child prints last."""
+code, so success is a line the child prints last. The output is written as its rows come
+(:class:`tablelog.store.streamed_file.StreamedFile`): its files and their metadata are
+those pypaimon's writer gives the same rows written whole."""
 
 from __future__ import annotations
 
@@ -10,16 +12,20 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 import tablelog
-from tablelog.store.compaction import bucket_files
+from tablelog.store import compaction_files
+from tablelog.store.compaction import bucket_files, rewrite_bucket
 from tablelog.store.other_writers import create_paimon_table
 from tablelog.store.pypaimon_internals import key_value_file_batches
+from tablelog.store.streamed_file import StreamedFile as RealStreamedFile
 from tablelog.store.warehouse import Warehouse
 
 BUDGET_MB = 300
@@ -112,8 +118,6 @@ def test_a_bucket_ten_times_the_memory_allowed_compacts_in_it(tmp_path: Path) ->
 def test_a_compaction_s_files_hold_row_groups_of_a_bounded_size_not_one_a_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import pyarrow.parquet as pq
-
     from tablelog.commit.compaction import compact
     from tablelog.store import layout
     from tablelog.table import internals
@@ -130,3 +134,34 @@ def test_a_compaction_s_files_hold_row_groups_of_a_bounded_size_not_one_a_file(
     assert sum(rows) == 200_000
     assert all(m.num_row_groups > 1 for m in groups)
     assert max(rows) <= max(layout.MIN_ROW_GROUP_ROWS, 1.2 * (1 << 20) / per_row)
+
+
+#: What differs between two writes of the same rows.
+_PER_WRITE = ("file_name", "file_path", "file_size", "creation_time", "external_path")
+
+
+def _described(meta: Any) -> dict[str, Any]:
+    fields = {name: getattr(meta, name) for name in vars(meta) if name not in _PER_WRITE}
+    return {name: repr(value) for name, value in fields.items()}
+
+
+@pytest.mark.parametrize("thin", [False, True], ids=["keys", "thin"])
+def test_a_streamed_file_has_the_metadata_and_rows_of_the_same_rows_written_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, thin: bool,
+) -> None:
+    write_bucket(tmp_path, 30_000, 50)
+    files = Warehouse(str(tmp_path)).open("db.t")
+    (bucket,) = bucket_files(files.paimon, files.latest_snapshot().id)
+
+    opened = []
+    monkeypatch.setattr(compaction_files, "StreamedFile",
+                        lambda *args: opened.append(args) or RealStreamedFile(*args))
+    streamed = rewrite_bucket(files.paimon, bucket, 5, True, thin=thin, target_file_size=1 << 20)
+    assert len(opened) == len(streamed)  # each file written as its rows came
+    monkeypatch.setattr(compaction_files, "streams", lambda writer: False)
+    whole = rewrite_bucket(files.paimon, bucket, 5, True, thin=thin, target_file_size=1 << 20)
+
+    assert len(streamed) == len(whole) > 1
+    assert [_described(m) for m in streamed] == [_described(m) for m in whole]
+    for one, other in zip(streamed, whole, strict=True):
+        assert pq.read_table(one.file_path).equals(pq.read_table(other.file_path))
