@@ -17,12 +17,6 @@ from tablelog.testing.s3_server import S3Endpoint
 pytestmark = pytest.mark.cluster
 
 
-def _objects(server: S3Endpoint, prefix: str) -> list[tuple[str, str]]:
-    """Every object under ``prefix`` of the session's bucket, with its ETag (listed as the writer)."""
-    pages = server.client().get_paginator("list_objects_v2").paginate(Bucket=server.bucket, Prefix=prefix)
-    return sorted((o["Key"], o["ETag"]) for page in pages for o in page.get("Contents", []))
-
-
 @pytest.fixture
 def access(s3_server: S3Endpoint, tmp_path: Path) -> ReadOnlyAccess:
     folder = f"read-only-{uuid.uuid4().hex[:8]}"
@@ -31,7 +25,7 @@ def access(s3_server: S3Endpoint, tmp_path: Path) -> ReadOnlyAccess:
     return ReadOnlyAccess(
         writer_warehouse=s3_server.url(folder), writer_options={**log, **s3_server.tablelog_options()},
         reader_warehouse=s3_server.url(folder), reader_options={**log, **reader.tablelog_options()},
-        stored=lambda: _objects(s3_server, folder),
+        stored=lambda: s3_server.objects(folder),  # listed as the writer
         cli_environment={"AWS_ACCESS_KEY_ID": reader.access_key, "AWS_SECRET_ACCESS_KEY": reader.secret_key,
                          "AWS_ENDPOINT_URL": reader.endpoint, "AWS_REGION": reader.region},
         cli_options=[f"filesystem.path={tmp_path / 'log'}"],

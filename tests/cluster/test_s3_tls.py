@@ -41,8 +41,7 @@ def _run(config: dict[str, Any], ca_bundle: str | None) -> dict[str, Any]:
 
 
 def _objects(server: S3Endpoint, prefix: str) -> list[str]:
-    pages = server.client().get_paginator("list_objects_v2").paginate(Bucket=server.bucket, Prefix=prefix)
-    return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+    return [key for key, _ in server.objects(prefix)]
 
 
 @pytest.fixture

@@ -94,6 +94,12 @@ class S3Endpoint:
             "fs.s3.path-style-access": "true",
         }
 
+    def objects(self, prefix: str) -> list[tuple[str, str]]:
+        """Every object under ``prefix`` of the bucket, with its ETag, listed with these
+        credentials, in key order."""
+        pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        return sorted((o["Key"], o["ETag"]) for page in pages for o in page.get("Contents", []))
+
     def client(self, **config: Any) -> Any:
         """A boto3 S3 client for this server (path-style addressing, one attempt per call
         unless ``config`` says otherwise)."""
