@@ -48,9 +48,7 @@ def wait_until_answers(bootstrap: str, timeout_s: float, process: subprocess.Pop
     deadline = time.monotonic() + timeout_s
     last = ""
     while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-3000:] if log_path else ""
-            raise RuntimeError(f"tansu exited with code {process.returncode}; log:\n{tail}")
+        _raise_if_exited(process, log_path)
         try:
             admin.list_topics(timeout=1.0)
             return
@@ -60,12 +58,17 @@ def wait_until_answers(bootstrap: str, timeout_s: float, process: subprocess.Pop
     raise RuntimeError(f"the Kafka broker at {bootstrap} did not answer within {timeout_s}s: {last}")
 
 
+def _raise_if_exited(process: subprocess.Popen[bytes] | None, log_path: Path | None) -> None:
+    """A broker that exited while it was waited for, with the end of its log."""
+    if process is not None and process.poll() is not None:
+        tail = log_path.read_text(errors="replace")[-3000:] if log_path else ""
+        raise RuntimeError(f"tansu exited with code {process.returncode}; log:\n{tail}")
+
+
 def _wait_until_listening(port: int, timeout_s: float, process: subprocess.Popen[bytes], log_path: Path) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"tansu exited with code {process.returncode}; log:\n"
-                               f"{log_path.read_text(errors='replace')[-3000:]}")
+        _raise_if_exited(process, log_path)
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1.0):
             return
         time.sleep(0.1)
