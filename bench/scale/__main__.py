@@ -109,9 +109,23 @@ def backend(name: str, work: Path) -> Iterator[Any]:
                 return {"s3.endpoint": endpoint, "s3.access-key": server.access_key, "s3.secret-key": server.secret_key}
 
             yield Backend(name, server.url("wh"), server.url("expiry"), TABLE, connect(server.endpoint),
-                          connect(counter.endpoint), server.catalog_options(), counter)
+                          connect(counter.endpoint), server.catalog_options(), counter,
+                          upload_expiry=lambda local: upload(server, local, "expiry"))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def upload(server: Any, local: Path, prefix: str) -> int:
+    """Every file under ``local`` put under ``prefix`` of the server's bucket, many at once;
+    how many."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    client = server.client(max_pool_connections=32, retries={"max_attempts": 5})
+    paths = [p for p in local.rglob("*") if p.is_file()]
+    with ThreadPoolExecutor(32) as pool:
+        list(pool.map(lambda p: client.upload_file(str(p), server.bucket, f"{prefix}/{p.relative_to(local).as_posix()}"),
+                      paths))
+    return len(paths)
 
 
 def run_backend(name: str, spark: Any, args: argparse.Namespace, work: Path, out: dict[str, Any],
@@ -175,7 +189,8 @@ def run_backend(name: str, spark: Any, args: argparse.Namespace, work: Path, out
         if "expiry" in args.measure and args.expiry_snapshots > 0:
             log(f"{name}: expiry of {args.expiry_snapshots:,} snapshots")
             result["expiry"] = expiry.measure(where.expiry_warehouse, where.sink_options, args.expiry_snapshots,
-                                              log, where.requests)
+                                              log, where.requests, stage=work / name / "expiry-stage",
+                                              upload=where.upload_expiry)
             log(f"  expire: {result['expiry']['seconds']:.1f} s, {result['expiry']['expired_snapshots']:,} snapshots, "
                 f"{result['expiry']['data_files']:,} data files, {result['expiry']['manifest_files']:,} manifests")
             save()

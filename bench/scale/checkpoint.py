@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -32,6 +33,9 @@ class Backend:
     sink_options: Mapping[str, str]
     catalog_options: Mapping[str, str]
     requests: Any = None
+    #: Copies a local warehouse's files to :attr:`expiry_warehouse` (None: the backend is
+    #: local): an object store's expiry table is grown on local disk, then uploaded.
+    upload_expiry: Callable[[Path], int] | None = None
 
 
 def wait_quiet(backend: Backend, table: Any) -> dict[str, Any]:

@@ -22,11 +22,17 @@ import pyarrow as pa
 
 from tablelog.merging import KeyValue, MergeEngine, MergeOptions, merge, parse_merge_options
 from tablelog.records import RowKind
-from tablelog.store.pypaimon_internals import key_value_tuple, merge_reads_with
+from tablelog.store.pypaimon_internals import (
+    key_value_tuple,
+    merge_reads_with,
+    read_files_by_row_group,
+)
 from tablelog.store.schema import KIND_FIELD
 
 #: The option marking a table copy whose merge reads use tablelog's merge functions.
 MERGED_READ = "tablelog.merged-read"
+#: The option marking a table copy whose reads decode a data file a batch at a time.
+BY_ROW_GROUP = "tablelog.read-by-row-group"
 #: Paimon's row kinds as its files store them (``RowKind.toByteValue``), and back.
 ROW_KINDS = (RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE)
 KIND_CODES = {kind: code for code, kind in enumerate(ROW_KINDS)}
@@ -38,7 +44,7 @@ def parsed_merge_options(
     """The table's parsed merge options, whatever its engine (None: no primary key); cached."""
     if not primary_key:
         return None
-    return _parse(tuple(sorted((str(k), str(v)) for k, v in options.items() if k != MERGED_READ)),
+    return _parse(tuple(sorted((str(k), str(v)) for k, v in options.items() if k not in (MERGED_READ, BY_ROW_GROUP))),
                   schema, tuple(primary_key), tuple(partition_keys))
 
 
@@ -55,14 +61,17 @@ def merges_with_tablelog(paimon: Any) -> bool:
 
 
 def merged_read_table(paimon: Any, options: Mapping[str, str] | None = None) -> Any:
-    """A copy of ``paimon`` (pypaimon's table) with ``options``; for a merge-engine table,
-    its merge reads use tablelog's merge function, read level-0 files of first-row
+    """A copy of ``paimon`` (pypaimon's table) with ``options``, whose reads decode each
+    data file a batch at a time (memory bounded whatever the files' size:
+    :func:`~tablelog.store.pypaimon_internals.read_files_by_row_group`); for a merge-engine
+    table, its merge reads use tablelog's merge function, read level-0 files of first-row
     tables, and are not refused by pypaimon's check of the options it builds."""
-    extra = dict(options or {})
+    extra = {BY_ROW_GROUP: "true", **(options or {})}
+    read_files_by_row_group(BY_ROW_GROUP)
     if merges_with_tablelog(paimon):
         merge_reads_with(MERGED_READ, _merge_function)
         extra.update({MERGED_READ: "true", "read.native.enabled": "false"})
-    return paimon.copy(extra) if extra else paimon
+    return paimon.copy(extra)
 
 
 def paimon_merge_options(paimon: Any) -> MergeOptions | None:

@@ -95,7 +95,10 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("pypaimon.read.split_read:SplitRead.file_reader_supplier",
              "a lookup reads a key's records, and compaction a bucket's sorted runs, unmerged, "
              "from each file as Arrow batches with the key-value columns, older schemas mapped "
-             "to the table's"),
+             "to the table's; tablelog's reads pass each Parquet file's whole row range, so "
+             "that it is decoded a batch at a time (read_files_by_row_group)"),
+    Internal("pypaimon.utils.range:Range",
+             "the same: a file's whole row range"),
     Internal("pypaimon.read.split_read:MergeFileSplitRead._get_final_read_data_fields",
              "the same: the columns of a key-value file to read"),
     Internal("pypaimon.read.merge_engine_support:check_supported",
@@ -307,6 +310,40 @@ def _install_merge_reads(marker: str, merge_function: Callable[[Any, int, Sequen
     CoreOptions.batch_scan_skip_level0 = batch_scan_skip_level0
 
 
+def read_files_by_row_group(marker: str) -> None:
+    """Make the reads of a table copy whose options hold ``marker`` decode each Parquet
+    data file a batch at a time (pyarrow's ``ParquetFile.iter_batches``, pypaimon's read of
+    a file given a row range), where pypaimon's dataset scanner holds several decoded
+    row groups of each file it reads: memory that grows with the files, and so with the
+    table. Only reads without a predicate (a row range turns its push-down off), of
+    tables without row tracking. Installed once; other tables read as pypaimon reads them."""
+    _install_row_group_reads(marker)
+
+
+@functools.cache
+def _install_row_group_reads(marker: str) -> None:
+    from pypaimon.read.split_read import SplitRead
+
+    supplier = SplitRead.file_reader_supplier
+
+    def file_reader_supplier(self: Any, file: Any, for_merge_read: bool, read_fields: Any, row_tracking_enabled: bool,
+                             row_ranges: Any = None, physical_row_ranges: Any = None, shard_range: Any = None) -> Any:
+        if (row_ranges is None and physical_row_ranges is None and self.predicate is None and not row_tracking_enabled
+                and file.file_name not in self.deletion_file_readers and self.table.options.options.contains_key(marker)):
+            physical_row_ranges = _whole_file(file)
+        return supplier(self, file, for_merge_read, read_fields, row_tracking_enabled, row_ranges, physical_row_ranges,
+                        shard_range)
+
+    SplitRead.file_reader_supplier = file_reader_supplier
+
+
+def _whole_file(file: Any) -> Any:
+    """The row range of a Parquet data file with rows (None for another)."""
+    from pypaimon.utils.range import Range
+
+    return [Range(0, file.row_count - 1)] if file.row_count > 0 and file.file_name.endswith(".parquet") else None
+
+
 def key_value_schema(paimon: Any, partition: Sequence[Any], bucket: int) -> Any:
     """The Arrow schema of the key-value rows of ``paimon``'s (``partition``, ``bucket``),
     as its merge read returns them and its key-value files hold them: ``_KEY_`` columns,
@@ -336,7 +373,7 @@ def key_value_file_batches(paimon: Any, partition: Sequence[Any], bucket: int, f
                               row_tracking_enabled=False)
     fields = read._get_final_read_data_fields()
     for file in files:
-        reader = read.file_reader_supplier(file, True, fields, False)
+        reader = read.file_reader_supplier(file, True, fields, False, physical_row_ranges=_whole_file(file))
         try:
             while (batch := reader.read_arrow_batch()) is not None:
                 yield batch
