@@ -5,7 +5,8 @@ session (so its Python workers' memory is this job's alone):
 - ``{"job": "scan", ...}``: a batch read of the whole table written to Spark's ``noop``
   format (every row read, nothing kept): seconds, Spark tasks, peak task RSS.
 - ``{"job": "compact", "partition": N, ...}``: ``tablelog.spark.compact`` of table
-  partition ``p = N``: seconds, pairs, files before and after, peak task RSS.
+  partition ``p = N``: seconds, pairs, files before and after, the tasks' rewrite
+  seconds summed, peak task RSS.
 
 Both: ``warehouse``, ``table``, ``options`` (the table's connection options), ``master``.
 """
@@ -44,14 +45,20 @@ def compact(spark: Any, job: dict[str, Any]) -> dict[str, Any]:
     result = tablelog.spark.compact(spark, job["table"], warehouse=job["warehouse"], options=job["options"],
                                     partitions=[{"p": job["partition"]}])
     return {"seconds": time.perf_counter() - began, "pairs": len(result.pairs), "files_before": result.files_before,
-            "files_after": result.files_after, "summary": result.summary()}
+            "files_after": result.files_after, "rewrite_seconds": result.rewrite_seconds, "summary": result.summary()}
 
 
 def _warm_up(spark: Any) -> None:
-    """Start the session's Python workers and import tablelog in them first: a job's
-    rate is then its work, not Spark's start-up, as in a long-running application."""
+    """Start the session's Python workers and import in them what the job's tasks use
+    (tablelog's reads, its compaction and pypaimon's readers and writers under them): a
+    job's rate is then its work, not Spark's start-up, as in a long-running application."""
     def imports(batches: Any) -> Any:
+        import pypaimon.read.interval_partition  # noqa: F401
+        import pypaimon.write.writer.key_value_data_writer  # noqa: F401
+
+        import tablelog.commit.compaction  # noqa: F401
         import tablelog.spark.datasource  # noqa: F401
+        import tablelog.store.compaction  # noqa: F401
 
         yield from batches
 

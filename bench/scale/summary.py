@@ -25,7 +25,7 @@ def _values(points: Sequence[dict[str, Any]], get: Callable[[dict[str, Any]], An
     for point in points:
         try:
             value = get(point)
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, ZeroDivisionError):
             continue
         if value is not None and not (isinstance(value, float) and math.isnan(value)):
             out.append(float(value))
@@ -63,6 +63,12 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         if scaling:
             rows.append(_row(f"{name}: Spark compaction rows/s, local[2] / local[1]", f">= {SPARK_SCALING}x",
                              scaling, statistics.median(scaling) >= SPARK_SCALING))
+        work = _values(points, lambda p: 2 * p["spark_compact"]["1"]["rewrite_seconds"]
+                       / p["spark_compact"]["2"]["rewrite_seconds"])
+        if work:
+            rows.append(_row(f"{name}: Spark compaction tasks' work, local[2] / local[1] (the tasks' rewrite "
+                             "seconds summed, per core)", f">= {SPARK_SCALING}x", work,
+                             statistics.median(work) >= SPARK_SCALING))
         runs = _values(points, lambda p: p["files"]["sorted_runs_max"])
         if runs:
             rows.append(_row(f"{name}: sorted runs per (partition, bucket), max (each checkpoint)",
@@ -90,7 +96,9 @@ def text(results: dict[str, Any]) -> str:
             sink = p.get("sink", {})
             off, bg = sink.get("off", {}), sink.get("background", {})
             scan, comp, files = p.get("scan", {}), p.get("compact", {}), p.get("files", {})
-            spark = " / ".join(f"{c}: {_fmt(v.get('rows_per_s'))}" for c, v in p.get("spark_compact", {}).items())
+            spark = " / ".join(f"{c}: {_fmt(v.get('rows_per_s'))}" + (f" (tasks {v['rewrite_seconds']:.1f} s)"
+                                                                        if "rewrite_seconds" in v else "")
+                               for c, v in p.get("spark_compact", {}).items())
             s3 = sink.get("s3_requests", {}).get("off", {}).get("in_batches", {})
             lines.append(
                 f"| {p['keys']:,} / {p.get('keys_measured', p['keys']):,} | {files.get('sorted_runs_max', '-')}/{files.get('sorted_runs_median', '-')} "

@@ -209,6 +209,14 @@ def test_compacting_one_bucket_leaves_the_others(tmp_path: Path) -> None:
     assert runs(table) == {0: 4, 1: 1}
 
 
+def test_a_compaction_reports_the_time_its_rewrites_took(tmp_path: Path) -> None:
+    table = make_table(tmp_path, trigger=50)
+    write_commits(table, 4)
+    result = table.compact()
+    assert result.pairs and result.rewrite_seconds > 0
+    assert table.compact().rewrite_seconds == 0  # nothing left to rewrite
+
+
 def test_a_bucket_the_table_does_not_have_is_refused_and_nothing_is_committed(tmp_path: Path) -> None:
     table = make_table(tmp_path, trigger=50)
     write_commits(table, 3)

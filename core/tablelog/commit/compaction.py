@@ -23,6 +23,7 @@ never conflicts; its rows (newer sequence numbers) win over the rewritten ones.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -161,8 +162,9 @@ def _partition_filter(
 def rewrite_pair(table: TableView, task: PairTask) -> PairRewrite:
     """Rewrite one planned pair (not committed: :func:`commit_rewrites`, or its files
     deleted with :func:`discard`)."""
+    began = time.perf_counter()
     new = table.files.compactions().rewrite_bucket(task.files, task.output_level, task.drop_deletes)
-    return PairRewrite(task, tuple(new))
+    return PairRewrite(task, tuple(new), time.perf_counter() - began)
 
 
 def discard(table: TableView, rewrites: Sequence[PairRewrite]) -> None:

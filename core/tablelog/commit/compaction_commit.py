@@ -74,6 +74,8 @@ class PairRewrite:
 
     task: PairTask
     new_files: tuple[Any, ...]
+    #: The rewrite's wall time, where it ran (a Spark task's, in a distributed job).
+    seconds: float = 0.0
 
 
 @attrs.frozen
@@ -91,6 +93,9 @@ class CompactionResult:
     pairs: tuple[Pair, ...] = ()
     #: Pairs rewritten but not committed: another compaction or an overwrite changed them first.
     dropped: tuple[Pair, ...] = ()
+    #: The committed pairs' rewrites' wall times, summed: on a cluster, the tasks' work
+    #: (the job's wall time adds the planning, the scheduling and the commit).
+    rewrite_seconds: float = 0.0
 
     def summary(self) -> str:
         lost = f"; {len(self.dropped)} pair(s) lost to another compaction ({_shown(self.dropped)})" if self.dropped else ""
@@ -137,7 +142,7 @@ def commit_rewrites(table: TableView, base: int, rewrites: Sequence[PairRewrite]
     return CompactionResult(
         table.identifier, snapshot_id, tuple(sorted({r.task.pair[1] for r in kept})),
         sum(len(r.task.files.files) for r in kept), sum(len(r.new_files) for r in kept),
-        pairs=tuple(r.task.pair for r in kept), dropped=dropped,
+        pairs=tuple(r.task.pair for r in kept), dropped=dropped, rewrite_seconds=sum(r.seconds for r in kept),
     )
 
 
