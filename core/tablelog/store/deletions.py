@@ -46,6 +46,22 @@ def delete_files(file_io: Any, paths: Iterable[str], s3_client: Any = None) -> N
     _in_threads(file_io.delete_quietly, unique)
 
 
+def delete_in_order(file_io: Any, paths: Iterable[str], s3_client: Any = None) -> None:
+    """Delete ``paths`` one after another, in their order (expiry's snapshot files, oldest
+    first: a crash leaves the oldest gone, never a hole). On an object store, one
+    ``DeleteObject`` request each: pyarrow's delete also looks, with several requests, for
+    the folder around the file and writes a marker object when it would be empty."""
+    for path in paths:
+        if s3_client is None or not path.startswith(_S3_SCHEMES):
+            file_io.delete_quietly(path)
+            continue
+        bucket, key = split_s3_url(path)
+        try:
+            s3_client.delete_object(Bucket=bucket, Key=key)
+        except Exception as err:  # noqa: BLE001 - quiet, as Paimon's deleteQuietly
+            log.warning("expiry: %s was not deleted (%s)", path, err)
+
+
 def parallel_map(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
     """``function`` of each item, in order, a few at a time (reads of snapshot and
     manifest files, whose latency on an object store dominates)."""

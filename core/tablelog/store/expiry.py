@@ -30,7 +30,7 @@ from typing import Any
 
 import attrs
 
-from tablelog.store.deletions import delete_files, parallel_map
+from tablelog.store.deletions import delete_files, delete_in_order, parallel_map
 from tablelog.store.manifests import list_entries
 
 log = logging.getLogger("tablelog.expiry")
@@ -90,9 +90,8 @@ class SnapshotDeletion:
         self._delete(index_files, dry_run)
         self._delete((f"{self._manifest_dir}/{name}" for name in manifests), dry_run)
         if not dry_run:
-            # Oldest first, one at a time: a crash leaves the earliest snapshots gone, never a hole.
-            for snapshot in excluding_end:
-                self._file_io.delete_quietly(self._snapshots.get_snapshot_path(snapshot.id))
+            delete_in_order(self._file_io, (self._snapshots.get_snapshot_path(s.id) for s in excluding_end),
+                            self._s3_client)
             self.write_earliest_hint(end)
         return ExpiredFiles(tuple(s.id for s in excluding_end), tuple(data_files), tuple(manifests),
                             tuple(index_files))
