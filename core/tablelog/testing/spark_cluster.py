@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from tablelog.testing.processes import die_with_parent, free_port, stop
+from tablelog.testing.processes import die_with_parent, free_port, free_ports, stop
 
 _LOG4J = """\
 status = error
@@ -176,7 +176,7 @@ def spark_standalone(workdir: Path, workers: int = 2, cores: int = 1, memory: st
     workdir.mkdir(parents=True, exist_ok=True)
     env = spark_environment(workdir, {"SPARK_DAEMON_JAVA_OPTS": daemon_options})
     spark_class = str(spark_home() / "bin" / "spark-class")
-    port, ui_port = free_port(), free_port()
+    port, ui_port = free_ports(2)
     master_url = f"spark://127.0.0.1:{port}"
     logs: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
 
