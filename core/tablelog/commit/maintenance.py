@@ -35,13 +35,21 @@ request tries again.
 than ``num-sorted-run.stop-trigger``, a writer's next write waits for the background
 compaction (:meth:`Maintainer.wait_for_room`), at most :data:`BACKPRESSURE_MAX_WAIT_S`.
 The runs are those of the maintainer's last look at the table plus the files committed
-since, so the wait needs no read of the table.
+since, so the wait needs no read of the table. The Spark sink's driver, which has no
+writer, waits the same way after each micro-batch's commit (:func:`wait_for_room`).
+
+**Priority**: on Linux the maintainer's thread runs :data:`BACKGROUND_NICE` steps below
+its process's CPU priority, so that a compaction takes the cores the writers leave idle
+instead of slowing their micro-batches (a compaction spans several of them); backpressure
+bounds how far it can fall behind when the writers keep every core busy.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -60,6 +68,8 @@ logger = logging.getLogger("tablelog.maintenance")
 BACKPRESSURE_MAX_WAIT_S = 60.0
 #: A maintainer no writer holds stops its thread after this long without a request.
 IDLE_STOP_S = 60.0
+#: How far below its process's CPU priority the maintainer's thread runs (a nice increment).
+BACKGROUND_NICE = 10
 #: Errors kept for the next commit's result (the oldest dropped first; all are logged).
 _MAX_ERRORS = 10
 
@@ -180,6 +190,7 @@ class Maintainer:
     # -- the thread ----------------------------------------------------------------------
 
     def _run(self, cancel: threading.Event) -> None:
+        _lower_this_threads_priority()
         try:
             table = self._source.opened_again()  # the committers' objects stay theirs alone
         except Exception as err:  # noqa: BLE001 -- surfaced with the next commit
@@ -253,6 +264,18 @@ class Maintainer:
             self._errors = [*self._errors, f"{step}: {type(err).__name__}: {err}"][-_MAX_ERRORS:]
 
 
+def _lower_this_threads_priority() -> None:
+    """Nice the calling thread by :data:`BACKGROUND_NICE` (Linux: a thread's id is a process
+    id to ``setpriority``; elsewhere that would renice the whole process, so nothing)."""
+    if not sys.platform.startswith("linux"):
+        return
+    thread = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + BACKGROUND_NICE))
+    except OSError as err:  # a sandbox may refuse it: the maintainer runs at its process's priority
+        logger.debug("the maintainer's thread keeps its priority: %s", err)
+
+
 _MAINTAINERS: dict[str, Maintainer] = {}
 _REGISTRY = threading.Lock()
 
@@ -298,6 +321,19 @@ def after_commit(table: TableView, snapshot_id: int, pairs: Mapping[Pair, int]) 
     found = maintainer(table)
     found.notify(table, snapshot_id, background, expire=not sync_expiry)
     return found.take_errors()
+
+
+def wait_for_room(table: TableView) -> None:
+    """Backpressure for a committer without a writer (the Spark sink's driver, after a
+    micro-batch's commit): wait while a pair it wrote is past ``num-sorted-run.stop-trigger``
+    and the maintainer compacts it (see :meth:`Maintainer.wait_for_room`)."""
+    options = table.options
+    if options.write_only:
+        return
+    with _REGISTRY:
+        found = _MAINTAINERS.get(table.files.path)
+    if found is not None:
+        found.wait_for_room(options.stop_trigger)
 
 
 class WriterHold:
