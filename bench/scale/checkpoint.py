@@ -12,7 +12,7 @@ import attrs
 
 from bench.scale import jobs
 from bench.scale.data import PARTITIONS
-from bench.scale.runs import partition_file_rows, settle, table_files
+from bench.scale.runs import catch_up, partition_file_rows, settle, table_files
 from bench.scale.schedule import BACKGROUND, OFF, keys_in_partition
 from bench.scale.sink import Sink, mode_summary, window_figures
 
@@ -86,11 +86,13 @@ def sink_windows(sink: Sink, backend: Backend, table: Any, order: list[str], bat
                  batch_rows: int, update_fraction: float, log: Callable[[str], None]) -> dict[str, Any]:
     """The windows of micro-batches, compaction off and in the background alternately, at
     about the same table size (a window with compaction off waits for the background
-    compaction before it to end)."""
+    compaction before it to end; one in the background starts where a sink compacting in
+    the background all along would be: :func:`~bench.scale.runs.catch_up`)."""
     new = round(batch_rows * (1 - update_fraction))
     windows = []
     for mode in order:
         waited = wait_quiet(backend, table) if mode == OFF else None
+        caught_up = catch_up(table) if mode == BACKGROUND else None
         before_id = _latest_id(table)
         before_requests = backend.requests.counts() if backend.requests else None
         keys = sink.rows.keys
@@ -98,6 +100,7 @@ def sink_windows(sink: Sink, backend: Backend, table: Any, order: list[str], bat
         window = window_figures(mode, progress, keys)
         window["compactions"] = _compactions_since(table, before_id)
         window["settled_before"] = waited
+        window["caught_up_before"] = caught_up
         if backend.requests and before_requests is not None:
             window["s3_requests"] = window_requests(backend.requests, progress, backend.requests.counts() - before_requests)
         log(f"    window {mode}: {window['rows_per_s'] or 0:,.0f} rows/s, micro-batches "

@@ -1,7 +1,8 @@
 """What the table's files look like at a snapshot, read with pypaimon's public scan (not
 tablelog's internals, which change under the benchmark): sorted runs per (partition,
 bucket), the read amplification a merge read pays, and the live data's rows and bytes.
-And :func:`settle`: wait until the background compaction has nothing left to do."""
+And :func:`settle`: wait until the background compaction has nothing left to do;
+:func:`catch_up`: do now what it would have done during a window with compaction off."""
 
 from __future__ import annotations
 
@@ -90,3 +91,21 @@ def settle(tablelog_table: Any, warehouse: str, table: str, catalog_options: Map
             return {"waited_s": round(now - began, 2), "reason": reason, "pairs_pending": pending,
                     "sorted_runs_max": runs}
         time.sleep(1.0)
+
+
+def catch_up(tablelog_table: Any, most: int = 10) -> dict[str, Any]:
+    """Compact as the writers' maintainer would, in this process, until it would pick
+    nothing (at most ``most`` compactions): after a window with compaction off, the table
+    is then where a sink compacting in the background all along would have left it, and
+    the next background window does not pay for the runs the window before it piled up
+    (past ``num-sorted-run.stop-trigger``, the sink waits for them). Seconds and
+    compactions."""
+    from tablelog.commit.compaction import compact
+    from tablelog.table import internals
+
+    began = time.monotonic()
+    compactions = 0
+    while compactions < most and background_work(tablelog_table):
+        compact(internals(tablelog_table), automatic=True)
+        compactions += 1
+    return {"seconds": round(time.monotonic() - began, 2), "compactions": compactions}

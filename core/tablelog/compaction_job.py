@@ -7,7 +7,7 @@ table, as Paimon's dedicated compaction job does. Each round:
 1. reads the snapshots committed since the last round and, from their delta manifests,
    the (partition, bucket) pairs they added files to (Java's and Flink's writers' too);
    the first round takes every pair;
-2. compacts those pairs (the runs Paimon's universal compaction picks past
+2. compacts those pairs, several at once (``threads``; the runs Paimon's universal compaction picks past
    ``num-sorted-run.compaction-trigger``; ``full``: every run of each) in one ``COMPACT``
    snapshot, a pair that lost a race to another compaction dropped alone
    (:mod:`tablelog.commit.compaction_commit`);
@@ -28,7 +28,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tablelog import partition_expiry
-from tablelog.commit.compaction import Pair, compact
+from tablelog.commit.compaction import DEFAULT_THREADS, Pair, compact
 from tablelog.errors import OptionError
 from tablelog.expiry import expire_if_due
 
@@ -56,14 +56,14 @@ def changed_pairs(table: TableView, after: int, upto: int) -> set[Pair] | None:
 def follow(
     table: TableView, stop: threading.Event, *, interval_s: float = 10.0, full: bool = False,
     buckets: Collection[int] | None = None, partitions: Sequence[Mapping[str, Any]] | None = None,
-    report: Callable[[str], None] = print,
+    report: Callable[[str], None] = print, threads: int = DEFAULT_THREADS,
 ) -> None:
     """Run rounds (see the module docstring) until ``stop`` is set; ``report`` gets a
-    line for each thing a round did."""
+    line for each thing a round did; ``threads``: pairs rewritten at once."""
     seen: int | None = None  # the snapshot up to which the pairs were taken
     while not stop.is_set():
         try:
-            seen = _round(table, stop, seen, full, buckets, partitions, report)
+            seen = _round(table, stop, seen, full, buckets, partitions, report, threads)
         except OptionError:
             raise  # a bucket or partition column the table does not have: every round would fail
         except Exception as err:  # noqa: BLE001 -- the job goes on; the next round tries again
@@ -75,7 +75,7 @@ def follow(
 
 def _round(
     table: TableView, stop: threading.Event, seen: int | None, full: bool, buckets: Collection[int] | None,
-    partitions: Sequence[Mapping[str, Any]] | None, report: Callable[[str], None],
+    partitions: Sequence[Mapping[str, Any]] | None, report: Callable[[str], None], threads: int,
 ) -> int | None:
     table.refresh_schema()
     latest = table.files.latest_snapshot()
@@ -84,7 +84,7 @@ def _round(
     pairs = None if seen is None else changed_pairs(table, seen, latest.id)
     if pairs is None or pairs:
         result = compact(table, buckets, partitions=partitions, pairs=pairs, automatic=not full,
-                         cancelled=stop.is_set)
+                         cancelled=stop.is_set, threads=threads)
         if result.snapshot_id is not None or result.dropped:
             report(result.summary())
     if stop.is_set():

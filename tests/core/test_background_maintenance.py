@@ -171,36 +171,6 @@ def test_a_write_waits_while_a_bucket_it_wrote_is_past_the_stop_trigger(
     assert table.rows().sort_by("id").to_pylist() == expected_rows(5)
 
 
-def test_a_committer_without_a_writer_waits_after_its_commit_while_a_pair_is_past_the_stop_trigger(
-    tmp_path: Path, slow_rewrite: SlowRewrite
-) -> None:
-    """The Spark sink's driver commits with ``Table.commit`` and then waits, as here."""
-    table = make_table(tmp_path, **{"num-sorted-run.stop-trigger": "3"})
-    progress: list[str] = []
-
-    def commits() -> None:
-        for i in range(5):
-            task = table.write_task("driver", i + 1, task="t")
-            task.write(round_rows(i))
-            table.commit("driver", i + 1, [task.finish()])
-            progress.append(f"committed {i}")
-            maintenance.wait_for_room(internals(table))
-            progress.append(f"room after {i}")
-
-    committing = threading.Thread(target=commits, daemon=True)
-    committing.start()
-    assert slow_rewrite.started.wait(WAIT_S)
-    eventually(lambda: progress[-1:] == ["committed 3"])  # 4 runs: past the stop trigger of 3
-    time.sleep(1.0)
-    assert progress[-1] == "committed 3", "the committer went on past the stop trigger"
-    slow_rewrite.release.set()
-    committing.join(WAIT_S)
-    assert progress[-1] == "room after 4"
-    eventually(lambda: "COMPACT" in kinds(table))
-    assert table.rows().sort_by("id").to_pylist() == expected_rows(5)
-    maintenance.maintainer(internals(table)).stop()
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")
 def test_the_background_compaction_runs_below_the_writers_cpu_priority(
     tmp_path: Path, slow_rewrite: SlowRewrite

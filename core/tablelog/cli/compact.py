@@ -16,6 +16,7 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
+from tablelog.commit.compaction import DEFAULT_THREADS
 from tablelog.option_values import InvalidValue, parse_duration_ms
 from tablelog.table import internals
 from tablelog.tables import open_table
@@ -56,13 +57,16 @@ def _interval_s(text: str) -> float:
               help="With --follow: rewrite every run of each pair written (default: the runs Paimon's "
               "universal compaction picks past num-sorted-run.compaction-trigger). Without --follow "
               "compaction is always full.")
+@click.option("--threads", type=click.IntRange(min=1), default=DEFAULT_THREADS, show_default=True, metavar="N",
+              help="Pairs rewritten at once in this process (each holds its runs' batches in memory). "
+              "Not with --spark: there each pair is a Spark task.")
 @click.option("--spark", "spark_master", default=None, metavar="MASTER",
               help="Rewrite the pairs as Spark tasks, one per (partition, bucket), on this master "
               "(`local[2]`, `spark://host:7077`); one COMPACT snapshot. Not with --follow.")
 @friendly_errors
 def compact_command(warehouse: str, table: str, raw_options: tuple[str, ...], buckets: tuple[int, ...],
                     partitions: tuple[str, ...], follow: bool, interval: str, full: bool,
-                    spark_master: str | None) -> None:
+                    spark_master: str | None, threads: int) -> None:
     """Rewrite each (partition, bucket) that has more than one sorted run into one, in one COMPACT snapshot.
 
     The table's rows do not change and log readers pass over the snapshot; writers may
@@ -87,12 +91,13 @@ def compact_command(warehouse: str, table: str, raw_options: tuple[str, ...], bu
 
             console.print(f"following table {t.identifier} (every {interval}); SIGTERM or Ctrl-C stops", markup=False)
             follow_table(internals(t), stop, interval_s=interval_s, full=full, buckets=buckets or None,
-                         partitions=specs, report=lambda line: console.print(line, markup=False))
+                         partitions=specs, report=lambda line: console.print(line, markup=False),
+                         threads=threads)
             console.print(f"table {t.identifier}: stopped", markup=False)
             return
         from tablelog.commit.compaction import compact
 
-        result = compact(internals(t), buckets or None, partitions=specs, cancelled=stop.is_set)
+        result = compact(internals(t), buckets or None, partitions=specs, cancelled=stop.is_set, threads=threads)
         console.print(result.summary(), markup=False)
     finally:
         for sig, handler in previous.items():

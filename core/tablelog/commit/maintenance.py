@@ -35,21 +35,21 @@ request tries again.
 than ``num-sorted-run.stop-trigger``, a writer's next write waits for the background
 compaction (:meth:`Maintainer.wait_for_room`), at most :data:`BACKPRESSURE_MAX_WAIT_S`.
 The runs are those of the maintainer's last look at the table plus the files committed
-since, so the wait needs no read of the table. The Spark sink's driver, which has no
-writer, waits the same way after each micro-batch's commit (:func:`wait_for_room`).
+since, so the wait needs no read of the table. Committers without a writer (``Table.commit``,
+the Spark sink's driver) do not wait: a commit never waits for a compaction.
 
-**Priority**: on Linux the maintainer's thread runs :data:`BACKGROUND_NICE` steps below
-its process's CPU priority, so that a compaction takes the cores the writers leave idle
-instead of slowing their micro-batches (a compaction spans several of them); backpressure
-bounds how far it can fall behind when the writers keep every core busy.
+**Priority**: on Linux a background compaction's rewrites run on a thread
+:data:`BACKGROUND_NICE` steps below its process's CPU priority, so that they take the
+cores the writers leave idle instead of slowing their micro-batches (a compaction spans
+several of them); a writer's backpressure bounds how far it can fall behind when the
+writers keep every core busy. The maintainer's own thread, which plans and commits, keeps the
+process's priority: a commit holds the table's commit lock, which writers wait for.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -68,7 +68,7 @@ logger = logging.getLogger("tablelog.maintenance")
 BACKPRESSURE_MAX_WAIT_S = 60.0
 #: A maintainer no writer holds stops its thread after this long without a request.
 IDLE_STOP_S = 60.0
-#: How far below its process's CPU priority the maintainer's thread runs (a nice increment).
+#: How far below its process's CPU priority a background compaction's rewrites run (a nice increment).
 BACKGROUND_NICE = 10
 #: Errors kept for the next commit's result (the oldest dropped first; all are logged).
 _MAX_ERRORS = 10
@@ -190,7 +190,6 @@ class Maintainer:
     # -- the thread ----------------------------------------------------------------------
 
     def _run(self, cancel: threading.Event) -> None:
-        _lower_this_threads_priority()
         try:
             table = self._source.opened_again()  # the committers' objects stay theirs alone
         except Exception as err:  # noqa: BLE001 -- surfaced with the next commit
@@ -228,7 +227,7 @@ class Maintainer:
 
     def _compact(self, table: TableView, cancel: threading.Event, pairs: set[Pair]) -> None:
         self._look(table)
-        result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set)
+        result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set, nice=BACKGROUND_NICE)
         if result.snapshot_id is not None or result.dropped:
             logger.info("%s", result.summary())
             self._look(table)
@@ -262,18 +261,6 @@ class Maintainer:
                        self._source.identifier, step, type(err).__name__, err)
         with self._cond:
             self._errors = [*self._errors, f"{step}: {type(err).__name__}: {err}"][-_MAX_ERRORS:]
-
-
-def _lower_this_threads_priority() -> None:
-    """Nice the calling thread by :data:`BACKGROUND_NICE` (Linux: a thread's id is a process
-    id to ``setpriority``; elsewhere that would renice the whole process, so nothing)."""
-    if not sys.platform.startswith("linux"):
-        return
-    thread = threading.get_native_id()
-    try:
-        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + BACKGROUND_NICE))
-    except OSError as err:  # a sandbox may refuse it: the maintainer runs at its process's priority
-        logger.debug("the maintainer's thread keeps its priority: %s", err)
 
 
 _MAINTAINERS: dict[str, Maintainer] = {}
@@ -321,19 +308,6 @@ def after_commit(table: TableView, snapshot_id: int, pairs: Mapping[Pair, int]) 
     found = maintainer(table)
     found.notify(table, snapshot_id, background, expire=not sync_expiry)
     return found.take_errors()
-
-
-def wait_for_room(table: TableView) -> None:
-    """Backpressure for a committer without a writer (the Spark sink's driver, after a
-    micro-batch's commit): wait while a pair it wrote is past ``num-sorted-run.stop-trigger``
-    and the maintainer compacts it (see :meth:`Maintainer.wait_for_room`)."""
-    options = table.options
-    if options.write_only:
-        return
-    with _REGISTRY:
-        found = _MAINTAINERS.get(table.files.path)
-    if found is not None:
-        found.wait_for_room(options.stop_trigger)
 
 
 class WriterHold:

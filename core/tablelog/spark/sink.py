@@ -32,7 +32,6 @@ import attrs
 import pyarrow as pa
 from pyspark.sql import datasource as _ds
 
-from tablelog.commit import maintenance
 from tablelog.commit.leases import log_deletes_before, release_leases
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, TablelogError
@@ -234,12 +233,8 @@ def commit_messages(plan: WritePlan, messages: list[Any], batch_id: int | None) 
     table = plan.open()
     # The pool keeps the committer's log connection (end positions, commit hook) from one
     # micro-batch to the next: opening a connection is a broker round trip per commit.
-    result = table.commit(writer_ids.pop(), identifiers.pop(), [m.receipt for m in received],
-                          log_pool=shared_pool())
-    # Paimon's backpressure, which a writer applies before its next write: the next
-    # micro-batch starts once the background compaction has the pairs under the stop trigger.
-    maintenance.wait_for_room(internals(table))
-    return result
+    return table.commit(writer_ids.pop(), identifiers.pop(), [m.receipt for m in received],
+                        log_pool=shared_pool())
 
 
 def abort_messages(plan: WritePlan, messages: list[Any]) -> None:
