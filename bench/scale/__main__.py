@@ -175,6 +175,10 @@ def run_backend(name: str, spark: Any, args: argparse.Namespace, work: Path, out
                 point["compact"] = measure.compact(where, keys, 0)
                 log(f"  compaction (process): {point['compact']['rows_per_s']:,.0f} rows/s, "
                     f"peak RSS {point['compact']['peak_rss_mb']:,.0f} MB")
+                # beside it, the same on one thread (partition 3: the Spark jobs take 1 and 2)
+                point["compact_one_thread"] = measure.compact(where, keys, PARTITIONS - 1, threads=1)
+                log(f"  compaction (process, --threads 1): {point['compact_one_thread']['rows_per_s']:,.0f} rows/s, "
+                    f"peak RSS {point['compact_one_thread']['peak_rss_mb']:,.0f} MB")
             if "spark-compact" in args.measure:
                 point["spark_compact"] = {}
                 for i, cores in enumerate(args.spark_cores):

@@ -133,12 +133,13 @@ def scan(backend: Backend, keys: int) -> dict[str, Any]:
     return got
 
 
-def compact(backend: Backend, keys: int, partition: int) -> dict[str, Any]:
-    """A full compaction of table partition ``p = partition`` by ``tablelog compact``."""
+def compact(backend: Backend, keys: int, partition: int, threads: int | None = None) -> dict[str, Any]:
+    """A full compaction of table partition ``p = partition`` by ``tablelog compact``
+    (``threads``: its ``--threads``; None: its default)."""
     read = partition_file_rows(backend.warehouse, backend.table, backend.catalog_options, partition)
-    got = jobs.compact_partition(backend.warehouse, backend.table, backend.options, partition)
+    got = jobs.compact_partition(backend.warehouse, backend.table, backend.options, partition, threads)
     rows = keys_in_partition(keys, partition, PARTITIONS)
-    got.update({"partition": partition, "rows": rows, "file_rows_read": read,
+    got.update({"partition": partition, "threads": threads, "rows": rows, "file_rows_read": read,
                 "rows_per_s": rows / got["seconds"], "file_rows_per_s": read / got["seconds"]})
     return got
 

@@ -65,9 +65,13 @@ def measured(command: list[str], timeout_s: float = 7200.0) -> dict[str, Any]:
     return {"seconds": seconds, "peak_rss_mb": peak_kb / 1024, "stdout": stdout}
 
 
-def compact_partition(warehouse: str, table: str, options: Mapping[str, str], partition: int) -> dict[str, Any]:
-    """``tablelog compact --partition p=N`` in a child process."""
-    got = measured(_cli("compact", "--warehouse", warehouse, table, "-p", f"p={partition}", *_options_args(options)))
+def compact_partition(warehouse: str, table: str, options: Mapping[str, str], partition: int,
+                      threads: int | None = None) -> dict[str, Any]:
+    """``tablelog compact --partition p=N`` in a child process (``threads``: its
+    ``--threads``; None: its default)."""
+    threads_args = () if threads is None else ("--threads", str(threads))
+    got = measured(_cli("compact", "--warehouse", warehouse, table, "-p", f"p={partition}", *threads_args,
+                        *_options_args(options)))
     return {"seconds": got["seconds"], "peak_rss_mb": got["peak_rss_mb"], "summary": got["stdout"].strip()[-300:]}
 
 

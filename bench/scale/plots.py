@@ -90,6 +90,10 @@ def _compaction(plt: Any, backends: dict[str, Any]) -> Any:
     fig, (rate, memory) = plt.subplots(1, 2, figsize=(12, 4.5))
     drawn = _line(rate, backends, lambda p: p["compact"]["rows_per_s"], "one process", x="keys_measured", color="tab:green")
     _line(memory, backends, lambda p: p["compact"]["peak_rss_mb"], "one process (peak RSS)", x="keys_measured", color="tab:green")
+    drawn |= _line(rate, backends, lambda p: p["compact_one_thread"]["rows_per_s"], "one process, --threads 1",
+                   x="keys_measured", color="tab:olive")
+    _line(memory, backends, lambda p: p["compact_one_thread"]["peak_rss_mb"], "one process, --threads 1 (peak RSS)",
+          x="keys_measured", color="tab:olive")
     cores = sorted({c for b in backends.values() for p in b.get("checkpoints", []) for c in p.get("spark_compact", {})})
     for c, color in zip(cores, ("tab:purple", "tab:red", "tab:brown"), strict=False):
         drawn |= _line(rate, backends, lambda p, c=c: p["spark_compact"][c]["rows_per_s"], f"Spark local[{c}]", x="keys_measured", color=color)

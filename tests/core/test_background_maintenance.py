@@ -188,6 +188,29 @@ def test_the_background_compaction_runs_below_the_writers_cpu_priority(
         eventually(lambda: "COMPACT" in kinds(table))
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")
+def test_the_background_compaction_rewrites_at_full_priority_once_a_pair_is_past_the_stop_trigger(
+    tmp_path: Path, slow_rewrite: SlowRewrite
+) -> None:
+    """As the Spark sink's driver commits: ``Table.commit``, which never waits."""
+    table = make_table(tmp_path, **{"num-sorted-run.stop-trigger": "3"})
+    committers_nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    for i in range(5):
+        task = table.write_task("driver", i + 1, task="t")
+        task.write(round_rows(i))
+        table.commit("driver", i + 1, [task.finish()])
+        if i == 1:
+            assert slow_rewrite.started.wait(WAIT_S)  # 2 runs: compacting, held, below the committer
+    slow_rewrite.release.set()  # 5 runs now, past the stop trigger of 3
+    eventually(lambda: len(slow_rewrite.nice) >= 2)
+    assert slow_rewrite.nice[0] == min(19, committers_nice + maintenance.BACKGROUND_NICE)
+    assert slow_rewrite.nice[1] == committers_nice
+    eventually(lambda: internals(table).files.compactions().bucket_files(
+        internals(table).files.latest_snapshot().id)[0].sorted_runs <= 2)  # type: ignore[union-attr]
+    assert table.rows().sort_by("id").to_pylist() == expected_rows(5)
+    maintenance.maintainer(internals(table)).stop()
+
+
 def test_a_write_only_writer_neither_compacts_nor_expires_nor_waits(tmp_path: Path) -> None:
     table = make_table(tmp_path, **{"write-only": "true", "num-sorted-run.stop-trigger": "2",
                                     "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"})

@@ -24,11 +24,8 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -42,6 +39,7 @@ from tablelog.commit.compaction_commit import (
     commit_rewrites,
 )
 from tablelog.commit.compaction_pick import Pick, Run, full, pick
+from tablelog.commit.compaction_threads import Nice, rewrite_pairs
 from tablelog.errors import OptionError
 
 if TYPE_CHECKING:
@@ -176,19 +174,6 @@ def rewrite_pair(table: TableView, task: PairTask) -> PairRewrite:
     return PairRewrite(task, tuple(new), time.perf_counter() - began)
 
 
-def _lower_thread_priority(steps: int) -> None:
-    """Nice the calling thread by ``steps`` (Linux: a thread's id is a process id to
-    ``setpriority``; elsewhere that would renice the whole process, so nothing). Threads it
-    starts inherit it (Arrow's, when it is the first to need them)."""
-    if steps <= 0 or not sys.platform.startswith("linux"):
-        return
-    thread = threading.get_native_id()
-    try:
-        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + steps))
-    except OSError as err:  # a sandbox may refuse it: the rewrite runs at the caller's priority
-        logger.debug("a compaction thread keeps its priority: %s", err)
-
-
 def discard(table: TableView, rewrites: Sequence[PairRewrite]) -> None:
     """Delete the new files of rewrites that will not be committed."""
     if rewrites:
@@ -198,10 +183,11 @@ def discard(table: TableView, rewrites: Sequence[PairRewrite]) -> None:
 def compact(
     table: TableView, buckets: Iterable[int] | None = None, *,
     partitions: Sequence[Mapping[str, Any]] | None = None, pairs: Collection[Pair] | None = None,
-    automatic: bool = False, cancelled: Callable[[], bool] | None = None, threads: int = 1, nice: int = 0,
+    automatic: bool = False, cancelled: Callable[[], bool] | None = None, threads: int = 1, nice: Nice = 0,
 ) -> CompactionResult:
-    """Plan, rewrite the pairs (``threads`` at a time, ``nice`` steps below the caller's CPU
-    priority: Linux), and commit them in one snapshot (:func:`plan_compaction` says which). A pair that lost a race (another compaction or
+    """Plan, rewrite the pairs (``threads`` at a time; one at a time, each ``nice`` steps
+    below the caller's CPU priority: :mod:`.compaction_threads`), and commit them in one
+    snapshot (:func:`plan_compaction` says which). A pair that lost a race (another compaction or
     an overwrite of it since) is dropped alone, its files deleted
     (:attr:`CompactionResult.dropped`). ``cancelled``: asked before each pair and before
     the commit; once true, the rewritten files are deleted and nothing is committed. Other
@@ -212,50 +198,12 @@ def compact(
     if not plan.tasks or plan.snapshot_id is None:
         return CompactionResult(table.identifier, None, skipped=plan.skipped)
     stop = cancelled or (lambda: False)
-    done = _rewrite_pairs(table, plan.tasks, stop, threads, nice)
+    done = rewrite_pairs(plan.tasks, lambda task: rewrite_pair(table, task), lambda done: discard(table, done),
+                         stop=stop, threads=threads, nice=nice)
     if stop():
         discard(table, done)
         return CompactionResult(table.identifier, None, skipped="cancelled (nothing committed)")
     return commit_rewrites(table, plan.snapshot_id, done)
-
-
-def _rewrite_pairs(table: TableView, tasks: Sequence[PairTask], stop: Callable[[], bool],
-                   threads: int, nice: int) -> list[PairRewrite]:
-    """Each task's rewrite, in plan order, a task started only while ``stop()`` is false;
-    when one fails, none starts after it, and every rewrite done is discarded before the
-    error is raised. With ``nice``, on threads of their own that lower their priority
-    (a thread cannot raise it again without privileges)."""
-    failed = threading.Event()
-
-    def rewrite(task: PairTask) -> PairRewrite | None:
-        return None if failed.is_set() or stop() else rewrite_pair(table, task)
-
-    done: list[PairRewrite] = []
-    workers = min(threads, len(tasks))
-    try:
-        if workers <= 1 and not nice:
-            for task in tasks:
-                if (one := rewrite(task)) is None:
-                    break
-                done.append(one)
-            return done
-        with ThreadPoolExecutor(workers, thread_name_prefix=f"tablelog-compact-{table.identifier}",
-                                initializer=_lower_thread_priority, initargs=(nice,)) as pool:
-            futures = [pool.submit(rewrite, task) for task in tasks]
-            try:
-                for future in futures:
-                    if (one := future.result()) is not None:
-                        done.append(one)
-            except BaseException:
-                failed.set()
-                wait(futures)  # the rewrites under way end, and their files go with the others'
-                done = [one for f in futures if not f.cancelled() and f.exception() is None
-                        and (one := f.result()) is not None]
-                raise
-        return done
-    except BaseException:
-        discard(table, done)
-        raise
 
 
 def compact_after_commit(table: TableView, pairs: Collection[Pair]) -> CompactionResult | None:

@@ -38,12 +38,15 @@ The runs are those of the maintainer's last look at the table plus the files com
 since, so the wait needs no read of the table. Committers without a writer (``Table.commit``,
 the Spark sink's driver) do not wait: a commit never waits for a compaction.
 
-**Priority**: on Linux a background compaction's rewrites run on a thread
-:data:`BACKGROUND_NICE` steps below its process's CPU priority, so that they take the
-cores the writers leave idle instead of slowing their micro-batches (a compaction spans
-several of them); a writer's backpressure bounds how far it can fall behind when the
-writers keep every core busy. The maintainer's own thread, which plans and commits, keeps the
-process's priority: a commit holds the table's commit lock, which writers wait for.
+**Priority**: on Linux a background compaction rewrites each pair on a thread
+:data:`BACKGROUND_NICE` steps below its process's CPU priority while it keeps up, so that
+it takes the cores the writers leave idle instead of slowing their micro-batches (a
+compaction spans several of them); once a pair this process wrote is past
+``num-sorted-run.stop-trigger``, the next pairs are rewritten at the process's priority,
+so that a stream keeping every core busy cannot starve it (the Spark sink's driver does
+not wait: a micro-batch adds a run a task to each pair). The maintainer's own thread,
+which plans and commits, keeps the process's priority: a commit holds the table's commit
+lock, which writers wait for.
 """
 
 from __future__ import annotations
@@ -227,7 +230,8 @@ class Maintainer:
 
     def _compact(self, table: TableView, cancel: threading.Event, pairs: set[Pair]) -> None:
         self._look(table)
-        result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set, nice=BACKGROUND_NICE)
+        result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set,
+                         nice=lambda: self._rewrite_nice(table.options.stop_trigger))
         if result.snapshot_id is not None or result.dropped:
             logger.info("%s", result.summary())
             self._look(table)
@@ -237,6 +241,13 @@ class Maintainer:
                 if again and not cancel.is_set():
                     self._pairs |= again
                     self._snapshot = self._snapshot or self._looked_at
+
+    def _rewrite_nice(self, stop_trigger: int) -> int:
+        """The priority of the next pair's rewrite: below the writers' while it keeps up,
+        theirs once a pair this process wrote is past the stop trigger."""
+        with self._cond:
+            behind = self._over(stop_trigger)
+        return 0 if behind else BACKGROUND_NICE
 
     def _look(self, table: TableView) -> None:
         """Note each pair's sorted runs at the latest snapshot (for backpressure)."""
