@@ -9,8 +9,6 @@ wait on an event (no test hook in the production code)."""
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +19,6 @@ import pyarrow as pa
 import pytest
 
 import tablelog
-from tablelog.commit import maintenance
 from tablelog.store.compaction import TableCompactions
 from tablelog.table import Table, internals
 from tablelog.verify import verify
@@ -67,11 +64,9 @@ class SlowRewrite:
         self.started = threading.Event()
         self.release = threading.Event()
         self.new_files: list[str] = []
-        self.nice: list[int] = []  # the rewriting thread's CPU priority, each rewrite
         rewrite = TableCompactions.rewrite_bucket
 
         def slow(compactions: TableCompactions, files: Any, level: int, drop_deletes: bool) -> list[Any]:
-            self.nice.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
             new = rewrite(compactions, files, level, drop_deletes)
             self.new_files += [f.file_name for f in new]
             self.started.set()
@@ -169,46 +164,6 @@ def test_a_write_waits_while_a_bucket_it_wrote_is_past_the_stop_trigger(
         assert progress[-1] == "committed 4"
     assert "COMPACT" in kinds(table)
     assert table.rows().sort_by("id").to_pylist() == expected_rows(5)
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")
-def test_the_background_compaction_runs_below_the_writers_cpu_priority(
-    tmp_path: Path, slow_rewrite: SlowRewrite
-) -> None:
-    table = make_table(tmp_path)
-    writers_nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    with table.writer() as writer:
-        for i in range(2):
-            writer.write(round_rows(i))
-            writer.commit()
-        assert slow_rewrite.started.wait(WAIT_S)
-        assert slow_rewrite.nice == [min(19, writers_nice + maintenance.BACKGROUND_NICE)]
-        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == writers_nice
-        slow_rewrite.release.set()
-        eventually(lambda: "COMPACT" in kinds(table))
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own priority is Linux's")
-def test_the_background_compaction_rewrites_at_full_priority_once_a_pair_is_past_the_stop_trigger(
-    tmp_path: Path, slow_rewrite: SlowRewrite
-) -> None:
-    """As the Spark sink's driver commits: ``Table.commit``, which never waits."""
-    table = make_table(tmp_path, **{"num-sorted-run.stop-trigger": "3"})
-    committers_nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    for i in range(5):
-        task = table.write_task("driver", i + 1, task="t")
-        task.write(round_rows(i))
-        table.commit("driver", i + 1, [task.finish()])
-        if i == 1:
-            assert slow_rewrite.started.wait(WAIT_S)  # 2 runs: compacting, held, below the committer
-    slow_rewrite.release.set()  # 5 runs now, past the stop trigger of 3
-    eventually(lambda: len(slow_rewrite.nice) >= 2)
-    assert slow_rewrite.nice[0] == min(19, committers_nice + maintenance.BACKGROUND_NICE)
-    assert slow_rewrite.nice[1] == committers_nice
-    eventually(lambda: internals(table).files.compactions().bucket_files(
-        internals(table).files.latest_snapshot().id)[0].sorted_runs <= 2)  # type: ignore[union-attr]
-    assert table.rows().sort_by("id").to_pylist() == expected_rows(5)
-    maintenance.maintainer(internals(table)).stop()
 
 
 def test_a_write_only_writer_neither_compacts_nor_expires_nor_waits(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from tablelog.commit.compaction_commit import (
     commit_rewrites,
 )
 from tablelog.commit.compaction_pick import Pick, Run, full, pick
-from tablelog.commit.compaction_threads import Nice, rewrite_pairs
+from tablelog.commit.compaction_threads import rewrite_pairs
 from tablelog.errors import OptionError
 
 if TYPE_CHECKING:
@@ -183,27 +183,27 @@ def discard(table: TableView, rewrites: Sequence[PairRewrite]) -> None:
 def compact(
     table: TableView, buckets: Iterable[int] | None = None, *,
     partitions: Sequence[Mapping[str, Any]] | None = None, pairs: Collection[Pair] | None = None,
-    automatic: bool = False, cancelled: Callable[[], bool] | None = None, threads: int = 1, nice: Nice = 0,
+    automatic: bool = False, cancelled: Callable[[], bool] | None = None, threads: int = 1,
 ) -> CompactionResult:
-    """Plan, rewrite the pairs (``threads`` at a time; one at a time, each ``nice`` steps
-    below the caller's CPU priority: :mod:`.compaction_threads`), and commit them in one
-    snapshot (:func:`plan_compaction` says which). A pair that lost a race (another compaction or
+    """Plan, rewrite the pairs (``threads`` at a time: :mod:`.compaction_threads`), and
+    commit them in one snapshot (:func:`plan_compaction` says which). A pair that lost a race (another compaction or
     an overwrite of it since) is dropped alone, its files deleted
     (:attr:`CompactionResult.dropped`). ``cancelled``: asked before each pair and before
     the commit; once true, the rewritten files are deleted and nothing is committed. Other
     failures raise :class:`~tablelog.errors.CommitError`, with nothing committed."""
     if threads < 1:
         raise OptionError(f"threads {threads}: a compaction rewrites at least 1 pair at a time")
+    began = time.perf_counter()
     plan = plan_compaction(table, buckets, partitions=partitions, pairs=pairs, automatic=automatic)
     if not plan.tasks or plan.snapshot_id is None:
         return CompactionResult(table.identifier, None, skipped=plan.skipped)
     stop = cancelled or (lambda: False)
     done = rewrite_pairs(plan.tasks, lambda task: rewrite_pair(table, task), lambda done: discard(table, done),
-                         stop=stop, threads=threads, nice=nice)
+                         stop=stop, threads=threads)
     if stop():
         discard(table, done)
         return CompactionResult(table.identifier, None, skipped="cancelled (nothing committed)")
-    return commit_rewrites(table, plan.snapshot_id, done)
+    return attrs.evolve(commit_rewrites(table, plan.snapshot_id, done), seconds=time.perf_counter() - began)
 
 
 def compact_after_commit(table: TableView, pairs: Collection[Pair]) -> CompactionResult | None:

@@ -96,14 +96,17 @@ class CompactionResult:
     #: The committed pairs' rewrites' wall times, summed: on a cluster, the tasks' work
     #: (the job's wall time adds the planning, the scheduling and the commit).
     rewrite_seconds: float = 0.0
+    #: The whole compaction's wall time: the planning, the rewrites and the commit (0: not taken).
+    seconds: float = 0.0
 
     def summary(self) -> str:
         lost = f"; {len(self.dropped)} pair(s) lost to another compaction ({_shown(self.dropped)})" if self.dropped else ""
         if self.snapshot_id is None:
             return f"table {self.table}: nothing compacted ({self.skipped}){lost}"
+        took = f" in {self.seconds:.2f} s" if self.seconds else ""
         return (
             f"table {self.table}: compacted {_shown(self.pairs)} in snapshot {self.snapshot_id}: "
-            f"{self.files_before} files -> {self.files_after}{lost}"
+            f"{self.files_before} files -> {self.files_after}{took}{lost}"
         )
 
 

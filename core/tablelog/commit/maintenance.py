@@ -37,16 +37,6 @@ compaction (:meth:`Maintainer.wait_for_room`), at most :data:`BACKPRESSURE_MAX_W
 The runs are those of the maintainer's last look at the table plus the files committed
 since, so the wait needs no read of the table. Committers without a writer (``Table.commit``,
 the Spark sink's driver) do not wait: a commit never waits for a compaction.
-
-**Priority**: on Linux a background compaction rewrites each pair on a thread
-:data:`BACKGROUND_NICE` steps below its process's CPU priority while it keeps up, so that
-it takes the cores the writers leave idle instead of slowing their micro-batches (a
-compaction spans several of them); once a pair this process wrote is past
-``num-sorted-run.stop-trigger``, the next pairs are rewritten at the process's priority,
-so that a stream keeping every core busy cannot starve it (the Spark sink's driver does
-not wait: a micro-batch adds a run a task to each pair). The maintainer's own thread,
-which plans and commits, keeps the process's priority: a commit holds the table's commit
-lock, which writers wait for.
 """
 
 from __future__ import annotations
@@ -71,8 +61,6 @@ logger = logging.getLogger("tablelog.maintenance")
 BACKPRESSURE_MAX_WAIT_S = 60.0
 #: A maintainer no writer holds stops its thread after this long without a request.
 IDLE_STOP_S = 60.0
-#: How far below its process's CPU priority a background compaction's rewrites run (a nice increment).
-BACKGROUND_NICE = 10
 #: Errors kept for the next commit's result (the oldest dropped first; all are logged).
 _MAX_ERRORS = 10
 
@@ -230,8 +218,7 @@ class Maintainer:
 
     def _compact(self, table: TableView, cancel: threading.Event, pairs: set[Pair]) -> None:
         self._look(table)
-        result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set,
-                         nice=lambda: self._rewrite_nice(table.options.stop_trigger))
+        result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set)
         if result.snapshot_id is not None or result.dropped:
             logger.info("%s", result.summary())
             self._look(table)
@@ -241,13 +228,6 @@ class Maintainer:
                 if again and not cancel.is_set():
                     self._pairs |= again
                     self._snapshot = self._snapshot or self._looked_at
-
-    def _rewrite_nice(self, stop_trigger: int) -> int:
-        """The priority of the next pair's rewrite: below the writers' while it keeps up,
-        theirs once a pair this process wrote is past the stop trigger."""
-        with self._cond:
-            behind = self._over(stop_trigger)
-        return 0 if behind else BACKGROUND_NICE
 
     def _look(self, table: TableView) -> None:
         """Note each pair's sorted runs at the latest snapshot (for backpressure)."""

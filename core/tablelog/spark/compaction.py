@@ -16,8 +16,11 @@ mapped with ``mapInArrow``).
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 from tablelog.commit.compaction import plan_compaction
 from tablelog.commit.compaction_commit import (
@@ -46,6 +49,7 @@ def compact(
     from tablelog.table import internals
     from tablelog.tables import open_table
 
+    began = time.perf_counter()
     given = dict(options or {})
     view = internals(open_table(warehouse, table, given))
     plan = plan_compaction(view, buckets, partitions=partitions, automatic=not full)
@@ -56,7 +60,7 @@ def compact(
     numbers = spark.range(len(tasks), numPartitions=len(tasks))  # one task number per Spark task
     rewritten = numbers.mapInArrow(lambda batches: _rewrite(job, batches), "rewrite binary").collect()
     rewrites: list[PairRewrite] = [pickle.loads(row["rewrite"]) for row in rewritten]
-    return commit_rewrites(view, plan.snapshot_id, rewrites)
+    return attrs.evolve(commit_rewrites(view, plan.snapshot_id, rewrites), seconds=time.perf_counter() - began)
 
 
 def _rewrite(job: bytes, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
