@@ -98,8 +98,8 @@ def catch_up(tablelog_table: Any, most: int = 10) -> dict[str, Any]:
     nothing (at most ``most`` compactions): after a window with compaction off, the table
     is then where a sink compacting in the background all along would have left it, and
     the next background window does not pay for the runs the window before it piled up
-    (past ``num-sorted-run.stop-trigger``, the sink waits for them). Seconds and
-    compactions."""
+    (its first compaction would be a large one, running through the whole window).
+    Seconds and compactions."""
     from tablelog.commit.compaction import compact
     from tablelog.table import internals
 

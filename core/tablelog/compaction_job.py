@@ -7,9 +7,9 @@ table, as Paimon's dedicated compaction job does. Each round:
 1. reads the snapshots committed since the last round and, from their delta manifests,
    the (partition, bucket) pairs they added files to (Java's and Flink's writers' too);
    the first round takes every pair;
-2. compacts those pairs, several at once (``threads``; the runs Paimon's universal compaction picks past
-   ``num-sorted-run.compaction-trigger``; ``full``: every run of each) in one ``COMPACT``
-   snapshot, a pair that lost a race to another compaction dropped alone
+2. compacts those pairs, ``threads`` at once (the runs Paimon's universal compaction
+   picks past ``num-sorted-run.compaction-trigger``; ``full``: every run of each) in one
+   ``COMPACT`` snapshot, a pair that lost a race to another compaction dropped alone
    (:mod:`tablelog.commit.compaction_commit`);
 3. expires snapshots and partitions as the table's options say;
 4. sleeps ``interval``.

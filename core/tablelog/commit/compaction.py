@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("tablelog.compaction")
 
 __all__ = [
-    "DEFAULT_THREADS", "P_COMPACTED", "CompactionPlan", "CompactionResult", "Pair", "PairRewrite", "PairTask", "commit_rewrites",
-    "compact", "compact_after_commit", "discard", "plan_compaction", "rewrite_pair",
+    "DEFAULT_THREADS", "P_COMPACTED", "CompactionPlan", "CompactionResult", "Pair", "PairRewrite", "PairTask",
+    "commit_rewrites", "compact", "compact_after_commit", "discard", "plan_compaction", "rewrite_pair",
 ]
 
 
@@ -186,9 +186,9 @@ def compact(
     automatic: bool = False, cancelled: Callable[[], bool] | None = None, threads: int = 1,
 ) -> CompactionResult:
     """Plan, rewrite the pairs (``threads`` at a time: :mod:`.compaction_threads`), and
-    commit them in one snapshot (:func:`plan_compaction` says which). A pair that lost a race (another compaction or
-    an overwrite of it since) is dropped alone, its files deleted
-    (:attr:`CompactionResult.dropped`). ``cancelled``: asked before each pair and before
+    commit them in one snapshot (:func:`plan_compaction` says which). A pair that lost a
+    race (another compaction or an overwrite of it since) is dropped alone, its files
+    deleted (:attr:`CompactionResult.dropped`). ``cancelled``: asked before each pair and before
     the commit; once true, the rewritten files are deleted and nothing is committed. Other
     failures raise :class:`~tablelog.errors.CommitError`, with nothing committed."""
     if threads < 1:
