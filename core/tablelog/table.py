@@ -252,14 +252,12 @@ class Table:
 
     def compact(
         self, buckets: Sequence[int] | None = None, *, partitions: Sequence[Mapping[str, Any]] | None = None,
-        threads: int = compaction.DEFAULT_THREADS,
-    ) -> CompactionResult:
+        threads: int = compaction.DEFAULT_THREADS) -> CompactionResult:
         """Rewrite each (partition, bucket) of ``buckets`` and ``partitions`` (``[{"dt":
         "2026-11-24"}]``; default all) that has more than one sorted run into one, in one
         ``COMPACT`` snapshot, ``threads`` pairs at a time (default: the cores, at most 4);
-        the rows do not change and log readers pass over it. Writers
-        do this in the background past ``num-sorted-run.compaction-trigger`` (not with
-        ``write-only``: ``tablelog compact --follow``)."""
+        the rows do not change and log readers pass over it. Writers do this in the
+        background past ``num-sorted-run.compaction-trigger`` (not with ``write-only``)."""
         return compaction.compact(self._internals, buckets, partitions=partitions, threads=threads)
 
     def expire_snapshots(self, *, dry_run: bool = False, now_millis: int | None = None) -> ExpireResult:
