@@ -16,7 +16,7 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
-from tablelog.commit.compaction import DEFAULT_THREADS
+from tablelog.commit import compaction
 from tablelog.option_values import InvalidValue, parse_duration_ms
 from tablelog.table import internals
 from tablelog.tables import open_table
@@ -57,7 +57,7 @@ def _interval_s(text: str) -> float:
               help="With --follow: rewrite every run of each pair written (default: the runs Paimon's "
               "universal compaction picks past num-sorted-run.compaction-trigger). Without --follow "
               "compaction is always full.")
-@click.option("--threads", type=click.IntRange(min=1), default=DEFAULT_THREADS, show_default=True, metavar="N",
+@click.option("--threads", type=click.IntRange(min=1), default=compaction.DEFAULT_THREADS, show_default=True, metavar="N",
               help="Pairs rewritten at once in this process (each holds its runs' batches in memory). "
               "Not with --spark: there each pair is a Spark task.")
 @click.option("--spark", "spark_master", default=None, metavar="MASTER",
@@ -95,9 +95,8 @@ def compact_command(warehouse: str, table: str, raw_options: tuple[str, ...], bu
                          threads=threads)
             console.print(f"table {t.identifier}: stopped", markup=False)
             return
-        from tablelog.commit.compaction import compact
-
-        result = compact(internals(t), buckets or None, partitions=specs, cancelled=stop.is_set, threads=threads)
+        result = compaction.compact(internals(t), buckets or None, partitions=specs, cancelled=stop.is_set,
+                                    threads=threads)
         console.print(result.summary(), markup=False)
     finally:
         for sig, handler in previous.items():
