@@ -4,6 +4,12 @@
 (:mod:`tablelog.testing.kafka_server`), or the cluster ``TABLELOG_TEST_KAFKA_BOOTSTRAP``
 names. It lives here, not in ``tests/kafka/``, because the cluster tests use the same
 broker: one per session.
+
+``tox -e tests`` runs on two pytest-xdist workers (``--dist loadgroup``): every test of
+Spark or of the loopback cluster goes to one of them, in the order they were collected
+(:func:`pytest_xdist_make_scheduler`), because a Python process holds one Spark session
+at a time and some tests depend on which one it is (a Spark Connect session cannot start
+beside a classic one); every other test runs on either.
 """
 
 from __future__ import annotations
@@ -14,6 +20,31 @@ from typing import Any
 import pytest
 
 from tablelog.testing.kafka_server import external_kafka, tansu_broker
+
+
+def _runs_spark(nodeid: str) -> bool:
+    """Whether the test of ``nodeid`` runs Spark in the test process or uses the loopback
+    cluster: those of ``tests/spark`` and ``tests/cluster``, and every test file named for
+    Spark (``tests/kafka/test_kafka_spark.py``, ...)."""
+    path = nodeid.split("::", 1)[0]
+    return path.startswith(("tests/spark/", "tests/cluster/")) or "spark" in path.rsplit("/", 1)[-1]
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: plain pytest runs without it
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``-n N --dist loadgroup``: the Spark tests are one unit of work, run by one
+    worker in their order; every other test is a unit of its own. By the test ids, because
+    the controller sees only those (and pytest 9.2's ids no longer take xdist's
+    ``xdist_group`` suffix, so that marker does not group)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SparkOnOneWorker(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return "spark" if _runs_spark(nodeid) else nodeid
+
+    return SparkOnOneWorker(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -153,6 +153,9 @@ def test_a_worker_killed_in_the_middle_of_a_micro_batch_leaves_orphans_no_reader
     assert replay(read["normalized"]) == table_rows(table) == expected_rows()
 
 
+# In `tox -e matrix`: CI's time budget keeps the worker kill above on the cluster, and the
+# same driver kill on local[2] (tests/spark/test_spark_exactly_once.py).
+@pytest.mark.matrix
 def test_a_driver_killed_between_the_table_commit_and_sparks_commit_log_commits_nothing_twice_after_restart(
         pipeline: Pipeline, spark_cluster: StandaloneCluster) -> None:
     # The driver commits micro-batch 1 to the table, then sleeps before Spark's commit log
