@@ -55,6 +55,14 @@ class CommitError(TablelogError):
     """A snapshot could not be committed; nothing of this commit is visible."""
 
 
+class CommitOutcomeUnknown(CommitError):
+    """The commit's snapshot was sent to the object store, its answer did not come back
+    (a timeout, a cut connection), and the store could not be read again to find out
+    whether it was created. The commit may or may not be visible: retry it with the same
+    writer id and commit identifier, which commits it once either way (a replayed commit
+    finds the original and commits nothing twice)."""
+
+
 class WriteAccessError(TablelogError, PermissionError):
     """What an operation writes to the warehouse was refused: the storage is read-only to
     this process (a read-only mount or directory, S3 credentials that may only get and

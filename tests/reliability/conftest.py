@@ -35,7 +35,7 @@ from tablelog.testing.processes import die_with_parent, free_port
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # `import proxy`, `import helpers` from the test modules
 
-from proxy import TcpProxy  # noqa: E402
+from tablelog.testing.fault_proxy import TcpProxy  # noqa: E402
 
 
 def _load(name: str, path: Path) -> ModuleType:

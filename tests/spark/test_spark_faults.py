@@ -98,3 +98,40 @@ def test_spark_write_tasks_hold_writer_leases_that_only_a_dead_attempt_leaves_be
     with table.reader(consistency="eventual", scan_mode="earliest") as reader:
         changes = reader.read_all()
     assert Counter(c.row["id"] for c in changes) == Counter({**{i: 2 for i in range(10)}, **{i: 1 for i in range(10, 20)}})
+
+
+def test_a_micro_batch_whose_commit_answer_is_lost_keeps_its_files_and_is_committed_once_on_restart(
+    spark: Any, tmp_path: Path
+) -> None:
+    # Spark aborts a batch whose commit raised; the snapshot may be in the table all the
+    # same, and then the files it names must stay.
+    warehouse = str(tmp_path / "wh")
+    source_dir = tmp_path / "in"
+    source_dir.mkdir()
+    (source_dir / "b0.json").write_text("".join(f'{{"id": {i}, "name": "n{i}"}}\n' for i in range(20)))
+    table = tablelog.create_table(warehouse, "db.t", pa.schema([("id", pa.int64()), ("name", pa.string())]),
+                                  primary_key=["id"], bucket=2, options={"log.system": "filesystem"})
+    faults.register(spark)
+
+    def run(**testing: str) -> Any:
+        writer = (spark.readStream.schema("id long, name string").json(str(source_dir)).writeStream
+                  .format(faults.FORMAT).option("warehouse", warehouse).option("table", "db.t")
+                  .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True))
+        for key, value in testing.items():
+            writer = writer.option(key, value)
+        query = writer.start()
+        with pytest.raises(Exception):  # noqa: B017,PT011 -- Spark wraps the error in its own
+            query.awaitTermination(120)
+        return query
+
+    failed = run(**{"testing.fail-after-commit": "0"})
+    assert "testing.fail-after-commit" in str(failed.exception())
+    assert sorted(r["id"] for r in table.rows().to_pylist()) == list(range(20))  # every file still there
+    query = (spark.readStream.schema("id long, name string").json(str(source_dir)).writeStream
+             .format("tablelog").option("warehouse", warehouse).option("table", "db.t")
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    query.awaitTermination(120)
+    assert query.exception() is None
+    assert [s.commit_identifier for s in table.snapshots() if s.commit_kind == "APPEND"] == [1]
+    with table.reader(consistency="transactional", scan_mode="earliest") as reader:
+        assert Counter(c.row["id"] for c in reader.read_all()) == Counter(range(20))

@@ -43,7 +43,7 @@ from tablelog.commit.log_commit import (
 )
 from tablelog.commit.merged_conflicts import has_conflict, merged_receipts
 from tablelog.commit.retention import truncate_log_after_commit
-from tablelog.errors import CommitError, LogChangedError
+from tablelog.errors import CommitError, CommitOutcomeUnknown, LogChangedError
 from tablelog.logs.pool import release
 from tablelog.records import CommittedLog, ProducedRange, SeekSpec
 
@@ -108,16 +108,32 @@ def _commit_racing(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
     log_pool: LogPool | None, started_ms: int, relayed: Sequence[int], repair: Repair | None,
 ) -> CommitResult:
+    unknown: CommitOutcomeUnknown | None = None  # the last attempt's snapshot put had no answer
     for attempt in range(MAX_COMMIT_ATTEMPTS):
         # The latest id is read before the identifier is checked, so every snapshot up to
         # it has been checked when snapshot latest + 1 is created.
-        latest = table.files.latest_snapshot()
+        try:
+            latest = table.files.latest_snapshot()
+        except Exception as err:
+            if unknown is None:
+                raise
+            raise CommitOutcomeUnknown(
+                f"{unknown}; reading the table again to find out failed too: {err}. The commit may or may not be "
+                "in the table: retry it with the same writer id and commit identifier, which commits it once "
+                "either way") from err
         next_id = (latest.id if latest is not None else 0) + 1
         try:
             return _commit_once(
                 table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed, repair, next_id, latest)
+        except CommitOutcomeUnknown as err:
+            unknown = err  # the next attempt reads the table again and finds out
         except _LostRace:
-            time.sleep(random.uniform(0, min(MAX_BACKOFF_S, 0.02 * 2**attempt)))
+            unknown = None
+        time.sleep(random.uniform(0, min(MAX_BACKOFF_S, 0.02 * 2**attempt)))
+    if unknown is not None:
+        raise CommitOutcomeUnknown(
+            f"{unknown} ({MAX_COMMIT_ATTEMPTS} attempts). The commit may or may not be in the table: retry it with "
+            "the same writer id and commit identifier, which commits it once either way")
     raise CommitError(
         f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r} lost the race "
         f"for a snapshot id {MAX_COMMIT_ATTEMPTS} times (other committers kept committing first); "
@@ -236,15 +252,26 @@ def _commit_snapshot(
             raise _LostRace()
     except _LostRace:
         raise
+    except CommitOutcomeUnknown as err:
+        raise CommitOutcomeUnknown(
+            f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r}: {err}") from err
     except Exception as err:
         raise CommitError(
             f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r} failed: {err}"
         ) from err
     # The snapshot after the latest, unless another engine committed in between: then looked for.
-    expected = table.files.snapshot(snapshot_id if snapshot_id is not None else (latest.id if latest else 0) + 1)
-    if expected is not None and is_commit_of(expected, writer_id, commit_identifier):
-        return expected
-    snapshot = find_commit(table.files, writer_id, commit_identifier)
+    try:
+        expected = table.files.snapshot(snapshot_id if snapshot_id is not None else (latest.id if latest else 0) + 1)
+        if expected is not None and is_commit_of(expected, writer_id, commit_identifier):
+            return expected
+        snapshot = find_commit(table.files, writer_id, commit_identifier)
+    except Exception as err:
+        # Created, but not read back: the log's part of the commit has not run. A retry of
+        # the same identifier finds the snapshot and finishes it.
+        raise CommitOutcomeUnknown(
+            f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r}: its snapshot was "
+            f"written and could not be read back ({err}); retry the commit with the same writer id and "
+            "identifier to finish it") from err
     if snapshot is None:
         raise CommitError(
             f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r} "

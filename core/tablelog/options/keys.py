@@ -137,7 +137,12 @@ WAREHOUSE_PREFIX = "s3."
 def split_warehouse_options(raw: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
     """``(warehouse options, the other options)``: the ``s3.*`` keys, checked against
     :data:`tablelog.store.s3.S3_OPTION_KEYS`, apart from the table's options."""
-    from tablelog.store.s3 import S3_OPTION_KEYS, endpoint_problem
+    from tablelog.store.s3 import (
+        S3_OPTION_KEYS,
+        TIMEOUT_DEFAULTS,
+        endpoint_problem,
+        timeout_problem,
+    )
 
     warehouse: dict[str, str] = {}
     rest: dict[str, Any] = {}
@@ -153,6 +158,8 @@ def split_warehouse_options(raw: Mapping[str, Any]) -> tuple[dict[str, str], dic
             )
         text = str(value).strip()
         if key == "s3.endpoint" and text and (problem := endpoint_problem(text)):
+            raise invalid_value(key, value, problem)
+        if key in TIMEOUT_DEFAULTS and (problem := timeout_problem(key, text)):
             raise invalid_value(key, value, problem)
         if key == "s3.path-style-access":
             try:

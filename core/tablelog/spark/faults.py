@@ -26,6 +26,9 @@ suites need pytest: the demo and the executors that unpickle these writers do no
 * ``testing.pause-after-commit = "B:SECONDS"``: the driver sleeps after committing
   micro-batch B to the table, before Spark records the batch in its commit log (a window
   for a test to kill the driver).
+* ``testing.fail-after-commit = "B"``: the driver's commit of micro-batch B raises after
+  the snapshot is in the table, as a commit whose answer was lost does
+  (:class:`~tablelog.errors.CommitOutcomeUnknown`): Spark then aborts the batch.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tablelog.commit.log_commit import WriteReceipt
-from tablelog.errors import OptionError
+from tablelog.errors import CommitOutcomeUnknown, OptionError
 from tablelog.spark import sink
 from tablelog.spark.datasource import TablelogDataSource
 from tablelog.spark.sink import PartitionWrite, TablelogCommitMessage, TaskAttempt
@@ -56,7 +59,9 @@ FAIL_AFTER_FINISH = "testing.fail-after-finish"
 PAUSE_MID_WRITE = "testing.pause-mid-write"
 PAUSED_TASK_FILE = "testing.paused-task-file"
 PAUSE_AFTER_COMMIT = "testing.pause-after-commit"
-TESTING_KEYS = frozenset({FAIL_AFTER_FINISH, FAIL_MID_WRITE, PAUSE_MID_WRITE, PAUSED_TASK_FILE, PAUSE_AFTER_COMMIT})
+FAIL_AFTER_COMMIT = "testing.fail-after-commit"
+TESTING_KEYS = frozenset({FAIL_AFTER_FINISH, FAIL_MID_WRITE, PAUSE_MID_WRITE, PAUSED_TASK_FILE, PAUSE_AFTER_COMMIT,
+                          FAIL_AFTER_COMMIT})
 
 
 class InjectedFailure(RuntimeError):
@@ -108,13 +113,19 @@ def after_finish(testing: Mapping[str, str], attempt: TaskAttempt, receipt: Writ
 
 def after_commit(testing: Mapping[str, str], batch_id: int | None) -> None:
     """After the driver committed micro-batch ``batch_id`` to the table, before Spark's
-    commit log records it: sleep as ``testing.pause-after-commit`` asks."""
-    spec = testing.get(PAUSE_AFTER_COMMIT)
-    if spec is None or batch_id is None:
+    commit log records it: sleep as ``testing.pause-after-commit`` asks, then fail as
+    ``testing.fail-after-commit`` asks."""
+    if batch_id is None:
         return
-    batch, _, seconds = spec.partition(":")
-    if int(batch) == batch_id:
-        time.sleep(float(seconds))
+    spec = testing.get(PAUSE_AFTER_COMMIT)
+    if spec is not None:
+        batch, _, seconds = spec.partition(":")
+        if int(batch) == batch_id:
+            time.sleep(float(seconds))
+    failing = testing.get(FAIL_AFTER_COMMIT)
+    if failing is not None and int(failing) == batch_id:
+        raise CommitOutcomeUnknown(f"{FAIL_AFTER_COMMIT}: micro-batch {batch_id} is committed and its "
+                                   "answer is lost (injected)")
 
 
 def _pause_mid_write(testing: Mapping[str, str], attempt: TaskAttempt) -> None:

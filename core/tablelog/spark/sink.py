@@ -32,6 +32,7 @@ import attrs
 import pyarrow as pa
 from pyspark.sql import datasource as _ds
 
+from tablelog.commit.history import find_commit
 from tablelog.commit.leases import log_deletes_before, release_leases
 from tablelog.commit.log_commit import CommitResult, WriteReceipt
 from tablelog.errors import OptionError, TablelogError
@@ -45,6 +46,7 @@ from tablelog.tables import create_table, open_table
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
+    from tablelog.table_view import TableView
     from tablelog.writing.write_task import WriteTask
 
 #: Local properties Spark sets on every task of a streaming micro-batch.
@@ -238,8 +240,11 @@ def commit_messages(plan: WritePlan, messages: list[Any], batch_id: int | None) 
 
 
 def abort_messages(plan: WritePlan, messages: list[Any]) -> None:
-    """Nothing is committed; delete the data files the successful attempts prepared, and
-    their writer leases (which would hold their log records until they expire)."""
+    """The job failed: delete the data files the successful attempts prepared, and their
+    writer leases (which would hold their log records until they expire). Spark aborts
+    also when the commit raised, and a commit whose snapshot put got no answer
+    (:class:`~tablelog.errors.CommitOutcomeUnknown`) may be in the table: the files are
+    deleted only once the table, read again, shows that commit absent."""
     receipts = [msg.receipt for msg in messages if msg is not None]
     paimon_messages = [m for receipt in receipts for m in receipt.paimon_messages]
     produced = any(receipt.ranges for receipt in receipts)
@@ -250,8 +255,16 @@ def abort_messages(plan: WritePlan, messages: list[Any]) -> None:
         table = plan.open()
         if produced and log_deletes_before(internals(table)):
             release_leases(internals(table), receipts)
-        if paimon_messages:
+        if paimon_messages and not _maybe_committed(internals(table), messages):
             internals(table).files.abort(paimon_messages)
+
+
+def _maybe_committed(table: TableView, messages: list[Any]) -> bool:
+    """Whether the table holds the commit of ``messages`` (raises when it cannot be read:
+    the caller then deletes nothing)."""
+    received = [m for m in messages if m is not None]
+    return any(find_commit(table.files, m.writer_id, m.commit_identifier) is not None
+               for m in {(m.writer_id, m.commit_identifier): m for m in received}.values())
 
 
 # -- the writer classes Spark calls -----------------------------------------------------

@@ -173,6 +173,13 @@ INTERNALS: tuple[Internal, ...] = (
              "the same: the file recorded among the writer's files"),
     Internal("pypaimon.write.writer.data_writer:DataWriter._should_write_row_sidecar",
              "a writer that adds a sidecar file writes its files whole"),
+    Internal("pypaimon.filesystem.pyarrow_file_io:PyArrowFileIO._create_s3_retry_config",
+             "an s3:// warehouse's table files are read and written with the warehouse's "
+             "s3.connect-timeout, s3.request-timeout and s3.max-attempts: pypaimon fixes them at "
+             "60 s, 60 s and 10 attempts, so a process cut off from the store would hang for "
+             "many minutes"),
+    Internal("pypaimon.filesystem.pyarrow_file_io:PyArrowFileIO.properties",
+             "the same: the options the file IO was made with"),
 )
 
 
@@ -308,6 +315,32 @@ def _install_merge_reads(marker: str, merge_function: Callable[[Any, int, Sequen
     MergeFileSplitRead._build_merge_function = build_merge_function
     merge_engine_support.check_supported = check_supported
     CoreOptions.batch_scan_skip_level0 = batch_scan_skip_level0
+
+
+def use_s3_timeouts() -> None:
+    """Make pypaimon's S3 file systems (pyarrow's) take their connect and request
+    timeouts and their attempts from the ``s3.*`` options their file IO is made with
+    (:func:`tablelog.store.s3.s3_timeouts`); file IOs made without them keep pypaimon's.
+    Installed once."""
+    _install_s3_timeouts()
+
+
+@functools.cache
+def _install_s3_timeouts() -> None:
+    from pypaimon.filesystem.pyarrow_file_io import PyArrowFileIO
+
+    from tablelog.store.s3 import TIMEOUT_DEFAULTS, s3_timeouts
+
+    fixed = PyArrowFileIO._create_s3_retry_config
+
+    def retry_config(self: Any, max_attempts: int = 10, request_timeout: int = 60, connect_timeout: int = 60) -> Any:
+        given = {k: v for k, v in self.properties.to_map().items() if k in TIMEOUT_DEFAULTS}
+        if not given:
+            return fixed(self, max_attempts, request_timeout, connect_timeout)
+        timeouts = s3_timeouts(given)
+        return fixed(self, timeouts.attempts, timeouts.request_s, timeouts.connect_s)
+
+    PyArrowFileIO._create_s3_retry_config = retry_config
 
 
 def read_files_by_row_group(marker: str) -> None:

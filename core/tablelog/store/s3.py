@@ -22,8 +22,11 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
+import attrs
+
 from tablelog.ca_bundle import bundle as ca_bundle
 from tablelog.errors import CommitError, OptionError
+from tablelog.option_values import InvalidValue, parse_duration_ms
 
 #: The connection options of an ``s3://`` warehouse, in the spelling both pypaimon's
 #: pure-Python file IO and pypaimon-rust (the native writer) read. Runtime options: given
@@ -37,8 +40,17 @@ S3_OPTION_DOCS: dict[str, str] = {
     "(the native writer needs one).",
     "s3.path-style-access": "`true`: address the bucket in the path (needed for an IP endpoint and "
     "the native writer); default `true` with an `s3.endpoint`, else `false`.",
+    "s3.connect-timeout": "The longest opening a connection to the S3 endpoint may take before that attempt "
+    "fails (a duration: `500 ms`, `5 s`); default `5 s`. Also pypaimon's reads and writes of the table files.",
+    "s3.request-timeout": "The longest an S3 request waits for the next bytes of its answer before that attempt "
+    "fails; default `30 s`. Also pypaimon's reads and writes of the table files.",
+    "s3.max-attempts": "Attempts of one S3 request, the first included, before its error is raised; default `3`. "
+    "A request cut off from the store fails within about `s3.max-attempts` x (`s3.connect-timeout` + "
+    "`s3.request-timeout`).",
 }
 S3_OPTION_KEYS = tuple(S3_OPTION_DOCS)
+#: The timeouts' defaults, in the options' spelling.
+TIMEOUT_DEFAULTS = {"s3.connect-timeout": "5 s", "s3.request-timeout": "30 s", "s3.max-attempts": "3"}
 
 # The standard AWS variables, for the options not given (first one set wins).
 _ENVIRONMENT = {
@@ -82,9 +94,50 @@ def s3_settings(given: Mapping[str, str], environ: Mapping[str, str] = os.enviro
                 if problem:
                     raise OptionError(f"invalid value {environ[found]!r} of the environment variable {found} "
                                       f"(the default of option 's3.endpoint'): {problem}")
+    for key, default in TIMEOUT_DEFAULTS.items():
+        settings.setdefault(key, default)
     settings.setdefault("s3.region", "us-east-1")
     settings.setdefault("s3.path-style-access", "true" if settings.get("s3.endpoint") else "false")
     return settings
+
+
+@attrs.frozen
+class S3Timeouts:
+    """How long one S3 request may take: per attempt, to connect and to wait for the
+    answer's next bytes; and how many attempts."""
+
+    connect_s: float
+    request_s: float
+    attempts: int
+
+    @property
+    def longest_s(self) -> float:
+        """The longest one request takes to fail when the store does not answer at all
+        (backoff between attempts aside)."""
+        return self.attempts * (self.connect_s + self.request_s)
+
+
+def s3_timeouts(settings: Mapping[str, str]) -> S3Timeouts:
+    """The timeouts of :func:`s3_settings`' ``settings`` (defaults for those not given);
+    an :class:`~tablelog.errors.OptionError` naming the key for a value that is not one."""
+    values = {**TIMEOUT_DEFAULTS, **{k: v for k, v in settings.items() if k in TIMEOUT_DEFAULTS}}
+    for key, value in values.items():
+        if problem := timeout_problem(key, value):
+            raise OptionError(f"invalid value {value!r} of option {key!r}: {problem}")
+    return S3Timeouts(connect_s=parse_duration_ms(values["s3.connect-timeout"]) / 1000,
+                      request_s=parse_duration_ms(values["s3.request-timeout"]) / 1000,
+                      attempts=int(values["s3.max-attempts"]))
+
+
+def timeout_problem(key: str, value: str) -> str | None:
+    """Why ``value`` cannot be the timeout option ``key``, or None."""
+    if key == "s3.max-attempts":
+        return None if str(value).strip().isdigit() and 1 <= int(value) <= 100 else "expected a whole number from 1 to 100"
+    try:
+        millis = parse_duration_ms(value)
+    except InvalidValue as err:
+        return str(err)
+    return None if millis >= 100 else "expected a duration of at least 100 ms, such as '5 s' or '500 ms'"
 
 
 def split_s3_url(url: str) -> tuple[str, str]:
@@ -105,6 +158,7 @@ def boto3_client(settings: Mapping[str, str]) -> Any:
             f"an s3:// warehouse needs boto3 (for its conditional snapshot commits): {INSTALL_HINT}"
         ) from None
     path_style = settings.get("s3.path-style-access", "false").lower() == "true"
+    timeouts = s3_timeouts(settings)
     return boto3.client(
         "s3",
         endpoint_url=settings.get("s3.endpoint") or None,
@@ -113,7 +167,9 @@ def boto3_client(settings: Mapping[str, str]) -> Any:
         region_name=settings.get("s3.region") or None,
         verify=ca_bundle(),
         config=Config(s3={"addressing_style": "path" if path_style else "auto"},
-                      retries={"max_attempts": 3, "mode": "standard"}),
+                      connect_timeout=timeouts.connect_s, read_timeout=timeouts.request_s,
+                      # botocore's "max_attempts" counts the retries; "total_max_attempts" the first too
+                      retries={"total_max_attempts": timeouts.attempts, "mode": "standard"}),
     )
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pyarrow as pa
 
+from tablelog.errors import CommitOutcomeUnknown
 from tablelog.store import snapshots
 from tablelog.store.bucket_routing import BucketRouting, bucket_routing
 from tablelog.store.compaction import TableCompactions
@@ -323,8 +324,9 @@ class PaimonTable:
     ) -> bool:
         """Object-store warehouse: commit ``messages`` as snapshot ``snapshot_id`` if no
         other committer created it first. False: another did (or pypaimon found a newer
-        snapshot than ``snapshot_id - 1``); an exception: the outcome is unknown. Either
-        way the caller decides by reading the snapshots again."""
+        snapshot than ``snapshot_id - 1``); :class:`~tablelog.errors.CommitOutcomeUnknown`:
+        the snapshot was offered and no answer came back. Either way the caller decides by
+        reading the snapshots again."""
         from tablelog.store.s3 import ConditionalSnapshotCommit
 
         conditional = ConditionalSnapshotCommit(self._snapshots, self.s3_client, snapshot_id)
@@ -333,11 +335,13 @@ class PaimonTable:
         )
         try:
             commit_files(self.paimon, messages, commit_user, commit_identifier, properties, conditional)
-        except Exception:
+        except Exception as err:
             if not conditional.attempted:
                 raise  # the snapshot was never offered to the store: a plain failure
-            # Offered: created or not, an error around it leaves the answer to the snapshots.
-            return conditional.created
+            if conditional.created:
+                return True  # what failed after the snapshot was created is not the commit
+            # Offered and no answer: created or not, the snapshots will tell.
+            raise CommitOutcomeUnknown(f"snapshot {snapshot_id} was sent and no answer came back: {err}") from err
         return conditional.created
 
     @staticmethod

@@ -27,7 +27,7 @@ from tablelog.errors import OptionError, TableExistsError, TableNotFoundError, W
 from tablelog.redaction import is_secret
 from tablelog.store.layout import THIN_MODE
 from tablelog.store.metadata import MainBranchSchemas
-from tablelog.store.pypaimon_internals import schema_ids
+from tablelog.store.pypaimon_internals import schema_ids, use_s3_timeouts
 from tablelog.store.schema_files import create_first_schema
 from tablelog.store.table import PaimonTable
 
@@ -203,6 +203,7 @@ class Warehouse:
 
         if self.on_object_store:
             self.s3_client  # noqa: B018 -- boto3 present and the endpoint trusted, before any table file
+            use_s3_timeouts()
             return FileIO.get(self.path, Options({"warehouse": self.path, **self.s3_settings}))
         return FileIO.get(self.path, Options({"warehouse": self.path}))
 
@@ -212,6 +213,7 @@ class Warehouse:
 
         if self.on_object_store:
             self.s3_client  # noqa: B018 -- boto3 present and the endpoint trusted, before any table file
+            use_s3_timeouts()
             return CatalogFactory.create({"warehouse": self.path, **self.s3_settings})
         os.makedirs(self.path, exist_ok=True)
         return CatalogFactory.create({"warehouse": self.path})

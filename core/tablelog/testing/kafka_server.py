@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tablelog.testing.processes import die_with_parent, free_port, wheel_binary
+from tablelog.testing.processes import Launch, die_with_parent, free_port, wheel_binary
 
 ENV_BOOTSTRAP = "TABLELOG_TEST_KAFKA_BOOTSTRAP"
 
@@ -65,11 +65,12 @@ def _raise_if_exited(process: subprocess.Popen[bytes] | None, log_path: Path | N
         raise RuntimeError(f"tansu exited with code {process.returncode}; log:\n{tail}")
 
 
-def _wait_until_listening(port: int, timeout_s: float, process: subprocess.Popen[bytes], log_path: Path) -> None:
+def _wait_until_listening(address: str, port: int, timeout_s: float, process: subprocess.Popen[bytes],
+                          log_path: Path) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         _raise_if_exited(process, log_path)
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1.0):
+        with contextlib.suppress(OSError), socket.create_connection((address, port), timeout=1.0):
             return
         time.sleep(0.1)
     raise RuntimeError(f"the Kafka broker on port {port} did not accept connections within {timeout_s}s")
@@ -84,28 +85,31 @@ def external_kafka() -> str | None:
 
 
 @contextlib.contextmanager
-def tansu_broker(workdir: Path, advertised_port: int | None = None, *, authentication: bool = False) -> Iterator[str]:
-    """A Tansu broker (memory storage) on a free loopback port; yields ``127.0.0.1:PORT``
+def tansu_broker(workdir: Path, advertised_port: int | None = None, *, authentication: bool = False,
+                 address: str = "127.0.0.1", launch: Launch = subprocess.Popen) -> Iterator[str]:
+    """A Tansu broker (memory storage) on a free loopback port; yields ``ADDRESS:PORT``
     once it answers, kills it on exit. ``advertised_port``: the port it tells clients to
     connect to instead (a TLS terminator's in front of it: :mod:`tablelog.testing.tls_proxy`).
     ``authentication``: every client must log in with SASL (SCRAM) first; it is then waited
-    for until it accepts connections, as an unauthenticated request gets no answer."""
+    for until it accepts connections, as an unauthenticated request gets no answer.
+    ``address`` and ``launch``: where it listens and what starts it (a host's
+    :meth:`~tablelog.testing.hosts.Host.popen` and its address, to run it on that host)."""
     binary = tansu_binary()
     log_path = workdir / "tansu.log"
     port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    advertised = f"tcp://127.0.0.1:{advertised_port or port}"
+    url = f"tcp://{address}:{port}"
+    advertised = f"tcp://{address}:{advertised_port or port}"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(
+        process = launch(
             [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", advertised,
              "--storage-engine", "memory://tansu/", *(["--authentication"] if authentication else [])],
             cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
             preexec_fn=die_with_parent if os.name == "posix" else None,
         )
     try:
-        bootstrap = f"127.0.0.1:{port}"
+        bootstrap = f"{address}:{port}"
         if authentication:
-            _wait_until_listening(port, 30.0, process, log_path)
+            _wait_until_listening(address, port, 30.0, process, log_path)
         else:
             wait_until_answers(bootstrap, 30.0, process, log_path)
         yield bootstrap

@@ -14,9 +14,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+#: What starts a server's process: ``subprocess.Popen``, or a host's
+#: :meth:`~tablelog.testing.hosts.Host.popen` to start it on that host.
+Launch = Callable[..., "subprocess.Popen[Any]"]
 
 
 def free_port() -> int:
@@ -83,12 +87,18 @@ def start_python(program: str | Path, config: Mapping[str, Any], **popen: Any) -
     readable by every user of the machine (``ps``, ``/proc/PID/cmdline``), a pipe is not.
     """
     process = subprocess.Popen(python_command(program), stdin=subprocess.PIPE, **popen)
+    send_config(process, config)
+    return process
+
+
+def send_config(process: subprocess.Popen[Any], config: Mapping[str, Any]) -> None:
+    """Write ``config`` to the standard input of ``process`` (started with ``stdin=PIPE``)
+    and close it: :func:`child_config` reads it there."""
     assert process.stdin is not None
     data = json.dumps(dict(config))
     with process.stdin:
         process.stdin.write(data if isinstance(process.stdin, io.TextIOBase) else data.encode())
     process.stdin = None  # closed: ``communicate`` must not flush it
-    return process
 
 
 def run_python(program: str | Path, config: Mapping[str, Any], timeout_s: float,

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from tablelog.testing.processes import die_with_parent, free_ports
+from tablelog.testing.processes import Launch, die_with_parent, free_ports
 
 ENV_ENDPOINT = "TABLELOG_TEST_S3_ENDPOINT"
 ENV_ACCESS_KEY = "TABLELOG_TEST_S3_ACCESS_KEY"
@@ -106,7 +106,7 @@ class S3Endpoint:
         import boto3
         from botocore.config import Config
 
-        settings: dict[str, Any] = {"s3": {"addressing_style": "path"}, "retries": {"max_attempts": 1}}
+        settings: dict[str, Any] = {"s3": {"addressing_style": "path"}, "retries": {"total_max_attempts": 1}}
         settings.update(config)
         return boto3.client(
             "s3", endpoint_url=self.endpoint, aws_access_key_id=self.access_key,
@@ -172,11 +172,14 @@ def ensure_bucket(server: S3Endpoint, timeout_s: float, process: subprocess.Pope
 
 
 @contextlib.contextmanager
-def seaweedfs(workdir: Path, bucket: str = "tablelog", timeout_s: float = 60.0) -> Iterator[S3Endpoint]:
+def seaweedfs(workdir: Path, bucket: str = "tablelog", timeout_s: float = 60.0, *, address: str = "127.0.0.1",
+              launch: Launch = subprocess.Popen) -> Iterator[S3Endpoint]:
     """A SeaweedFS server (master, volume, filer and S3 gateway in one process) storing in
     ``workdir``, with ``bucket`` created; SIGKILLed on exit (it may ignore SIGTERM). Its S3
     gateway also answers over TLS, with a certificate for the loopback names signed by a
-    CA made here (:attr:`S3Endpoint.https_endpoint`, :attr:`S3Endpoint.ca_file`)."""
+    CA made here (:attr:`S3Endpoint.https_endpoint`, :attr:`S3Endpoint.ca_file`).
+    ``address`` and ``launch``: where it listens and what starts it (a host's
+    :meth:`~tablelog.testing.hosts.Host.popen` and its address, to run it on that host)."""
     from tablelog.testing.tls import certificate_authority
 
     binary, locations = weed_binary()
@@ -191,7 +194,7 @@ def seaweedfs(workdir: Path, bucket: str = "tablelog", timeout_s: float = 60.0) 
              "volume.port.grpc", "filer.port", "filer.port.grpc")
     ports = dict(zip(names, free_ports(len(names)), strict=True))
     s3_port, https_port = ports.pop("s3.port"), ports.pop("s3.port.https")
-    command = [str(binary), "server", f"-dir={workdir / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+    command = [str(binary), "server", f"-dir={workdir / 'data'}", f"-ip={address}", f"-ip.bind={address}",
                "-s3", f"-s3.port={s3_port}", f"-s3.port.https={https_port}",
                f"-s3.cert.file={certificate.certificate}", f"-s3.key.file={certificate.key}", "-s3.port.iceberg=0", "-s3.port.lance=0",
                "-master.volumeSizeLimitMB=256", "-volume.max=0",
@@ -209,14 +212,14 @@ def seaweedfs(workdir: Path, bucket: str = "tablelog", timeout_s: float = 60.0) 
     command.append(f"-s3.config={identities}")
     log_path = workdir / "weed.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
-                                   preexec_fn=die_with_parent if os.name == "posix" else None)
+        process = launch(command, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                         preexec_fn=die_with_parent if os.name == "posix" else None)
     try:
-        server = S3Endpoint(endpoint=f"http://127.0.0.1:{s3_port}", access_key="tablelog",
+        server = S3Endpoint(endpoint=f"http://{address}:{s3_port}", access_key="tablelog",
                             secret_key="tablelog", region="us-east-1", bucket=bucket,
                             reader_access_key="tablelog-reader", reader_secret_key="tablelog-reader",
                             sentinel_access_key=sentinel_key, sentinel_secret_key=sentinel_secret,
-                            https_endpoint=f"https://127.0.0.1:{https_port}", ca_file=str(authority.ca_file))
+                            https_endpoint=f"https://{address}:{https_port}", ca_file=str(authority.ca_file))
         ensure_bucket(server, timeout_s, process, log_path)
         yield server
     finally:

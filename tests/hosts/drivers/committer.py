@@ -1,0 +1,61 @@
+"""A committer on its own host (tests/hosts): makes its commits one after another and
+prints one JSON line per outcome as it happens.
+
+Configuration on standard input (the options hold the S3 secret): ``warehouse``,
+``table``, ``options``, ``who`` (written into each row), ``rows`` per commit,
+``commits``: a list of ``{"writer", "identifier"}``, whose rows have the ids
+``identifier * rows + offset ..`` (``offset``: per writer, ``offsets[writer]``, default 0),
+and ``retry_unknown_s``: a commit whose outcome is unknown (CommitOutcomeUnknown) is
+retried with the same identifier every that many seconds, as a user is told to, until
+it has an answer or ``give_up_s`` passed.
+
+A line: ``{"writer", "identifier", "outcome": "committed" | "already" | "unknown" |
+"error", "snapshot", "seconds", "error"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import tablelog
+from tablelog.errors import CommitOutcomeUnknown
+from tablelog.testing.processes import child_config
+
+
+def say(**line: object) -> None:
+    print(json.dumps(line), flush=True)
+
+
+def main() -> None:
+    config = child_config()
+    table = tablelog.open_table(config["warehouse"], config["table"], config["options"])
+    rows, who, offsets = int(config["rows"]), config["who"], config.get("offsets", {})
+    for commit in config["commits"]:
+        writer, identifier = commit["writer"], int(commit["identifier"])
+        first = identifier * rows + int(offsets.get(writer, 0))
+        task = table.write_task(writer, identifier, task=who)
+        task.write([{"id": i, "who": who, "identifier": identifier} for i in range(first, first + rows)])
+        receipt = task.finish()
+        began = time.monotonic()
+        while True:
+            line = {"writer": writer, "identifier": identifier}
+            try:
+                result = table.commit(writer, identifier, [receipt])
+            except CommitOutcomeUnknown as err:
+                say(**line, outcome="unknown", seconds=time.monotonic() - began, error=str(err)[:800])
+                if time.monotonic() - began > float(config.get("give_up_s", 120)):
+                    return
+                time.sleep(float(config.get("retry_unknown_s", 1.0)))
+                continue
+            except Exception as err:  # noqa: BLE001 -- reported to the test, which judges it
+                say(**line, outcome="error", seconds=time.monotonic() - began,
+                    error=f"{type(err).__name__}: {str(err)[:800]}")
+                return
+            say(**line, outcome="committed" if result.committed else "already", snapshot=result.snapshot_id,
+                seconds=time.monotonic() - began, records=result.records)
+            break
+
+
+if __name__ == "__main__":
+    main()
