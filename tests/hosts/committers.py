@@ -37,12 +37,12 @@ def new_table(cluster: Cluster, **extra: str) -> tuple[tablelog.Table, str, dict
     return table, warehouse, options
 
 
-class Committer:
-    """``drivers/committer.py`` running on ``host``; its outcome lines as they come."""
+class Program:
+    """``drivers/<driver>.py`` running on ``host`` with ``config``; its JSON lines as they come."""
 
-    def __init__(self, host: Host, config: Mapping[str, Any]) -> None:
+    def __init__(self, host: Host, driver: str, config: Mapping[str, Any]) -> None:
         self.host = host
-        self.process = host.start_python(DRIVERS / "committer.py", {"rows": ROWS, **config},
+        self.process = host.start_python(DRIVERS / f"{driver}.py", config,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self._lines: list[dict[str, Any]] = []
         self._errors: list[str] = []
@@ -87,6 +87,11 @@ class Committer:
 
     def _failure(self) -> str:
         return f"exit {self.process.poll()}: {''.join(self._errors)[-3000:]}"
+
+
+def committer(host: Host, config: Mapping[str, Any]) -> Program:
+    """``drivers/committer.py`` on ``host``: its outcome lines."""
+    return Program(host, "committer", {"rows": ROWS, **config})
 
 
 def commits(writer: str, identifiers: Iterable[int]) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ import pytest
 
 from tablelog.testing.s3_faults import S3FaultProxy
 
-from .committers import Committer, check_exactly_once, commits, final_outcomes, new_table
+from .committers import check_exactly_once, commits, committer, final_outcomes, new_table
 from .conftest import Cluster
 
 IDENTIFIERS = range(1, 7)
@@ -28,7 +28,7 @@ def test_a_committer_cut_off_from_s3_at_its_snapshot_put_commits_each_identifier
     table, warehouse, options = new_table(cluster)
     net = cluster.network
     with S3FaultProxy(cluster.s3.endpoint, listen_host=net.controller_address) as proxy:
-        first = Committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "offsets": OFFSETS,
+        first = committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "offsets": OFFSETS,
                                      "options": {**options, "s3.endpoint": proxy.endpoint},
                                      "commits": commits("driver", IDENTIFIERS)})
         first.wait_for(lambda line: line["identifier"] == CUT_AT - 1)
@@ -43,7 +43,7 @@ def test_a_committer_cut_off_from_s3_at_its_snapshot_put_commits_each_identifier
         net.partition([net["a"]], [net.controller, net["s3"]])
         proxy.clear()  # the held request's connection closes: the cut-off committer does not hear it
 
-        restarted = Committer(net["b"], {"warehouse": warehouse, "table": "db.t", "who": "B", "offsets": OFFSETS,
+        restarted = committer(net["b"], {"warehouse": warehouse, "table": "db.t", "who": "B", "offsets": OFFSETS,
                                          "options": options,
                                          "commits": commits("driver", range(CUT_AT, 7)) + commits("other", [1, 2])})
         second = final_outcomes(restarted.finish())
@@ -72,7 +72,7 @@ def test_a_committer_cut_off_from_s3_longer_than_its_timeouts_answers_unknown_in
     net = cluster.network
     with S3FaultProxy(cluster.s3.endpoint, listen_host=net.controller_address) as proxy:
         rule = proxy.apply_then_hang("PUT", "/snapshot/snapshot-1")
-        committer = Committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "offsets": OFFSETS,
+        cut_off = committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "offsets": OFFSETS,
                                          "options": {**options, "s3.endpoint": proxy.endpoint},
                                          "commits": commits("driver", [1, 2]), "retry_unknown_s": 0.5})
         deadline = time.monotonic() + 60
@@ -81,9 +81,9 @@ def test_a_committer_cut_off_from_s3_longer_than_its_timeouts_answers_unknown_in
             time.sleep(0.01)
         net.partition([net["a"]], [net.controller, net["s3"]])
         proxy.clear()
-        unknown = committer.wait_for(lambda line: line["outcome"] == "unknown", timeout_s=UNKNOWN_WITHIN_S + 30)
+        unknown = cut_off.wait_for(lambda line: line["outcome"] == "unknown", timeout_s=UNKNOWN_WITHIN_S + 30)
         net.heal()
-        outcomes = final_outcomes(committer.finish())
+        outcomes = final_outcomes(cut_off.finish())
 
     assert unknown["seconds"] < UNKNOWN_WITHIN_S, unknown
     assert "retry it with the same writer id and commit identifier" in unknown["error"]

@@ -5,7 +5,7 @@ Configuration on standard input (the options hold the S3 secret): ``warehouse``,
 ``table``, ``options``, ``who`` (written into each row), ``rows`` per commit,
 ``commits``: a list of ``{"writer", "identifier"}``, whose rows have the ids
 ``identifier * rows + offset ..`` (``offset``: per writer, ``offsets[writer]``, default 0),
-and ``retry_unknown_s``: a commit whose outcome is unknown (CommitOutcomeUnknown) is
+``pause_s`` between commits (default none), and ``retry_unknown_s``: a commit whose outcome is unknown (CommitOutcomeUnknown) is
 retried with the same identifier every that many seconds, as a user is told to, until
 it has an answer or ``give_up_s`` passed.
 
@@ -55,6 +55,7 @@ def main() -> None:
             say(**line, outcome="committed" if result.committed else "already", snapshot=result.snapshot_id,
                 seconds=time.monotonic() - began, records=result.records)
             break
+        time.sleep(float(config.get("pause_s", 0)))
 
 
 if __name__ == "__main__":
