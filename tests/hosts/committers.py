@@ -31,10 +31,10 @@ def new_table(cluster: Cluster, **extra: str) -> tuple[tablelog.Table, str, dict
     """A table on the cluster's S3 with its log on the cluster's broker: the table, its
     warehouse and the options a committer opens it with (the S3 endpoint direct)."""
     warehouse = cluster.s3.url(f"t-{uuid.uuid4().hex[:8]}")
-    options = {**cluster.s3.tablelog_options(), **QUICK_FAILURE, "log.system": "kafka",
-               "kafka.bootstrap.servers": cluster.bootstrap, "write-only": "true", **extra}
+    options = {**cluster.s3.tablelog_options(), "log.system": "kafka", "kafka.bootstrap.servers": cluster.bootstrap,
+               "write-only": "true"}
     table = tablelog.create_table(warehouse, "db.t", SCHEMA, primary_key=["id"], bucket=2, options=options)
-    return table, warehouse, options
+    return table, warehouse, {**options, **QUICK_FAILURE, **extra}
 
 
 class Program:

@@ -49,6 +49,8 @@ def cluster_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluste
         s3_host, broker = network["s3"], network["broker"]
         with seaweedfs(tmp_path_factory.mktemp("s3"), address=s3_host.address, launch=s3_host.popen) as s3, \
                 tansu_broker(tmp_path_factory.mktemp("tansu"), address=broker.address, launch=broker.popen) as bootstrap:
+            # SeaweedFS makes its volumes at the first write, which takes seconds: not in a test's timeouts
+            s3.client().put_object(Bucket=s3.bucket, Key="warm-up", Body=b"x")
             yield Cluster(network, s3, bootstrap)
 
 

@@ -250,15 +250,15 @@ def test_a_503_on_the_snapshot_put_is_retried_and_the_commit_lands_once(
     assert sorted(table.rows().to_pylist(), key=lambda r: r["id"]) == ROWS
 
 
-def test_a_snapshot_put_applied_but_unanswered_commits_once_and_is_reported_as_already_committed(
+def test_a_snapshot_put_applied_but_unanswered_commits_once_and_is_reported_as_this_calls_commit(
         proxy: S3FaultProxy, s3_server: S3Endpoint) -> None:
     table = table_through(proxy, s3_server)
     proxy.apply_then_drop(method="PUT", path="/snapshot/snapshot-")
     result = write_and_commit(table)
     # boto3 retries the conditional put, which now finds the snapshot (412); the committer
-    # reads the table again and finds its own commit there: it reports it as committed
-    # before (committed=False), like a replay's, though this call created it.
+    # reads the table again and finds the commit there, made by this call (its start time
+    # and its log records): committed, not a replay's "already".
     assert snapshot_puts(proxy) == ["apply_then_drop", 412]
-    assert (result.snapshot_id, result.committed) == (1, False)
+    assert (result.snapshot_id, result.committed) == (1, True)
     assert [(s.id, s.commit_user, s.commit_identifier) for s in table.snapshots()] == [(1, "w", 1)]
     assert sorted(table.rows().to_pylist(), key=lambda r: r["id"]) == ROWS

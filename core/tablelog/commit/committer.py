@@ -164,7 +164,8 @@ def _commit_once(
         release_leases(table, receipts)
     if existing is not None:
         hook_error = rerun_commit_hook(table, existing, log_pool)
-        return CommitResult(existing.id, committed=False, rows=rows, records=records, hook_error=hook_error)
+        return CommitResult(existing.id, committed=_made_by_this_call(existing, started_ms, ranges), rows=rows,
+                            records=records, hook_error=hook_error)
     if expired:
         # A replay of a commit whose snapshot has expired: committing it again would repeat it.
         return CommitResult(None, committed=False, rows=rows, records=records)
@@ -217,6 +218,14 @@ def _commit_once(
         committed = CommittedLog(snapshot.id, writer_id, commit_identifier, ranges, record.end_positions)
         hook_error = run_commit_hook(table, log, log_pool, committed)
     return CommitResult(snapshot.id, committed=True, rows=rows, records=records, hook_error=hook_error)
+
+
+def _made_by_this_call(snapshot: SnapshotInfo, started_ms: int, ranges: Sequence[ProducedRange]) -> bool:
+    """Whether ``snapshot``, found holding this commit's identifier, is this call's own: an
+    earlier attempt of the call whose answer was lost (the same start time and the same
+    log records), not a replay's."""
+    record = LogCommitRecord.from_properties(snapshot.properties)
+    return record is not None and record.commit_started_ms == started_ms and tuple(record.ranges) == tuple(ranges)
 
 
 def _projection(table: TableView, receipts: Sequence[WriteReceipt]) -> LogProjection | None:

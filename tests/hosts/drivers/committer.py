@@ -10,7 +10,8 @@ retried with the same identifier every that many seconds, as a user is told to, 
 it has an answer or ``give_up_s`` passed.
 
 A line: ``{"writer", "identifier", "outcome": "committed" | "already" | "unknown" |
-"error", "snapshot", "seconds", "error"}``.
+"error" | "write failed", "snapshot", "seconds", "error"}``; a failed write attempt is
+given up and made again (at most :data:`WRITE_ATTEMPTS`), as Spark runs a failed task again.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ import time
 import tablelog
 from tablelog.errors import CommitOutcomeUnknown
 from tablelog.testing.processes import child_config
+
+#: Attempts of one commit's write before the driver gives up.
+WRITE_ATTEMPTS = 3
 
 
 def say(**line: object) -> None:
@@ -34,9 +38,19 @@ def main() -> None:
     for commit in config["commits"]:
         writer, identifier = commit["writer"], int(commit["identifier"])
         first = identifier * rows + int(offsets.get(writer, 0))
-        task = table.write_task(writer, identifier, task=who)
-        task.write([{"id": i, "who": who, "identifier": identifier} for i in range(first, first + rows)])
-        receipt = task.finish()
+        receipt = None
+        for attempt in range(WRITE_ATTEMPTS):  # as Spark runs a failed task again
+            task = table.write_task(writer, identifier, task=f"{who}-{attempt}")
+            try:
+                task.write([{"id": i, "who": who, "identifier": identifier} for i in range(first, first + rows)])
+                receipt = task.finish()
+                break
+            except Exception as err:  # noqa: BLE001 -- reported; the attempt is given up and made again
+                task.abort()
+                say(writer=writer, identifier=identifier, outcome="write failed", error=f"{type(err).__name__}: "
+                    f"{str(err)[:800]}")
+        if receipt is None:
+            return
         began = time.monotonic()
         while True:
             line = {"writer": writer, "identifier": identifier}
