@@ -12,10 +12,9 @@ from tablelog.testing.s3_faults import S3FaultProxy
 
 from .committers import check_exactly_once, commits, committer, final_outcomes, new_table
 from .conftest import Cluster
+from .scenarios import LAST, OFFSETS, cut_off_at_snapshot_put
 
-IDENTIFIERS = range(1, 7)
 CUT_AT = 3  # the identifier whose snapshot put the partition hits
-OFFSETS = {"driver": 0, "other": 100_000}
 #: Within how long a commit cut off from S3 must answer "unknown", with QUICK_FAILURE's
 #: timeouts (1 s to connect, 2 s to answer, 2 attempts): the snapshot put's attempts, then
 #: the reads that try to find out.
@@ -25,45 +24,13 @@ UNKNOWN_WITHIN_S = 30
 @pytest.mark.parametrize("phase", ["before", "during", "after"])
 def test_a_committer_cut_off_from_s3_at_its_snapshot_put_commits_each_identifier_once(
         cluster: Cluster, phase: str) -> None:
-    table, warehouse, options = new_table(cluster)
-    net = cluster.network
-    with S3FaultProxy(cluster.s3.endpoint, listen_host=net.controller_address) as proxy:
-        first = committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "offsets": OFFSETS,
-                                     "options": {**options, "s3.endpoint": proxy.endpoint},
-                                     "commits": commits("driver", IDENTIFIERS)})
-        first.wait_for(lambda line: line["identifier"] == CUT_AT - 1)
-        snapshot_put = f"/snapshot/snapshot-{CUT_AT}"
-        rule = {"before": lambda: proxy.hang("PUT", snapshot_put),
-                "during": lambda: proxy.apply_then_hang("PUT", snapshot_put),
-                "after": lambda: proxy.hang("PUT", "/snapshot/LATEST")}[phase]()
-        deadline = time.monotonic() + 60
-        while not rule.fired:
-            assert time.monotonic() < deadline, proxy.requests[-20:]
-            time.sleep(0.01)
-        net.partition([net["a"]], [net.controller, net["s3"]])
-        proxy.clear()  # the held request's connection closes: the cut-off committer does not hear it
-
-        restarted = committer(net["b"], {"warehouse": warehouse, "table": "db.t", "who": "B", "offsets": OFFSETS,
-                                         "options": options,
-                                         "commits": commits("driver", range(CUT_AT, 7)) + commits("other", [1, 2])})
-        second = final_outcomes(restarted.finish())
-        net.heal()
-        cut_off = final_outcomes(first.finish())
-
-    assert all(line["outcome"] in ("committed", "already") for line in [*second.values(), *cut_off.values()])
-    # The cut commit: the table has one snapshot of it, and whoever says "committed" made it.
-    committed_cut = [who for who, outcomes in (("A", cut_off), ("B", second))
-                     if outcomes[("driver", CUT_AT)]["outcome"] == "committed"]
-    assert len(committed_cut) <= 1
-    if phase == "before":
-        assert second[("driver", CUT_AT)]["outcome"] == "committed"  # A's snapshot never reached S3
-    else:
-        assert second[("driver", CUT_AT)]["outcome"] == "already"  # A's snapshot is there: B finds it
-    for identifier in range(CUT_AT + 1, 7):  # B committed them while A was cut off
-        assert (second[("driver", identifier)]["outcome"], cut_off[("driver", identifier)]["outcome"]) == (
+    cut_off, restarted = cut_off_at_snapshot_put(cluster, phase, CUT_AT)
+    # Before, A's snapshot never reached S3 and B commits it; during and after it is there.
+    assert restarted[("driver", CUT_AT)]["outcome"] == ("committed" if phase == "before" else "already")
+    assert cut_off[("driver", CUT_AT)]["outcome"] == ("already" if phase == "before" else "committed")
+    for identifier in range(CUT_AT + 1, LAST + 1):  # B committed them while A was cut off
+        assert (restarted[("driver", identifier)]["outcome"], cut_off[("driver", identifier)]["outcome"]) == (
             "committed", "already")
-    check_exactly_once(table, cluster, warehouse,
-                       [*((("driver", i)) for i in IDENTIFIERS), ("other", 1), ("other", 2)], OFFSETS)
 
 
 def test_a_committer_cut_off_from_s3_longer_than_its_timeouts_answers_unknown_in_bounded_time_then_commits_once(

@@ -45,6 +45,8 @@ from tablelog.testing.conformance import (
     opened_clients,
 )
 from tablelog.testing.dashboard import DashboardScenarios
+from tablelog.testing.fault_proxy import TcpProxy
+from tablelog.testing.hosts import Host, HostsUnavailable, Network
 from tablelog.testing.merge_scenarios import MergeEngineScenarios
 from tablelog.testing.processes import (
     child_config,
@@ -58,6 +60,7 @@ from tablelog.testing.processes import (
 )
 from tablelog.testing.projection_scenarios import ProjectionScenarios
 from tablelog.testing.relay_scenarios import RelayScenarios
+from tablelog.testing.s3_faults import S3FaultProxy
 from tablelog.testing.scenarios import ExactlyOnceScenarios
 from tablelog.testing.spark_scenarios import (
     SparkCombinedTaskFailures,
@@ -74,15 +77,20 @@ __all__ = [
     "ConfigFactory",
     "DashboardScenarios",
     "ExactlyOnceScenarios",
+    "Host",
+    "HostsUnavailable",
     "LogClient",
     "LogSystemConformance",
     "MergeEngineScenarios",
     "NO_COMPACTION",
+    "Network",
     "ProjectionScenarios",
     "RelayScenarios",
+    "S3FaultProxy",
     "SparkCombinedTaskFailures",
     "SparkExactlyOnceScenarios",
     "SparkTaskFailureScenarios",
+    "TcpProxy",
     "child_config",
     "cli",
     "die_with_parent",

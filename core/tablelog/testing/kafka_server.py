@@ -86,19 +86,22 @@ def external_kafka() -> str | None:
 
 @contextlib.contextmanager
 def tansu_broker(workdir: Path, advertised_port: int | None = None, *, authentication: bool = False,
-                 address: str = "127.0.0.1", launch: Launch = subprocess.Popen) -> Iterator[str]:
+                 address: str = "127.0.0.1", launch: Launch = subprocess.Popen,
+                 advertised_address: str | None = None, port: int | None = None) -> Iterator[str]:
     """A Tansu broker (memory storage) on a free loopback port; yields ``ADDRESS:PORT``
     once it answers, kills it on exit. ``advertised_port``: the port it tells clients to
     connect to instead (a TLS terminator's in front of it: :mod:`tablelog.testing.tls_proxy`).
     ``authentication``: every client must log in with SASL (SCRAM) first; it is then waited
     for until it accepts connections, as an unauthenticated request gets no answer.
     ``address`` and ``launch``: where it listens and what starts it (a host's
-    :meth:`~tablelog.testing.hosts.Host.popen` and its address, to run it on that host)."""
+    :meth:`~tablelog.testing.hosts.Host.popen` and its address, to run it on that host);
+    ``advertised_address``: the address it tells clients instead (a fault proxy's);
+    ``port``: the port it listens on (default a free one)."""
     binary = tansu_binary()
     log_path = workdir / "tansu.log"
-    port = free_port()
+    port = port or free_port()
     url = f"tcp://{address}:{port}"
-    advertised = f"tcp://{address}:{advertised_port or port}"
+    advertised = f"tcp://{advertised_address or address}:{advertised_port or port}"
     with open(log_path, "wb") as log:
         process = launch(
             [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", advertised,

@@ -1,0 +1,89 @@
+"""The committer scenarios across hosts, as functions of their fault timing: the CI tests
+run each once at fixed points, ``test_fault_matrix.py`` (``tox -e faults``) many times at
+random ones. Each returns the outcomes of both committers after counting the table
+(:func:`~.committers.check_exactly_once`)."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from tablelog.testing.s3_faults import Rule, S3FaultProxy
+
+from .committers import check_exactly_once, commits, committer, final_outcomes, new_table
+from .conftest import Cluster
+
+OFFSETS = {"driver": 0, "other": 100_000}
+LAST = 6  # the driver commits identifiers 1..LAST
+Outcomes = dict[tuple[str, int], dict[str, Any]]
+
+
+def _arm(proxy: S3FaultProxy, phase: str, cut_at: int) -> Rule:
+    """The rule that holds the cut-off committer's request at ``phase`` of the snapshot
+    put of identifier ``cut_at`` (its snapshot id: the table has no other commits)."""
+    put = f"/snapshot/snapshot-{cut_at}"
+    if phase == "before":
+        return proxy.hang("PUT", put)
+    if phase == "during":
+        return proxy.apply_then_hang("PUT", put)
+    return proxy.hang("PUT", "/snapshot/LATEST")  # after: the next request, the hint
+
+
+def _fired(rule: Rule, proxy: S3FaultProxy, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not rule.fired:
+        assert time.monotonic() < deadline, proxy.requests[-20:]
+        time.sleep(0.01)
+
+
+def cut_off_at_snapshot_put(cluster: Cluster, phase: str, cut_at: int, *, heal_after_s: float = 0.0,
+                            pause: bool = False) -> tuple[Outcomes, Outcomes]:
+    """Committer A (host a, through the S3 fault proxy) commits the driver's identifiers;
+    at ``phase`` of identifier ``cut_at``'s snapshot put it is cut off from S3 (partitioned,
+    or with ``pause`` frozen: a zombie), and committer B (host b: the restarted driver)
+    commits ``cut_at..LAST`` of the driver and two of another writer; A is healed (or
+    resumed) ``heal_after_s`` after B has finished. Returns (A's, B's) outcomes."""
+    table, warehouse, options = new_table(cluster)
+    net = cluster.network
+    with S3FaultProxy(cluster.s3.endpoint, listen_host=net.controller_address) as proxy:
+        first = committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "offsets": OFFSETS,
+                                     "options": {**options, "s3.endpoint": proxy.endpoint},
+                                     "commits": commits("driver", range(1, LAST + 1)), "retry_unknown_s": 0.5})
+        if cut_at > 1:
+            first.wait_for(lambda line: line["identifier"] == cut_at - 1)
+        _fired(_arm(proxy, phase, cut_at), proxy)
+        if pause:
+            net["a"].pause(first.process)
+        else:
+            net.partition([net["a"]], [net.controller, net["s3"]])
+        proxy.clear()  # the held request's connection closes: the cut-off committer does not hear it
+        restarted = committer(net["b"], {"warehouse": warehouse, "table": "db.t", "who": "B", "offsets": OFFSETS,
+                                         "options": options,
+                                         "commits": commits("driver", range(cut_at, LAST + 1)) + commits("other", [1, 2])})
+        second = final_outcomes(restarted.finish())
+        time.sleep(heal_after_s)
+        if pause:
+            net["a"].resume(first.process)
+        else:
+            net.heal()
+        cut_off = final_outcomes(first.finish())
+
+    for outcomes in (cut_off, second):
+        assert all(line["outcome"] in ("committed", "already") for line in outcomes.values()), outcomes
+    for identifier in range(1, LAST + 1):  # whoever says "committed" made the one snapshot of it
+        claims = [o[("driver", identifier)]["outcome"] for o in (cut_off, second) if ("driver", identifier) in o]
+        assert claims.count("committed") == 1, (identifier, cut_off, second)
+    expected = [*(("driver", i) for i in range(1, LAST + 1)), ("other", 1), ("other", 2)]
+    check_exactly_once(table, cluster, warehouse, expected, OFFSETS)
+    return cut_off, second
+
+
+def random_cut(cluster: Cluster, seed: int) -> str:
+    """:func:`cut_off_at_snapshot_put` at a fault chosen from ``seed``; what was chosen."""
+    rng = random.Random(seed)
+    phase, cut_at = rng.choice(["before", "during", "after"]), rng.randint(1, LAST - 1)
+    pause, heal_after_s = rng.random() < 0.5, rng.choice([0.0, rng.uniform(0, 3.0)])
+    chosen = f"{'pause' if pause else 'partition'} {phase} snapshot put {cut_at}, healed {heal_after_s:.1f} s after"
+    cut_off_at_snapshot_put(cluster, phase, cut_at, heal_after_s=heal_after_s, pause=pause)
+    return chosen
