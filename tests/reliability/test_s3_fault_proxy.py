@@ -262,3 +262,19 @@ def test_a_snapshot_put_applied_but_unanswered_commits_once_and_is_reported_as_t
     assert (result.snapshot_id, result.committed) == (1, True)
     assert [(s.id, s.commit_user, s.commit_identifier) for s in table.snapshots()] == [(1, "w", 1)]
     assert sorted(table.rows().to_pylist(), key=lambda r: r["id"]) == ROWS
+
+
+def test_a_compaction_whose_snapshot_put_landed_unanswered_keeps_its_files_and_reports_its_snapshot(
+        proxy: S3FaultProxy, s3_server: S3Endpoint) -> None:
+    table = table_through(proxy, s3_server)
+    for identifier in (1, 2, 3):  # three sorted runs of one bucket
+        task = table.write_task("w", identifier)
+        task.write([{**row, "name": f"{row['name']}-{identifier}"} for row in ROWS])
+        table.commit("w", identifier, [task.finish()])
+    proxy.apply_then_drop(method="PUT", path="/snapshot/snapshot-4", times=2)  # the put and its retry
+    result = table.compact()
+    # Its snapshot landed; the answers did not. Deleting its new files would leave the
+    # table's latest snapshot naming files that are gone.
+    assert result.snapshot_id == 4
+    assert [s.commit_kind for s in table.snapshots()] == ["APPEND", "APPEND", "APPEND", "COMPACT"]
+    assert sorted(table.rows().to_pylist(), key=lambda r: r["id"]) == [{**r, "name": f"{r['name']}-3"} for r in ROWS]

@@ -100,8 +100,8 @@ MAX_BACKOFF_S = 1.0
 
 
 class _LostRace(Exception):
-    """Another committer created the snapshot id this commit tried (or the outcome is
-    unknown): read the snapshots again and decide there."""
+    """Another committer created the snapshot id this commit tried: read the snapshots
+    again and decide there."""
 
 
 def _commit_racing(
@@ -110,25 +110,25 @@ def _commit_racing(
 ) -> CommitResult:
     unknown: CommitOutcomeUnknown | None = None  # the last attempt's snapshot put had no answer
     for attempt in range(MAX_COMMIT_ATTEMPTS):
-        # The latest id is read before the identifier is checked, so every snapshot up to
-        # it has been checked when snapshot latest + 1 is created.
         try:
+            # The latest id is read before the identifier is checked, so every snapshot up
+            # to it has been checked when snapshot latest + 1 is created.
             latest = table.files.latest_snapshot()
-        except Exception as err:
-            if unknown is None:
-                raise
-            raise CommitOutcomeUnknown(
-                f"{unknown}; reading the table again to find out failed too: {err}. The commit may or may not be "
-                "in the table: retry it with the same writer id and commit identifier, which commits it once "
-                "either way") from err
-        next_id = (latest.id if latest is not None else 0) + 1
-        try:
+            next_id = (latest.id if latest is not None else 0) + 1
             return _commit_once(
                 table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed, repair, next_id, latest)
         except CommitOutcomeUnknown as err:
             unknown = err  # the next attempt reads the table again and finds out
         except _LostRace:
             unknown = None
+        except Exception as err:
+            if unknown is None:
+                raise
+            # Retrying is always safe, and whether the put landed is still not known.
+            raise CommitOutcomeUnknown(
+                f"{unknown}; reading the table again to find out failed too: {err}. The commit may or may not be "
+                "in the table: retry it with the same writer id and commit identifier, which commits it once "
+                "either way") from err
         time.sleep(random.uniform(0, min(MAX_BACKOFF_S, 0.02 * 2**attempt)))
     if unknown is not None:
         raise CommitOutcomeUnknown(

@@ -170,6 +170,8 @@ class _Attempt:
         deadline = time.monotonic() + COMMIT_DEADLINE_S
         attempt = 0
         while True:
+            if attempt and (landed := _committed_by(self.files, self.user, self.base)) is not None:
+                return landed  # an earlier attempt's put landed and its answer was lost: not a lost race
             latest = self.files.latest_snapshot()
             latest_id = latest.id if latest is not None else 0
             if not self._drop_lost(latest_id):  # checked up to latest: the id tried next is latest + 1

@@ -23,11 +23,27 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import attrs
 
-from tablelog.testing.processes import die_with_parent, free_port, free_ports, stop
+from tablelog.testing.processes import Launch, die_with_parent, free_port, free_ports, stop
+
+
+class Placement(Protocol):
+    """Where a JVM runs: an address to bind, and what starts it there (a
+    :class:`~tablelog.testing.hosts.Host`)."""
+
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def popen(self) -> Launch: ...
+
+
+class _Loopback(NamedTuple):
+    address: str
+    popen: Launch
 
 _LOG4J = """\
 status = error
@@ -71,15 +87,19 @@ def spark_environment(workdir: Path, extra: Mapping[str, str] | None = None,
     return env
 
 
-def _start(command: Sequence[str], workdir: Path, env: Mapping[str, str], log_name: str
-           ) -> tuple[subprocess.Popen[bytes], Path]:
+def _start(command: Sequence[str], workdir: Path, env: Mapping[str, str], log_name: str,
+           launch: Launch = subprocess.Popen) -> tuple[subprocess.Popen[bytes], Path]:
     log_path = workdir / log_name
     with open(log_path, "wb") as log:
         # spark-class execs the JVM, so the process (and its parent-death signal) is the JVM's.
-        process = subprocess.Popen(list(command), cwd=workdir, env=dict(env), stdout=log,
-                                   stderr=subprocess.STDOUT,
-                                   preexec_fn=die_with_parent if os.name == "posix" else None)
+        process = launch(list(command), cwd=workdir, env=dict(env), stdout=log, stderr=subprocess.STDOUT,
+                         preexec_fn=die_with_parent if os.name == "posix" else None)
     return process, log_path
+
+
+def _on(address: str) -> dict[str, str]:
+    """The environment that makes a Spark JVM bind and name itself at ``address``."""
+    return {"SPARK_LOCAL_IP": address, "SPARK_LOCAL_HOSTNAME": address}
 
 
 def _check_alive(process: subprocess.Popen[bytes], log_path: Path, what: str) -> None:
@@ -168,32 +188,41 @@ def _wait_for_workers(cluster: StandaloneCluster, count: int, timeout_s: float,
 
 @contextlib.contextmanager
 def spark_standalone(workdir: Path, workers: int = 2, cores: int = 1, memory: str = "1g",
-                     daemon_options: str = "", timeout_s: float = 120.0) -> Iterator[StandaloneCluster]:
+                     daemon_options: str = "", timeout_s: float = 120.0,
+                     hosts: Sequence[Placement] | None = None) -> Iterator[StandaloneCluster]:
     """A standalone master and ``workers`` workers (each its own JVM with ``cores`` cores
     and ``memory``), all registered before this yields; ``daemon_options`` are JVM
     ``-Dspark.…`` settings of the master and workers (``SPARK_DAEMON_JAVA_OPTS``), e.g.
-    ``-Dspark.worker.timeout=10``."""
+    ``-Dspark.worker.timeout=10``. ``hosts``: where each runs, the master on the first and
+    worker ``i`` on host ``i + 1`` (:class:`~tablelog.testing.hosts.Host` s: their
+    address and their ``popen``); default all on loopback."""
     workdir.mkdir(parents=True, exist_ok=True)
     env = spark_environment(workdir, {"SPARK_DAEMON_JAVA_OPTS": daemon_options})
     spark_class = str(spark_home() / "bin" / "spark-class")
+    places: list[Placement] = list(hosts or [_Loopback("127.0.0.1", subprocess.Popen)] * (workers + 1))
+    if len(places) != workers + 1:
+        raise ValueError(f"{workers} workers and a master need {workers + 1} hosts, not {len(places)}")
     port, ui_port = free_ports(2)
-    master_url = f"spark://127.0.0.1:{port}"
+    master_at = places[0].address
+    master_url = f"spark://{master_at}:{port}"
     logs: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
 
     def start_worker(index: int) -> tuple[subprocess.Popen[bytes], Path]:
         work_dir = workdir / f"worker-{index}"
         work_dir.mkdir(exist_ok=True)
+        place = places[index + 1]
         return _start([spark_class, "org.apache.spark.deploy.worker.Worker", master_url,
-                       "--host", "127.0.0.1", "--webui-port", "0", "--cores", str(cores),
+                       "--host", place.address, "--webui-port", "0", "--cores", str(cores),
                        "--memory", memory, "--work-dir", str(work_dir)],
-                      workdir, env, f"worker-{index}.log")
+                      workdir, {**env, **_on(place.address)}, f"worker-{index}.log", place.popen)
 
     master: subprocess.Popen[bytes] | None = None
-    cluster = StandaloneCluster(master_url=master_url, web_ui=f"http://127.0.0.1:{ui_port}",
+    cluster = StandaloneCluster(master_url=master_url, web_ui=f"http://{master_at}:{ui_port}",
                                 workdir=workdir, start_worker=start_worker)
     try:
-        master, master_log = _start([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                     "--port", str(port), "--webui-port", str(ui_port)], workdir, env, "master.log")
+        master, master_log = _start([spark_class, "org.apache.spark.deploy.master.Master", "--host", master_at,
+                                     "--port", str(port), "--webui-port", str(ui_port)], workdir,
+                                    {**env, **_on(master_at)}, "master.log", places[0].popen)
         cluster.master = master
         logs["the Spark master"] = (master, master_log)
         for i in range(workers):

@@ -6,7 +6,9 @@
 - ``testing``: ``testing.*`` options for the write (failures to inject), may be empty;
 - ``read``: a folder for the read queries' checkpoints, or null for no read;
 - ``executors``: after the rest, run 8 tasks that report the executor they ran in
-  (:func:`where_am_i`), printed as ``"executors"``.
+  (:func:`where_am_i`), printed as ``"executors"``;
+- ``driver_host`` (default ``127.0.0.1``): the address the driver binds and gives its
+  executors; ``spark_conf``: more Spark settings.
 
 It streams the input files into the table (the scenarios' input: three micro-batches of
 inserts, updates and deletes), then, with ``read``, reads the table back through the
@@ -47,9 +49,10 @@ def main(config: dict[str, Any]) -> None:
     from tablelog.testing.spark_inputs import collect_stream
     from tablelog.testing.spark_scenarios import SparkExactlyOnceScenarios
 
+    host = config.get("driver_host", "127.0.0.1")
     spark = local_session(config["master"], app_name="tablelog-cluster-pipeline", conf={
-        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-        "spark.executor.memory": "512m",
+        "spark.driver.host": host, "spark.driver.bindAddress": host, "spark.executor.memory": "512m",
+        **config.get("spark_conf", {}),
     })
     try:
         scenarios = SparkExactlyOnceScenarios()
