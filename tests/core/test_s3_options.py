@@ -15,7 +15,14 @@ import tablelog
 from tablelog.cli import cli
 from tablelog.errors import CommitError, OptionError
 from tablelog.options import is_secret, redact, split_warehouse_options
-from tablelog.store.s3 import create_if_absent, s3_settings, warehouse_prefix
+from tablelog.store.s3 import (
+    TIMEOUT_DEFAULTS,
+    S3Timeouts,
+    create_if_absent,
+    s3_settings,
+    s3_timeouts,
+    warehouse_prefix,
+)
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
@@ -33,11 +40,23 @@ def test_the_aws_variables_fill_the_s3_options_not_given() -> None:
                "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_DEFAULT_REGION": "eu-west-1"}
     assert s3_settings({"s3.access-key": "given"}, environ) == {
         "s3.endpoint": "http://env:1", "s3.access-key": "given", "s3.secret-key": "env-secret",
-        "s3.region": "eu-west-1", "s3.path-style-access": "true",
+        "s3.region": "eu-west-1", "s3.path-style-access": "true", **TIMEOUT_DEFAULTS,
     }
     assert s3_settings({"s3.endpoint": "http://x:1", "s3.path-style-access": "false"}, {})["s3.path-style-access"] \
         == "false"
-    assert s3_settings({}, {}) == {"s3.region": "us-east-1", "s3.path-style-access": "false"}
+    assert s3_settings({}, {}) == {"s3.region": "us-east-1", "s3.path-style-access": "false", **TIMEOUT_DEFAULTS}
+
+
+def test_the_s3_timeouts_default_and_are_checked_naming_the_key() -> None:
+    assert s3_timeouts({}) == S3Timeouts(connect_s=5.0, request_s=30.0, attempts=3)
+    given = s3_timeouts({"s3.connect-timeout": "500 ms", "s3.request-timeout": "2 s", "s3.max-attempts": "1"})
+    assert given == S3Timeouts(connect_s=0.5, request_s=2.0, attempts=1) and given.longest_s == 2.5
+    with pytest.raises(OptionError, match=r"invalid value 'soon' for option 's3.request-timeout': expected a duration"):
+        split_warehouse_options({"s3.request-timeout": "soon"})
+    with pytest.raises(OptionError, match=r"option 's3.max-attempts'.*whole number from 1 to 100"):
+        split_warehouse_options({"s3.max-attempts": "0"})
+    with pytest.raises(OptionError, match=r"option 's3.connect-timeout'.*at least 100 ms"):
+        split_warehouse_options({"s3.connect-timeout": "10 ms"})
 
 
 def test_the_s3_keys_are_secrets_and_split_from_the_table_options() -> None:

@@ -1,17 +1,27 @@
-"""The committer scenarios across hosts, as functions of their fault timing: the CI tests
-run each once at fixed points, ``test_fault_matrix.py`` (``tox -e faults``) many times at
-random ones. Each returns the outcomes of both committers after counting the table
-(:func:`~.committers.check_exactly_once`)."""
+"""The scenarios across hosts, as functions of their fault timing: the CI tests run each
+once at fixed points, ``test_fault_matrix.py`` (``tox -e faults``) many times at random
+ones. Each counts what it wrote and read (:func:`~.committers.check_exactly_once`, or the
+reader's records) before it returns what its programs answered."""
 
 from __future__ import annotations
 
 import random
 import time
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from tablelog.testing.s3_faults import Rule, S3FaultProxy
 
-from .committers import check_exactly_once, commits, committer, final_outcomes, new_table
+from .committers import (
+    ROWS,
+    Program,
+    check_exactly_once,
+    commits,
+    committer,
+    final_outcomes,
+    new_table,
+)
 from .conftest import Cluster
 
 OFFSETS = {"driver": 0, "other": 100_000}
@@ -87,3 +97,60 @@ def random_cut(cluster: Cluster, seed: int) -> str:
     chosen = f"{'pause' if pause else 'partition'} {phase} snapshot put {cut_at}, healed {heal_after_s:.1f} s after"
     cut_off_at_snapshot_put(cluster, phase, cut_at, heal_after_s=heal_after_s, pause=pause)
     return chosen
+
+
+def reader_cut_off_from_broker(cluster: Cluster, *, cut_after_records: int, cut_s: float,
+                               commits_made: int = 12) -> list[dict[str, Any]]:
+    """A transactional reader (host a) follows a table another host commits to (every
+    0.5 s); once it has read ``cut_after_records`` records it is partitioned from the
+    broker for ``cut_s``. Checks every committed record read once; returns its lines."""
+    table, warehouse, options = new_table(cluster)
+    net = cluster.network
+    writes = committer(net["b"], {"warehouse": warehouse, "table": "db.t", "who": "B", "options": options,
+                                  "commits": commits("driver", range(1, commits_made + 1)), "pause_s": 0.5})
+    reader = Program(net["a"], "reader", {"warehouse": warehouse, "table": "db.t", "options": options,
+                                          "expect": commits_made * ROWS, "deadline_s": 120})
+    reader.wait_for(lambda line: sum(len(seen.get("ids", [])) for seen in reader.lines) >= cut_after_records)
+    net.partition([net["a"]], [net["broker"]])
+    time.sleep(cut_s)
+    net.heal()
+    outcomes = final_outcomes(writes.finish())
+    lines = reader.finish(timeout_s=150)
+    assert all(o["outcome"] == "committed" for o in outcomes.values())
+    read = Counter(i for line in lines for i in line.get("ids", []))
+    assert read == Counter(range(ROWS, (commits_made + 1) * ROWS))  # each committed record once
+    assert all(f"cannot reach the Kafka brokers at {cluster.bootstrap}" in line["error"]
+               for line in lines if "error" in line)
+    return lines
+
+
+#: What the store does wrong, each a few times over a committer's run (by its name).
+STORE_FAULTS: dict[str, Callable[[S3FaultProxy], Rule]] = {
+    # pypaimon-rust's writer makes one attempt per request: its write attempt fails and is made again.
+    "503 on data files": lambda proxy: proxy.fail("PUT", "/bucket-", times=3),
+    "503 on the snapshot put": lambda proxy: proxy.fail("PUT", "/snapshot/snapshot-", times=2),
+    "503 on reads": lambda proxy: proxy.fail("GET", "/t-", times=3),
+    "a snapshot put applied and never answered": lambda proxy: proxy.apply_then_hang("PUT", "/snapshot/snapshot-3"),
+    "a snapshot put applied and its connection reset": lambda proxy: proxy.apply_then_drop(
+        "PUT", "/snapshot/snapshot-", times=2),
+}
+
+
+def store_answers_errors(cluster: Cluster, fault: str, *, after_requests: int = 0) -> Outcomes:
+    """A committer (host a) commits five identifiers through the S3 fault proxy, whose
+    ``fault`` is armed once ``after_requests`` requests went through. Checks each committed
+    once, each answer ``committed``; returns the outcomes."""
+    table, warehouse, options = new_table(cluster, **{"s3.max-attempts": "4"})  # past three errors in a row
+    with S3FaultProxy(cluster.s3.endpoint, listen_host=cluster.network.controller_address) as proxy:
+        run = committer(cluster.network["a"], {"warehouse": warehouse, "table": "db.t", "who": "A",
+                                               "options": {**options, "s3.endpoint": proxy.endpoint},
+                                               "commits": commits("driver", range(1, 6)), "retry_unknown_s": 0.2})
+        while len(proxy.requests) < after_requests and run.process.poll() is None:
+            time.sleep(0.005)
+        rule = STORE_FAULTS[fault](proxy)
+        outcomes = final_outcomes(run.finish())
+    assert sorted(outcomes) == [("driver", i) for i in range(1, 6)]
+    assert all(line["outcome"] == "committed" for line in outcomes.values()), outcomes
+    check_exactly_once(table, cluster, warehouse, [("driver", i) for i in range(1, 6)], {})
+    assert rule.fired or after_requests, proxy.requests  # armed late, a fault may find no request left
+    return outcomes

@@ -1,18 +1,26 @@
-"""The committer scenarios at random fault points, many times (``tox -e faults``; marked
-``faults``, out of the default run). Each iteration draws from its seed whether the
-committer is partitioned or frozen, at which phase of which identifier's snapshot put,
-and how long after the restarted driver it comes back; every iteration is counted
-(:func:`~.scenarios.cut_off_at_snapshot_put`). ``TABLELOG_FAULT_ITERATIONS`` (default 20)
-and ``TABLELOG_FAULT_SEED`` (default 0) choose how many and which."""
+"""The scenarios across hosts at random fault points, many times (``tox -e faults``; marked
+``faults``, out of the default run); every iteration is counted. Each draws from its seed:
+
+- a committer cut off at its snapshot put: partitioned or frozen, at which phase of which
+  identifier's put, how long after the restarted driver it comes back
+  (:func:`~.scenarios.cut_off_at_snapshot_put`);
+- a reader cut off from the broker: after how many records, for how long
+  (:func:`~.scenarios.reader_cut_off_from_broker`);
+- a store answering errors: which fault, armed after how many requests
+  (:func:`~.scenarios.store_answers_errors`).
+
+``TABLELOG_FAULT_ITERATIONS`` (default 20) and ``TABLELOG_FAULT_SEED`` (default 0) choose
+how many and which."""
 
 from __future__ import annotations
 
 import os
+import random
 
 import pytest
 
 from .conftest import Cluster
-from .scenarios import random_cut
+from .scenarios import STORE_FAULTS, random_cut, reader_cut_off_from_broker, store_answers_errors
 
 ITERATIONS = int(os.environ.get("TABLELOG_FAULT_ITERATIONS", "20"))
 SEED = int(os.environ.get("TABLELOG_FAULT_SEED", "0"))
@@ -26,3 +34,21 @@ def test_a_committer_cut_off_or_frozen_at_a_random_point_commits_each_identifier
     chosen = random_cut(cluster, SEED * 1_000 + iteration)
     record_property("fault", chosen)
     print(f"iteration {iteration}: {chosen}")
+
+
+@pytest.mark.parametrize("iteration", range(ITERATIONS))
+def test_a_reader_cut_off_from_the_broker_at_a_random_point_reads_every_committed_record_once(
+        cluster: Cluster, iteration: int, record_property: pytest.RecordProperty) -> None:
+    rng = random.Random(SEED * 1_000 + iteration)
+    after, cut_s = rng.randint(1, 40), rng.uniform(0.5, 12.0)
+    record_property("fault", f"cut after {after} records for {cut_s:.1f} s")
+    reader_cut_off_from_broker(cluster, cut_after_records=after, cut_s=cut_s)
+
+
+@pytest.mark.parametrize("iteration", range(ITERATIONS))
+def test_a_committer_whose_store_fails_at_a_random_point_commits_each_identifier_once(
+        cluster: Cluster, iteration: int, record_property: pytest.RecordProperty) -> None:
+    rng = random.Random(SEED * 1_000 + iteration)
+    fault, after = rng.choice(sorted(STORE_FAULTS)), rng.randint(0, 60)
+    record_property("fault", f"{fault}, armed after {after} requests")
+    store_answers_errors(cluster, fault, after_requests=after)

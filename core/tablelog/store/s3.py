@@ -123,7 +123,7 @@ def s3_timeouts(settings: Mapping[str, str]) -> S3Timeouts:
     values = {**TIMEOUT_DEFAULTS, **{k: v for k, v in settings.items() if k in TIMEOUT_DEFAULTS}}
     for key, value in values.items():
         if problem := timeout_problem(key, value):
-            raise OptionError(f"invalid value {value!r} of option {key!r}: {problem}")
+            raise OptionError(f"invalid value {value!r} for option {key!r}: {problem}")
     return S3Timeouts(connect_s=parse_duration_ms(values["s3.connect-timeout"]) / 1000,
                       request_s=parse_duration_ms(values["s3.request-timeout"]) / 1000,
                       attempts=int(values["s3.max-attempts"]))
