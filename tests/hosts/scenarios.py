@@ -40,7 +40,8 @@ def _arm(proxy: S3FaultProxy, phase: str, cut_at: int) -> Rule:
     return proxy.hang("PUT", "/snapshot/LATEST")  # after: the next request, the hint
 
 
-def _fired(rule: Rule, proxy: S3FaultProxy, timeout_s: float = 60) -> None:
+def wait_fired(rule: Rule, proxy: S3FaultProxy, timeout_s: float = 60) -> None:
+    """Until ``rule`` has taken a request (the proxy's last requests in the failure)."""
     deadline = time.monotonic() + timeout_s
     while not rule.fired:
         assert time.monotonic() < deadline, proxy.requests[-20:]
@@ -62,7 +63,7 @@ def cut_off_at_snapshot_put(cluster: Cluster, phase: str, cut_at: int, *, heal_a
                                      "commits": commits("driver", range(1, LAST + 1)), "retry_unknown_s": 0.5})
         if cut_at > 1:
             first.wait_for(lambda line: line["identifier"] == cut_at - 1)
-        _fired(_arm(proxy, phase, cut_at), proxy)
+        wait_fired(_arm(proxy, phase, cut_at), proxy)
         if pause:
             net["a"].pause(first.process)
         else:

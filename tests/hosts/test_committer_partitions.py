@@ -4,15 +4,13 @@ others; then the partition heals. Counted on both sides (tests/hosts/committers.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tablelog.testing.s3_faults import S3FaultProxy
 
 from .committers import check_exactly_once, commits, committer, final_outcomes, new_table
 from .conftest import Cluster
-from .scenarios import LAST, OFFSETS, cut_off_at_snapshot_put
+from .scenarios import LAST, OFFSETS, cut_off_at_snapshot_put, wait_fired
 
 CUT_AT = 3  # the identifier whose snapshot put the partition hits
 #: Within how long a commit cut off from S3 must answer "unknown", with QUICK_FAILURE's
@@ -42,10 +40,7 @@ def test_a_committer_cut_off_from_s3_longer_than_its_timeouts_answers_unknown_in
         cut_off = committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "offsets": OFFSETS,
                                          "options": {**options, "s3.endpoint": proxy.endpoint},
                                          "commits": commits("driver", [1, 2]), "retry_unknown_s": 0.5})
-        deadline = time.monotonic() + 60
-        while not rule.fired:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_fired(rule, proxy)
         net.partition([net["a"]], [net.controller, net["s3"]])
         proxy.clear()
         unknown = cut_off.wait_for(lambda line: line["outcome"] == "unknown", timeout_s=UNKNOWN_WITHIN_S + 30)

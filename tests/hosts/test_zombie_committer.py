@@ -10,6 +10,7 @@ from tablelog.testing.s3_faults import S3FaultProxy
 
 from .committers import check_exactly_once, commits, committer, final_outcomes, new_table
 from .conftest import Cluster
+from .scenarios import wait_fired
 
 OFFSETS = {"driver": 0, "other": 100_000}
 
@@ -23,10 +24,7 @@ def test_a_committer_paused_mid_commit_and_resumed_after_the_restarted_driver_co
         zombie = committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "offsets": OFFSETS,
                                       "options": {**options, "s3.endpoint": proxy.endpoint},
                                       "commits": commits("driver", [1, 2, 3, 4])})
-        deadline = time.monotonic() + 60
-        while not held.fired:
-            assert time.monotonic() < deadline, proxy.requests[-20:]
-            time.sleep(0.01)
+        wait_fired(held, proxy)
         net["a"].pause(zombie.process)
         proxy.clear()  # its put never reached the store; its connection closes while it sleeps
 
