@@ -4,6 +4,7 @@ log exactly once (:mod:`tablelog.testing.relay_scenarios`), and what the relay r
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -92,14 +93,20 @@ def test_the_relay_command_follows_the_table_and_stops_cleanly_on_sigterm(tmp_pa
         writer.commit()
     command = [sys.executable, "-c", "from tablelog.cli import main; main()",
                "relay", "--warehouse", str(tmp_path), "db.t", "--interval", "0.1"]
-    relay = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a relay that does not stop is made to print its threads' stacks (faulthandler, SIGABRT)
+    relay = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     try:
         assert relay.stdout is not None
         assert relay.stdout.readline().startswith("relaying db.t")
         foreign = foreign_commit(table, [("+U", row(1, "b")), ("+I", row(2, "c"))])
         assert relay.stdout.readline().startswith(f"relayed snapshot(s) {foreign}: 2 change(s) in snapshot ")
         relay.send_signal(signal.SIGTERM)
-        out, err = relay.communicate(timeout=60)
+        try:
+            out, err = relay.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            relay.send_signal(signal.SIGABRT)
+            pytest.fail(f"the relay did not stop within 60 s of SIGTERM; its stacks:\n{relay.communicate()[1]}")
     finally:
         if relay.poll() is None:
             relay.kill()

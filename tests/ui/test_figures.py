@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,37 @@ def test_a_log_that_does_not_answer_costs_one_bounded_wait_then_none() -> None:
     assert time.monotonic() - began < 1.0
     release.set()
     probes.close()
+
+
+def test_a_refresh_shows_its_first_step_only_until_a_complete_answer_is_known() -> None:
+    second_steps = threading.Semaphore(0)  # each release lets one query past its first step
+    probes = LogProbes(timeout_s=5.0, max_age_s=0.0)
+    runs = [0]
+
+    def in_two_steps() -> Iterator[dict[str, Any]]:
+        runs[0] += 1
+        run = runs[0]
+        yield {"ends": run, "needed_pending": True}
+        second_steps.acquire(timeout=10)
+        yield {"ends": run, "needed": 0}
+
+    assert probes.get("t", in_two_steps) == {"ends": 1, "needed_pending": True}  # nothing known yet: the first step
+    second_steps.release()
+    wait_for(lambda: probes.get("t", in_two_steps) == {"ends": 1, "needed": 0})
+    wait_for(lambda: runs[0] == 2)  # a refresh, held after its first step
+    time.sleep(0.1)
+    assert probes.get("t", in_two_steps) == {"ends": 1, "needed": 0}  # the complete answer stays
+    second_steps.release()
+    wait_for(lambda: probes.get("t", in_two_steps) == {"ends": 2, "needed": 0})
+    second_steps.release()
+    probes.close()
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not come true in time"
+        time.sleep(0.01)
 
 
 @pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("::1", True), ("localhost", True),

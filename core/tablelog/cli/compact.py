@@ -3,9 +3,6 @@ COMPACT snapshot), once or following the table (:mod:`tablelog.compaction_job`).
 
 from __future__ import annotations
 
-import signal
-import threading
-
 import click
 
 from tablelog.cli.common import (
@@ -16,6 +13,7 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
+from tablelog.cli.stop_signals import stop_on_signals
 from tablelog.commit import compaction
 from tablelog.option_values import InvalidValue, parse_duration_ms
 from tablelog.table import internals
@@ -81,11 +79,8 @@ def compact_command(warehouse: str, table: str, raw_options: tuple[str, ...], bu
         _compact_on_spark(warehouse, table, parse_options(raw_options), spark_master, buckets, specs)
         return
     t = open_table(warehouse, table, parse_options(raw_options))
-    stop = threading.Event()
     # SIGTERM stops between steps: a rewrite in progress ends and its files are deleted
-    main = threading.current_thread() is threading.main_thread()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)} if main else {}
-    try:
+    with stop_on_signals() as stop:
         if follow:
             from tablelog.compaction_job import follow as follow_table
 
@@ -98,9 +93,6 @@ def compact_command(warehouse: str, table: str, raw_options: tuple[str, ...], bu
         result = compaction.compact(internals(t), buckets or None, partitions=specs, cancelled=stop.is_set,
                                     threads=threads)
         console.print(result.summary(), markup=False)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _compact_on_spark(warehouse: str, table: str, options: dict[str, str], master: str,

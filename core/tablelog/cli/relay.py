@@ -8,12 +8,6 @@ next run finds what it had produced (:mod:`tablelog.relay`).
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
-from collections.abc import Iterator
-from typing import Any
-
 import click
 
 from tablelog.cli.common import (
@@ -25,39 +19,10 @@ from tablelog.cli.common import (
     table_argument,
     warehouse_option,
 )
+from tablelog.cli.stop_signals import stop_on_signals
 from tablelog.relay import Relay
 from tablelog.table import internals
 from tablelog.tables import open_table
-
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-class _StopRequests:
-    """SIGTERM and SIGINT as a request to stop once the step under way is committed; a
-    second one as an interrupt."""
-
-    def __init__(self) -> None:
-        self.requested = threading.Event()
-
-    def __call__(self, signum: int, frame: Any) -> None:
-        if self.requested.is_set():
-            raise KeyboardInterrupt
-        self.requested.set()
-
-
-@contextlib.contextmanager
-def _stop_on_signal() -> Iterator[_StopRequests]:
-    stops = _StopRequests()
-    try:
-        previous = {s: signal.signal(s, stops) for s in _SIGNALS}
-    except ValueError:  # not the main thread (an embedding application): leave the signals alone
-        yield stops
-        return
-    try:
-        yield stops
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 @click.command("relay")
@@ -90,12 +55,12 @@ def relay_command(warehouse: str, table: str, once: bool, interval: float, from_
     """
     t = open_table(warehouse, table, parse_options(raw_options))
     snapshots = changes = 0
-    with _stop_on_signal() as stops, Relay(internals(t), from_snapshot=from_snapshot, max_snapshots=max_snapshots,
+    with stop_on_signals(second_interrupts=True) as stop, Relay(internals(t), from_snapshot=from_snapshot, max_snapshots=max_snapshots,
                                            consumer_id=consumer_id) as relay:
         if not once:
             console.print(f"relaying {t.identifier} (Ctrl-C or SIGTERM stops)", markup=False)
         try:
-            while not stops.requested.is_set():
+            while not stop.is_set():
                 step = relay.step()
                 if step.relayed:
                     console.print(step.summary(), markup=False)
@@ -104,7 +69,7 @@ def relay_command(warehouse: str, table: str, once: bool, interval: float, from_
                     continue
                 if once:
                     break
-                stops.requested.wait(interval)
+                stop.wait(interval)
         except KeyboardInterrupt:
             err_console.print("interrupted during a step: the next run finds what it produced, and commits it once",
                               markup=False)

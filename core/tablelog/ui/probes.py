@@ -4,7 +4,9 @@ A log query (end positions, earliest positions) runs on a worker thread; a reque
 for it at most ``timeout_s``, and only while nothing was ever known of that log. After
 that, requests answer with the last known state at once while a fresh query runs: a
 broker that hangs or is down costs each page one bounded wait, then shows as
-"unreachable" until it answers again.
+"unreachable" until it answers again. A query that answers in steps shows its first step
+only while nothing complete is known: a refresh does not replace a full answer with a
+partial one, so a page never loses a figure it had.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class _State:
     running: Future[None] | None = None
     running_since: float = 0.0
     running_answered: bool = False  # the running query gave its first answer (the log's part)
+    complete: bool = False  # ``result`` is the last answer of a query, not an error
     first_answer: threading.Event = attrs.field(factory=threading.Event)
 
 
@@ -64,7 +67,7 @@ class LogProbes:
             hanging = (state.running is not None and not state.running_answered
                        and time.monotonic() - state.running_since > self.timeout_s)
             if hanging and state.answered:
-                state.result = self._no_answer()
+                state.result, state.complete = self._no_answer(), False
         if not state.answered:
             wait = (time.monotonic() + self.timeout_s if deadline is None else deadline) - time.monotonic()
             if not state.first_answer.wait(max(wait, 0.0)):
@@ -85,18 +88,22 @@ class LogProbes:
         try:
             answers = probe()
             if isinstance(answers, Iterator):
-                for answer in answers:
-                    self._publish(state, answer)
+                last: dict[str, Any] | None = None
+                for last in answers:
+                    self._publish(state, last, final=False)
+                self._publish(state, last, final=True)
             else:
-                self._publish(state, answers)
+                self._publish(state, answers, final=True)
         except Exception as err:  # noqa: BLE001 -- shown on the page, never raised into a request
-            self._publish(state, {"error": f"{type(err).__name__}: {err}"})
+            self._publish(state, {"error": f"{type(err).__name__}: {err}"}, final=True)
         finally:
             with self._lock:
                 state.running = None
 
-    def _publish(self, state: _State, result: dict[str, Any] | None) -> None:
+    def _publish(self, state: _State, result: dict[str, Any] | None, *, final: bool) -> None:
         with self._lock:
-            state.result, state.answered, state.at = result, True, time.monotonic()
-            state.running_answered = True
+            if final or not state.complete:
+                state.result = result
+                state.complete = final and not (result is not None and "error" in result)
+            state.answered, state.at, state.running_answered = True, time.monotonic(), True
         state.first_answer.set()
