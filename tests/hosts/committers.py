@@ -27,12 +27,14 @@ ROWS = 5
 QUICK_FAILURE = {"s3.connect-timeout": "1 s", "s3.request-timeout": "2 s", "s3.max-attempts": "2"}
 
 
-def new_table(cluster: Cluster, **extra: str) -> tuple[tablelog.Table, str, dict[str, str]]:
-    """A table on the cluster's S3 with its log on the cluster's broker: the table, its
-    warehouse and the options a committer opens it with (the S3 endpoint direct)."""
+def new_table(cluster: Cluster, log: Mapping[str, str] | None = None,
+              **extra: str) -> tuple[tablelog.Table, str, dict[str, str]]:
+    """A table on the cluster's S3 with its log on the cluster's broker (or the ``log.*``
+    options ``log`` gives): the table, its warehouse and the options a committer opens it
+    with (the S3 endpoint direct)."""
     warehouse = cluster.s3.url(f"t-{uuid.uuid4().hex[:8]}")
-    options = {**cluster.s3.tablelog_options(), "log.system": "kafka", "kafka.bootstrap.servers": cluster.bootstrap,
-               "write-only": "true"}
+    options = {**cluster.s3.tablelog_options(), "write-only": "true",
+               **(log or {"log.system": "kafka", "kafka.bootstrap.servers": cluster.bootstrap})}
     table = tablelog.create_table(warehouse, "db.t", SCHEMA, primary_key=["id"], bucket=2, options=options)
     return table, warehouse, {**options, **QUICK_FAILURE, **extra}
 
@@ -99,8 +101,37 @@ def commits(writer: str, identifiers: Iterable[int]) -> list[dict[str, Any]]:
 
 
 def final_outcomes(lines: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
-    """Each (writer, identifier)'s last line: its answer (unknowns before it are retries)."""
-    return {(line["writer"], line["identifier"]): line for line in lines}
+    """Each (writer, identifier)'s last line: its answer, with ``unknowns``: how many
+    times the committer was told "unknown, retry" before it (its retries)."""
+    outcomes: dict[tuple[str, int], dict[str, Any]] = {}
+    for line in lines:
+        key = (line["writer"], line["identifier"])
+        unknowns = outcomes.get(key, {}).get("unknowns", 0) + (line["outcome"] == "unknown")
+        outcomes[key] = {**line, "unknowns": unknowns}
+    return outcomes
+
+
+def makers(table: tablelog.Table, writer: str, identifiers: Iterable[int], offsets: Mapping[str, int]) -> dict[int, str]:
+    """Who (the rows' ``who``) made the commit of each of ``writer``'s ``identifiers``."""
+    who = {r["id"]: r["who"] for r in table.rows().to_pylist()}
+    return {i: who[i * ROWS + offsets.get(writer, 0)] for i in identifiers}
+
+
+def check_answers(outcomes: Mapping[str, Mapping[tuple[str, int], Mapping[str, Any]]],
+                  made_by: Mapping[int, str], writer: str) -> None:
+    """The committers' answers (``outcomes`` by who) tell the truth: the one that made an
+    identifier's commit says ``committed`` — or ``already`` when it had been told
+    "unknown, retry" and its retry found that commit — and every other says ``already``."""
+    for identifier, maker in made_by.items():
+        for who, answers in outcomes.items():
+            answer = answers.get((writer, identifier))
+            if answer is None:
+                continue
+            if who != maker:
+                assert answer["outcome"] == "already", (identifier, maker, who, answer)
+            else:
+                assert answer["outcome"] == "committed" or (answer["outcome"] == "already" and answer["unknowns"]), \
+                    (identifier, maker, who, answer)
 
 
 def check_exactly_once(table: tablelog.Table, cluster: Cluster, warehouse: str,

@@ -7,7 +7,9 @@
 - a reader cut off from the broker: after how many records, for how long
   (:func:`~.scenarios.reader_cut_off_from_broker`);
 - a store answering errors: which fault, armed after how many requests
-  (:func:`~.scenarios.store_answers_errors`).
+  (:func:`~.scenarios.store_answers_errors`);
+- a broker (Tansu or pulsar-lite) killed and started again: after which commit, how long after it, down for
+  how long (:func:`~.scenarios.broker_restarted_mid_commit`).
 
 ``TABLELOG_FAULT_ITERATIONS`` (default 20) and ``TABLELOG_FAULT_SEED`` (default 0) choose
 how many and which."""
@@ -16,11 +18,18 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 
 import pytest
 
 from .conftest import Cluster
-from .scenarios import STORE_FAULTS, random_cut, reader_cut_off_from_broker, store_answers_errors
+from .scenarios import (
+    STORE_FAULTS,
+    broker_restarted_mid_commit,
+    random_cut,
+    reader_cut_off_from_broker,
+    store_answers_errors,
+)
 
 ITERATIONS = int(os.environ.get("TABLELOG_FAULT_ITERATIONS", "20"))
 SEED = int(os.environ.get("TABLELOG_FAULT_SEED", "0"))
@@ -52,3 +61,13 @@ def test_a_committer_whose_store_fails_at_a_random_point_commits_each_identifier
     fault, after = rng.choice(sorted(STORE_FAULTS)), rng.randint(0, 60)
     record_property("fault", f"{fault}, armed after {after} requests")
     store_answers_errors(cluster, fault, after_requests=after)
+
+
+@pytest.mark.parametrize("iteration", range(ITERATIONS))
+def test_a_broker_restarted_empty_at_a_random_point_loses_no_committed_change_for_a_reader(
+        cluster: Cluster, tmp_path: Path, iteration: int, record_property: pytest.RecordProperty) -> None:
+    rng = random.Random(SEED * 1_000 + iteration)
+    system = rng.choice(["kafka", "pulsar"])
+    after, delay_s, down_s = rng.randint(1, 8), rng.uniform(0.0, 0.6), rng.uniform(0.5, 6.0)
+    record_property("fault", f"{system} broker killed {delay_s:.2f} s after commit {after}, down {down_s:.1f} s")
+    broker_restarted_mid_commit(cluster, tmp_path, system, after_commits=after, delay_s=delay_s, down_s=down_s)

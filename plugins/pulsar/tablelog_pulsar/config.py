@@ -99,7 +99,8 @@ _KEYS: tuple[_Key, ...] = (
     # client tuning
     _Key("operation-timeout-seconds", "Time-out of client operations (lookups, producer and reader creation).",
          "client", "operation_timeout_seconds", _int(1), default="30"),
-    _Key("connection-timeout-ms", "Time-out of a TCP connection to the broker.",
+    _Key("connection-timeout-ms", "How long to wait for a TCP connection to the broker, also while it refuses "
+         "connections (a broker restarting).",
          "client", "connection_timeout_ms", _int(1), default="10000"),
     _Key("io-threads", "Client I/O threads.", "client", "io_threads", _int(1), default="1"),
     _Key("listener-name", "Advertised listener name to connect through.", "client", "listener_name"),

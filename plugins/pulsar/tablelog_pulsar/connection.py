@@ -28,29 +28,43 @@ CLIENT_LOGGER.addFilter(_ExpectedNoise())
 
 #: pulsar-client's default connection_timeout_ms.
 _CONNECT_TIMEOUT_MS = 10_000
+#: Between two rounds of connection attempts that every broker refused.
+_REFUSED_PAUSE_S = 0.2
 
 
 def check_reachable(config: PulsarConfig) -> None:
-    """Open (and close) a TCP connection to a broker of the service URL.
+    """Open (and close) a TCP connection to a broker of the service URL, trying again
+    while every broker refuses, until the connect time-out (pulsar.connection-timeout-ms).
 
     The client retries a refused connection until its operation time-out
-    (pulsar.operation-timeout-seconds, 30 s) and then reports only "Timeout":
-    this says within the connect time-out that nothing listens at the address."""
+    (pulsar.operation-timeout-seconds, 30 s) and then reports only "Timeout": this says
+    within the connect time-out that nothing listens at the address. It waits that long,
+    rather than failing at the first refusal, because a broker restarting refuses
+    connections for a moment: a write or a read opened then goes on once it is back."""
     timeout_ms = int(config.client_kwargs.get("connection_timeout_ms", _CONNECT_TIMEOUT_MS))
     url = urlsplit(config.service_url)
     default_port = 6651 if url.scheme.endswith("+ssl") else 6650
     hosts = [h for h in (url.netloc.rsplit("@", 1)[-1]).split(",") if h]
     started = time.monotonic()
-    failures = []
-    for host in hosts:
-        name, _, port = host.rpartition(":") if ":" in host else (host, "", str(default_port))
-        try:
-            with socket.create_connection((name.strip("[]"), int(port)), timeout=timeout_ms / 1000):
-                return
-        except (OSError, ValueError) as err:
-            failures.append(f"{host}: {getattr(err, 'strerror', None) or err}")
-    if not failures:
-        return  # not a host:port URL (http lookup, proxies...): let the client try
+    deadline = started + timeout_ms / 1000
+    while True:
+        failures, refused = [], 0
+        for host in hosts:
+            name, _, port = host.rpartition(":") if ":" in host else (host, "", str(default_port))
+            try:
+                remaining = max(deadline - time.monotonic(), 0.05)
+                with socket.create_connection((name.strip("[]"), int(port)), timeout=remaining):
+                    return
+            except ConnectionRefusedError as err:
+                refused += 1
+                failures.append(f"{host}: {err.strerror or err}")
+            except (OSError, ValueError) as err:
+                failures.append(f"{host}: {getattr(err, 'strerror', None) or err}")
+        if not failures:
+            return  # not a host:port URL (http lookup, proxies...): let the client try
+        if refused < len(failures) or time.monotonic() + _REFUSED_PAUSE_S >= deadline:
+            break
+        time.sleep(_REFUSED_PAUSE_S)
     raise LogUnavailableError(
         f"cannot reach the Pulsar broker at {config.service_url} (pulsar.service-url): no connection "
         f"within {time.monotonic() - started:.1f} s ({'; '.join(failures)}); check the address and "
