@@ -108,28 +108,39 @@ def random_cut(cluster: Cluster, seed: int) -> str:
     return chosen
 
 
-def reader_cut_off_from_broker(cluster: Cluster, *, cut_after_records: int, cut_s: float,
-                               commits_made: int = 12) -> list[dict[str, Any]]:
+def reader_cut_off_from_broker(cluster: Cluster, *, cut_after_records: int, cut_s: float, commits_made: int = 12,
+                               pulsar: Path | None = None) -> list[dict[str, Any]]:
     """A transactional reader (host a) follows a table another host commits to (every
     0.5 s); once it has read ``cut_after_records`` records it is partitioned from the
-    broker for ``cut_s``. Checks every committed record read once; returns its lines."""
-    table, warehouse, options = new_table(cluster)
-    net = cluster.network
-    writes = committer(net["b"], {"warehouse": warehouse, "table": "db.t", "who": "B", "options": options,
-                                  "commits": commits("driver", range(1, commits_made + 1)), "pause_s": 0.5})
-    reader = Program(net["a"], "reader", {"warehouse": warehouse, "table": "db.t", "options": options,
-                                          "expect": commits_made * ROWS, "deadline_s": 120})
-    reader.wait_for(lambda line: sum(len(seen.get("ids", [])) for seen in reader.lines) >= cut_after_records)
-    net.partition([net["a"]], [net["broker"]])
-    time.sleep(cut_s)
-    net.heal()
-    outcomes = final_outcomes(writes.finish())
-    lines = reader.finish(timeout_s=150)
+    broker for ``cut_s``. The log is the cluster's Kafka broker, or with ``pulsar`` (a
+    work directory) a pulsar-lite broker on host ``broker``. Checks every committed record
+    read once, and that every failed poll named the broker; returns the reader's lines."""
+    with contextlib.ExitStack() as stack:
+        if pulsar is None:
+            log, named = None, f"cannot reach the Kafka brokers at {cluster.bootstrap}"
+        else:
+            broker = _RestartableBroker(cluster, pulsar, "pulsar")
+            stack.callback(broker.kill)
+            # The client's round trips (a reader's creation, a look at what is available)
+            # wait up to its operation time-out: short here, so that the cut shows as an error.
+            log = {**broker.options, "pulsar.operation-timeout-seconds": "3"}
+            named = broker.options["pulsar.service-url"]
+        table, warehouse, options = new_table(cluster, log)
+        net = cluster.network
+        writes = committer(net["b"], {"warehouse": warehouse, "table": "db.t", "who": "B", "options": options,
+                                      "commits": commits("driver", range(1, commits_made + 1)), "pause_s": 0.5})
+        reader = Program(net["a"], "reader", {"warehouse": warehouse, "table": "db.t", "options": options,
+                                              "expect": commits_made * ROWS, "deadline_s": 120})
+        reader.wait_for(lambda line: sum(len(seen.get("ids", [])) for seen in reader.lines) >= cut_after_records)
+        net.partition([net["a"]], [net["broker"]])
+        time.sleep(cut_s)
+        net.heal()
+        outcomes = final_outcomes(writes.finish())
+        lines = reader.finish(timeout_s=150)
     assert all(o["outcome"] == "committed" for o in outcomes.values())
     read = Counter(i for line in lines for i in line.get("ids", []))
     assert read == Counter(range(ROWS, (commits_made + 1) * ROWS))  # each committed record once
-    assert all(f"cannot reach the Kafka brokers at {cluster.bootstrap}" in line["error"]
-               for line in lines if "error" in line)
+    assert all(named in line["error"] for line in lines if "error" in line), lines
     return lines
 
 

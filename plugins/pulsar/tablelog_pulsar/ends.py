@@ -63,13 +63,13 @@ class EndPositions:
                 receiver_queue_size=1,
             )
         except PulsarException as err:
-            raise translate(err, "looking up the last message", topic=topic, partition=partition) from None
+            raise translate(err, "looking up the last message", self._config, topic=topic, partition=partition) from None
         try:
             return consumer.get_last_message_id()
         except pulsar.UnknownError:
             return None  # pulsar-lite: "Topic has no messages"
         except PulsarException as err:
-            raise translate(err, "looking up the last message", topic=topic, partition=partition) from None
+            raise translate(err, "looking up the last message", self._config, topic=topic, partition=partition) from None
         finally:
             try:
                 consumer.unsubscribe()  # a durable subscription would hold back retention
@@ -117,7 +117,7 @@ class EndPositions:
         except _TIMEOUT:
             message_id = None
         except PulsarException as err:
-            raise translate(err, "reading the last entry", topic=self._config.partition_topic(partition),
+            raise translate(err, "reading the last entry", self._config, topic=self._config.partition_topic(partition),
                             partition=partition) from None
         finally:
             with contextlib.suppress(Exception):
@@ -190,7 +190,7 @@ class EndPositions:
                 if position + 1 >= end:
                     return end  # that was the last record
         except PulsarException as err:
-            raise translate(err, "scanning", topic=topic, partition=partition) from None
+            raise translate(err, "scanning", self._config, topic=topic, partition=partition) from None
         finally:
             with contextlib.suppress(Exception):
                 scanner.close()

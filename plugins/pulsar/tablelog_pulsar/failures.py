@@ -7,6 +7,8 @@ where (topic, partition) and the client's error class.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import _pulsar
 
 from tablelog.plugin import (
@@ -15,6 +17,9 @@ from tablelog.plugin import (
     PositionOutOfRangeError,
     TopicError,
 )
+
+if TYPE_CHECKING:
+    from tablelog_pulsar.config import PulsarConfig
 
 _UNAVAILABLE = (
     _pulsar.Timeout,
@@ -35,12 +40,17 @@ def describe(err: BaseException) -> str:
 
 
 def translate(
-    err: BaseException, what: str, *, topic: str | None = None, partition: int | None = None
+    err: BaseException, what: str, config: PulsarConfig, *, topic: str | None = None, partition: int | None = None
 ) -> LogSystemError:
-    """A LogSystemError for the client exception ``err`` raised while doing ``what``."""
+    """A LogSystemError for the client exception ``err`` raised while doing ``what``; one
+    that says the broker did not answer names it and the time-out it was given."""
     message = f"pulsar: {what} failed: {describe(err)}"
     if isinstance(err, _UNAVAILABLE):
-        return LogUnavailableError(message + "; is the broker reachable?", topic=topic, partition=partition)
+        waited = config.client_kwargs.get("operation_timeout_seconds", 30)
+        return LogUnavailableError(
+            f"{message}: no answer from the Pulsar broker at {config.service_url} (pulsar.service-url) within "
+            f"pulsar.operation-timeout-seconds={waited}; is it running and reachable?",
+            topic=topic, partition=partition)
     if isinstance(err, _TOPIC):
         return TopicError(message, topic=topic, partition=partition)
     if isinstance(err, (_pulsar.AuthenticationError, _pulsar.AuthorizationError)):

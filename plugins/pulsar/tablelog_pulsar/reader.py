@@ -74,7 +74,7 @@ class Reader(EndPositions, RecordWaits):
         try:
             return self._client().create_reader(topic, start, start_message_id_inclusive=True, **kwargs)
         except PulsarException as err:
-            raise translate(err, "opening a reader", topic=topic, partition=partition) from None
+            raise translate(err, "opening a reader", self._config, topic=topic, partition=partition) from None
 
     def _reader_at(self, partition: int, position: int) -> OpenReader:
         current = self._open.get(partition)
@@ -186,7 +186,7 @@ class Reader(EndPositions, RecordWaits):
                 note(record_position)
         except PulsarException as err:
             self._close_reader(partition)
-            raise translate(err, "reading", topic=self._config.partition_topic(partition),
+            raise translate(err, "reading", self._config, topic=self._config.partition_topic(partition),
                             partition=partition) from None
         except positions.PositionRangeError as err:
             self._close_reader(partition)

@@ -42,7 +42,7 @@ def partitioned_count(config: PulsarConfig, client: Any) -> int:
     try:
         names = list(client.get_topic_partitions(config.topic))
     except PulsarException as err:
-        raise translate(err, "looking up the topic's partitions", topic=config.topic) from None
+        raise translate(err, "looking up the topic's partitions", config, topic=config.topic) from None
     if names == [config.topic]:
         return 0
     return len(names)
@@ -55,7 +55,7 @@ def check_plain_partition(config: PulsarConfig, client: Any, partition: int) -> 
     try:
         names = list(client.get_topic_partitions(name))
     except PulsarException as err:
-        raise translate(err, "looking up a partition topic", topic=name, partition=partition) from None
+        raise translate(err, "looking up a partition topic", config, topic=name, partition=partition) from None
     if names != [name]:
         raise TopicError(
             f"pulsar: the broker made the partition topic {name!r} a partitioned topic with "
@@ -79,7 +79,7 @@ def recorded_partitions(config: PulsarConfig, client: Any, timeout_ms: int) -> i
     try:
         reader = client.create_reader(name, pulsar.MessageId.earliest)
     except PulsarException as err:
-        raise translate(err, "reading the topic record", topic=name) from None
+        raise translate(err, "reading the topic record", config, topic=name) from None
     try:
         try:
             available = reader.has_message_available()
@@ -98,7 +98,7 @@ def recorded_partitions(config: PulsarConfig, client: Any, timeout_ms: int) -> i
                              f"property ({text!r})", topic=config.topic)
         return count
     except PulsarException as err:
-        raise translate(err, "reading the topic record", topic=name) from None
+        raise translate(err, "reading the topic record", config, topic=name) from None
     finally:
         with contextlib.suppress(Exception):
             reader.close()
@@ -117,7 +117,7 @@ def record_partitions(config: PulsarConfig, client: Any, count: int) -> None:
             with contextlib.suppress(Exception):
                 producer.close()
     except PulsarException as err:
-        raise translate(err, "writing the topic record", topic=name) from None
+        raise translate(err, "writing the topic record", config, topic=name) from None
 
 
 def ensure(config: PulsarConfig, client: Any, create: Callable[[int], Any], timeout_ms: int) -> int:

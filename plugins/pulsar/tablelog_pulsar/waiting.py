@@ -91,7 +91,7 @@ class RecordWaits:
             return False
         except PulsarException as err:
             self._close_reader(partition)
-            raise translate(err, "reading", topic=topic, partition=partition) from None
+            raise translate(err, "reading", self._config, topic=topic, partition=partition) from None
         except positions.PositionRangeError as err:
             self._close_reader(partition)
             raise LogSystemError(

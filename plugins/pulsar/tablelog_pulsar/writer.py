@@ -84,7 +84,7 @@ class Writer:
             try:
                 producer = self._client().create_producer(topic, block_if_queue_full=True, **kwargs)
             except PulsarException as err:
-                raise translate(err, "creating a producer", topic=topic, partition=partition) from None
+                raise translate(err, "creating a producer", self._config, topic=topic, partition=partition) from None
             self._producers[partition] = producer
         return producer
 

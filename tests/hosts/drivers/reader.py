@@ -1,7 +1,8 @@
 """A transactional reader on its own host (tests/hosts): polls a table's changes until it
 has ``expect`` of them or ``deadline_s`` passed, going on after a failed poll as a
-consumer's loop does, and prints one JSON line per poll that returned something or failed:
-``{"t", "ids"}`` or ``{"t", "error"}`` (``t``: seconds since it started), then
+consumer's loop does, and prints one JSON line per poll that returned something, failed
+or took longer than :data:`SLOW_POLL_S`: ``{"t", "poll_s", "ids"}`` or ``{"t", "poll_s",
+"error"}`` (``t``: seconds since it started, ``poll_s``: how long the poll took), then
 ``{"done": true}``.
 
 Configuration on standard input: ``warehouse``, ``table``, ``options``, ``expect``,
@@ -16,6 +17,9 @@ import time
 import tablelog
 from tablelog.testing.processes import child_config
 
+#: A poll that took longer than this (for 0.5 s asked) is reported even when it returned nothing.
+SLOW_POLL_S = 1.0
+
 
 def say(**line: object) -> None:
     print(json.dumps(line), flush=True)
@@ -28,15 +32,17 @@ def main() -> None:
     seen = 0
     with table.reader(consistency="transactional", scan_mode="earliest") as reader:
         while seen < int(config["expect"]) and time.monotonic() - began < float(config["deadline_s"]):
+            polled = time.monotonic()
             try:
                 changes = reader.poll(timeout_s=0.5)
             except Exception as err:  # noqa: BLE001 -- reported; the loop goes on, as a consumer's does
-                say(t=time.monotonic() - began, error=f"{type(err).__name__}: {str(err)[:600]}")
+                say(t=time.monotonic() - began, poll_s=time.monotonic() - polled,
+                    error=f"{type(err).__name__}: {str(err)[:600]}")
                 time.sleep(0.5)
                 continue
-            if changes:
+            if changes or time.monotonic() - polled > SLOW_POLL_S:
                 seen += len(changes)
-                say(t=time.monotonic() - began, ids=[c.row["id"] for c in changes])
+                say(t=time.monotonic() - began, poll_s=time.monotonic() - polled, ids=[c.row["id"] for c in changes])
     say(done=True)
 
 
