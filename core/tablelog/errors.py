@@ -63,6 +63,12 @@ class CommitOutcomeUnknown(CommitError):
     finds the original and commits nothing twice)."""
 
 
+class StoreUnavailableError(TablelogError, TimeoutError):
+    """The object store did not answer a write attempt's data-file writes within
+    ``s3.write-timeout``: the attempt is given up (nothing of it is committed); make it
+    again once the store is reachable."""
+
+
 class WriteAccessError(TablelogError, PermissionError):
     """What an operation writes to the warehouse was refused: the storage is read-only to
     this process (a read-only mount or directory, S3 credentials that may only get and

@@ -17,6 +17,7 @@ import pytest
 
 import tablelog
 from tablelog.commit import committer
+from tablelog.errors import StoreUnavailableError
 from tablelog.store import TableWrite
 from tablelog.store.bucket_routing import BucketRouting
 from tablelog.store.integer_hash import integer_key_buckets
@@ -234,3 +235,31 @@ def test_the_routing_of_an_attempts_rows_gives_each_row_once_to_the_write_of_its
             assert part == sorted(part)  # input order within a bucket: a later write of a key later
             seen += part
     assert sorted(seen) == list(range(data.num_rows))
+
+
+def test_an_attempt_whose_lane_does_not_answer_is_given_up_after_the_write_timeout_and_leaves_no_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pypaimon-rust's writer has no request timeout: a lane cut off from the store would
+    # wait as long as the cut lasts. The attempt waits s3.write-timeout for it, no longer.
+    table = _table(tmp_path)
+    internals(table).files.write_timeout_s = 0.5  # type: ignore[attr-defined]  # an object store's
+    cut_off = threading.Event()
+    original = TableWrite.prepare_commit
+
+    def prepare_commit(self: TableWrite, commit_identifier: int) -> list[Any]:
+        cut_off.wait(30)  # the store answers when the cut heals
+        return original(self, commit_identifier)
+
+    monkeypatch.setattr(TableWrite, "prepare_commit", prepare_commit)
+    task = _task(table)
+    task.write(_rows(range(100), "a"))
+    began = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match=r"not written within s3\.write-timeout=0\.5 s .*db\.db/t did not answer"):
+        task.finish()
+    assert time.monotonic() - began < 5
+    cut_off.set()  # the cut heals: the lanes' calls return, and their files are deleted
+    deadline = time.monotonic() + 10
+    while _data_files(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _data_files(tmp_path)
+    assert internals(table).files.latest_snapshot() is None

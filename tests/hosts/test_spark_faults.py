@@ -25,7 +25,8 @@ from .spark_on_hosts import SparkHosts, StreamingWrite, assert_each_change_count
 
 # In `tox -e faults`: CI's time budget keeps Spark's exactly-once under a killed worker on the
 # loopback cluster (tests/cluster), and the committer and reader scenarios across hosts.
-pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.faults]
+# An iteration whose driver is orphaned runs a second driver: past the suite's 300 s.
+pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.faults, pytest.mark.timeout(600)]
 
 ITERATIONS = int(os.environ.get("TABLELOG_FAULT_ITERATIONS", "20"))
 SEED = int(os.environ.get("TABLELOG_FAULT_SEED", "0"))

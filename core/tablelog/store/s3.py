@@ -47,10 +47,15 @@ S3_OPTION_DOCS: dict[str, str] = {
     "s3.max-attempts": "Attempts of one S3 request, the first included, before its error is raised; default `3`. "
     "A request cut off from the store fails within about `s3.max-attempts` x (`s3.connect-timeout` + "
     "`s3.request-timeout`).",
+    "s3.write-timeout": "The longest a write attempt waits for its data files to be written to the store "
+    "(at `finish()`, or when its writing falls that far behind); default `5 min`. pypaimon-rust's writer "
+    "(thin tables' files) has no request timeout of its own: an attempt cut off from the store fails after "
+    "this with a `StoreUnavailableError`, and is made again.",
 }
 S3_OPTION_KEYS = tuple(S3_OPTION_DOCS)
 #: The timeouts' defaults, in the options' spelling.
-TIMEOUT_DEFAULTS = {"s3.connect-timeout": "5 s", "s3.request-timeout": "30 s", "s3.max-attempts": "3"}
+TIMEOUT_DEFAULTS = {"s3.connect-timeout": "5 s", "s3.request-timeout": "30 s", "s3.max-attempts": "3",
+                    "s3.write-timeout": "5 min"}
 
 # The standard AWS variables, for the options not given (first one set wins).
 _ENVIRONMENT = {
@@ -104,11 +109,13 @@ def s3_settings(given: Mapping[str, str], environ: Mapping[str, str] = os.enviro
 @attrs.frozen
 class S3Timeouts:
     """How long one S3 request may take: per attempt, to connect and to wait for the
-    answer's next bytes; and how many attempts."""
+    answer's next bytes; and how many attempts. ``write_s``: how long a write attempt's
+    data files may take."""
 
     connect_s: float
     request_s: float
     attempts: int
+    write_s: float = 300.0
 
     @property
     def longest_s(self) -> float:
@@ -126,7 +133,8 @@ def s3_timeouts(settings: Mapping[str, str]) -> S3Timeouts:
             raise OptionError(f"invalid value {value!r} for option {key!r}: {problem}")
     return S3Timeouts(connect_s=parse_duration_ms(values["s3.connect-timeout"]) / 1000,
                       request_s=parse_duration_ms(values["s3.request-timeout"]) / 1000,
-                      attempts=int(values["s3.max-attempts"]))
+                      attempts=int(values["s3.max-attempts"]),
+                      write_s=parse_duration_ms(values["s3.write-timeout"]) / 1000)
 
 
 def timeout_problem(key: str, value: str) -> str | None:

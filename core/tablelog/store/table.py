@@ -76,6 +76,8 @@ class PaimonTable:
     _data_table: Callable[[Any], Any] = attrs.field(repr=False)
     #: The boto3 client of an object-store warehouse (None: a local one, committing under a lock).
     s3_client: Any = None
+    #: How long a write attempt's data files may take (``s3.write-timeout``; None: no limit, a local warehouse).
+    write_timeout_s: float | None = None
     _paimon: Any = attrs.field(default=None, init=False, repr=False, eq=False)
     _schemas: Any = attrs.field(init=False, repr=False, eq=False)
     _snapshots: Any = attrs.field(init=False, repr=False, eq=False)
@@ -286,7 +288,7 @@ class PaimonTable:
         """A write of data files, to commit later (:meth:`commit`) or abort."""
         merged = self.merge_options
         return TableWrite(self.identifier, self.paimon, merged_changelog=merged is not None,
-                          on_file=self._kept_for_lookups())
+                          on_file=self._kept_for_lookups(), timeout_s=self.write_timeout_s, location=self.path)
 
     def _kept_for_lookups(self) -> Callable[[tuple[Any, ...], int, Any, Any], None] | None:
         """What tells the lookup cache of each data file this process writes (a merge-engine

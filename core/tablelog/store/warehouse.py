@@ -305,7 +305,16 @@ class Warehouse:
         if schema is None:
             raise TableNotFoundError(f"table {identifier!r} does not exist in warehouse {self.path!r}")
         return PaimonTable(identifier, self.file_io, path, schema, functools.partial(self._data_table, identifier),
-                           self.s3_client if self.on_object_store else None)
+                           self.s3_client if self.on_object_store else None,
+                           self._write_timeout_s())
+
+    def _write_timeout_s(self) -> float | None:
+        """``s3.write-timeout`` of an object-store warehouse; None for a local one."""
+        if not self.on_object_store:
+            return None
+        from tablelog.store.s3 import s3_timeouts
+
+        return s3_timeouts(self.s3_settings).write_s
 
     def _data_table(self, identifier: str, table_schema: Any) -> Any:
         """pypaimon's ``FileStoreTable`` of ``identifier`` in ``table_schema``, as its

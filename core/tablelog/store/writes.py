@@ -44,12 +44,19 @@ class TableWrite:
     ``merged_changelog``: the table's log carries its changelog rather than the writes
     (:attr:`tablelog.store.files.TableFiles.merge_options` is set). ``on_file(partition,
     bucket, file meta, rows)``: told of each key-value file pypaimon's Python writer writes.
+    ``timeout_s`` and ``location``: how long writing the files may take, and where they go
+    (the caller, :mod:`tablelog.writing.files_lane`, gives the attempt up after that).
     """
 
     def __init__(
         self, identifier: str, paimon: Any, *, merged_changelog: bool = False,
         on_file: Callable[[tuple[Any, ...], int, Any, Any], None] | None = None,
+        timeout_s: float | None = None, location: str = "",
     ) -> None:
+        #: How long the writing of these files may take (``s3.write-timeout``; None: no limit).
+        self.timeout_s = timeout_s
+        #: Where the files go (the table's directory), for the error when that time passes.
+        self.location = location
         self._identifier = identifier
         self._paimon = paimon  # pypaimon FileStoreTable
         self._merged_changelog = merged_changelog

@@ -21,6 +21,13 @@ A failure in a lane fails the attempt: its next ``write()`` or ``finish()`` stop
 lane, deletes the files they wrote, and raises the failure (and so does every call after).
 Rows reach the lanes only after they were validated and encoded, so bad input still
 changes nothing; records already produced stay uncommitted, as those of any failed attempt.
+
+On an object store the attempt waits for its lanes at most ``s3.write-timeout``
+(:attr:`TableWrite.timeout_s`), at ``finish()`` and when a lane's queue stays full:
+pypaimon-rust's writer has no request timeout, and a lane cut off from the store would
+wait for it as long as the cut lasts. The attempt is then given up with a
+:class:`~tablelog.errors.StoreUnavailableError`; the lane's thread ends when its call
+returns, and deletes the files it wrote, as for any failed attempt.
 """
 
 from __future__ import annotations
@@ -30,8 +37,11 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from tablelog.errors import StoreUnavailableError
 
 if TYPE_CHECKING:
     from tablelog.store import TableWrite
@@ -61,12 +71,16 @@ class FilesLanes:
     written by ``writes`` in a thread each (one, or one a bucket routing's write)."""
 
     def __init__(self, writes: Sequence[TableWrite], commit_identifier: int) -> None:
+        #: How long the attempt waits for a lane (None: as long as it takes).
+        self._timeout_s = writes[0].timeout_s if writes else None
+        self._location = writes[0].location if writes else ""
         self._lock = threading.Lock()
         #: The first failure of a lane: the attempt's.
         self._failure: BaseException | None = None
         self._prepare_asked = False
         self._taken = False
         self._closed = False
+        self._given_up = False
         self._lanes = [_Lane(self, write, commit_identifier) for write in writes]
 
     def write(self, data: Any, kinds: Sequence[str] | None, spans: Sequence[Sequence[Span]] | None = None) -> None:
@@ -78,11 +92,17 @@ class FilesLanes:
         if self._prepare_asked:
             raise RuntimeError("the data files of this write attempt are being prepared: nothing more can be written")
         if spans is None:
-            self._lanes[0].queue.put((data, kinds, None))
+            self._put(self._lanes[0], (data, kinds, None))
             return
         for lane, lane_spans in zip(self._lanes, spans, strict=True):
             if lane_spans:
-                lane.queue.put((data, kinds, lane_spans))
+                self._put(lane, (data, kinds, lane_spans))
+
+    def _put(self, lane: _Lane, item: tuple[Any, Any, Any]) -> None:
+        try:
+            lane.queue.put(item, timeout=self._timeout_s)
+        except queue.Full:
+            self._give_up("writing its rows")
 
     def prepare(self) -> None:
         """Have the lanes prepare the commit once they have written every row queued
@@ -96,8 +116,10 @@ class FilesLanes:
         """The commit messages of every file the attempt wrote (picklable); raises the
         attempt's failure when a lane failed."""
         self.prepare()
+        deadline = None if self._timeout_s is None else time.monotonic() + self._timeout_s
         for lane in self._lanes:
-            lane.done.wait()
+            if not lane.done.wait(None if deadline is None else max(deadline - time.monotonic(), 0.0)):
+                self._give_up("preparing its files")
         self._raise_failure()
         self._taken = True
         return [message for lane in self._lanes for message in lane.messages]
@@ -113,9 +135,17 @@ class FilesLanes:
                 # ends by itself: closing never waits on a lane (a finalizer may run in one).
                 with contextlib.suppress(queue.Full):
                     lane.queue.put_nowait(_CLOSE)
-        if wait:
+        if wait and not self._given_up:
             for lane in self._lanes:
                 lane.thread.join()
+
+    def _give_up(self, doing: str) -> None:
+        self.fail(StoreUnavailableError(
+            f"a write attempt's data files were not written within s3.write-timeout={self._timeout_s:g} s "
+            f"(it was {doing}): the object store holding {self._location} did not answer; the attempt is given "
+            "up and nothing of it is committed: make it again once the store is reachable"))
+        self._given_up = True  # from now on nothing waits for the lanes: one may never return
+        self._raise_failure()
 
     def fail(self, failure: BaseException) -> None:
         with self._lock:

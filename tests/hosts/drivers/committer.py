@@ -11,7 +11,8 @@ it has an answer or ``give_up_s`` passed.
 
 A line: ``{"writer", "identifier", "outcome": "committed" | "already" | "unknown" |
 "error" | "write failed", "snapshot", "seconds", "error"}``; a failed write attempt is
-given up and made again (at most :data:`WRITE_ATTEMPTS`), as Spark runs a failed task again.
+given up and made again (at most ``write_attempts``, default :data:`WRITE_ATTEMPTS`), as
+Spark runs a failed task again.
 """
 
 from __future__ import annotations
@@ -39,16 +40,17 @@ def main() -> None:
         writer, identifier = commit["writer"], int(commit["identifier"])
         first = identifier * rows + int(offsets.get(writer, 0))
         receipt = None
-        for attempt in range(WRITE_ATTEMPTS):  # as Spark runs a failed task again
+        for attempt in range(int(config.get("write_attempts", WRITE_ATTEMPTS))):  # as Spark runs a failed task again
             task = table.write_task(writer, identifier, task=f"{who}-{attempt}")
+            began = time.monotonic()
             try:
                 task.write([{"id": i, "who": who, "identifier": identifier} for i in range(first, first + rows)])
                 receipt = task.finish()
                 break
             except Exception as err:  # noqa: BLE001 -- reported; the attempt is given up and made again
                 task.abort()
-                say(writer=writer, identifier=identifier, outcome="write failed", error=f"{type(err).__name__}: "
-                    f"{str(err)[:800]}")
+                say(writer=writer, identifier=identifier, outcome="write failed", seconds=time.monotonic() - began,
+                    error=f"{type(err).__name__}: {str(err)[:800]}")
         if receipt is None:
             return
         began = time.monotonic()

@@ -1,0 +1,65 @@
+"""A committer cut off from S3 while it writes, or whose data-file put the store never
+answers: a table of the default layout (thin files, written by pypaimon-rust's writer,
+which has no request timeout of its own) fails its write attempt in bounded time
+(``s3.write-timeout`` for that writer's requests), naming the store; the attempt made
+again commits, each identifier once."""
+
+from __future__ import annotations
+
+import time
+
+from tablelog.testing.s3_faults import S3FaultProxy
+
+from .committers import check_exactly_once, commits, committer, final_outcomes, new_table
+from .conftest import Cluster
+
+WRITE_TIMEOUT_S = 4.0
+#: Longer than a write attempt may take, cut off (the write timeout, then its abort).
+CUT_S = 15.0
+#: Within how long a write attempt cut off from the store fails: well inside the cut.
+FAILS_WITHIN_S = 10.0
+
+
+def test_a_write_cut_off_from_s3_fails_within_the_write_timeout_and_is_made_again_once(cluster: Cluster) -> None:
+    table, warehouse, options = new_table(cluster, **{"s3.write-timeout": f"{WRITE_TIMEOUT_S:g} s"})
+    net = cluster.network
+    run = committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "options": options,
+                               "commits": commits("driver", range(1, 5)), "pause_s": 0.5, "write_attempts": 20})
+    run.wait_for(lambda line: line["identifier"] == 1 and line["outcome"] == "committed")
+    net.partition([net["a"]], [net["s3"]])
+    cut_at = time.monotonic()
+    first_failure = run.wait_for(lambda line: line["outcome"] == "write failed", timeout_s=CUT_S)
+    failed_after_s = time.monotonic() - cut_at
+    time.sleep(max(CUT_S - failed_after_s, 0))
+    net.heal()
+    outcomes = final_outcomes(run.finish(timeout_s=120))
+
+    # The attempt under way when the cut began failed in bounded time, naming the store.
+    assert failed_after_s < FAILS_WITHIN_S, (failed_after_s, first_failure)
+    assert first_failure["seconds"] < FAILS_WITHIN_S, first_failure
+    failures = [line for line in run.lines if line["outcome"] == "write failed"]
+    assert all(line["seconds"] < FAILS_WITHIN_S for line in failures), failures
+    assert any("s3.write-timeout" in line["error"] or "Timeout was reached" in line["error"] for line in failures), \
+        failures
+    assert [outcomes[("driver", i)]["outcome"] for i in range(1, 5)] == ["committed"] * 4
+    check_exactly_once(table, cluster, warehouse, [("driver", i) for i in range(1, 5)], {})
+
+
+def test_a_data_file_put_the_store_never_answers_fails_the_attempt_within_the_write_timeout_and_it_is_made_again(
+        cluster: Cluster) -> None:
+    table, warehouse, options = new_table(cluster, **{"s3.write-timeout": f"{WRITE_TIMEOUT_S:g} s"})
+    net = cluster.network
+    with S3FaultProxy(cluster.s3.endpoint, listen_host=net.controller_address) as proxy:
+        unanswered = proxy.hang("PUT", "/bucket-")  # the first data file pypaimon-rust's writer puts
+        run = committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A",
+                                   "options": {**options, "s3.endpoint": proxy.endpoint},
+                                   "commits": commits("driver", range(1, 4)), "write_attempts": 3})
+        outcomes = final_outcomes(run.finish(timeout_s=120))
+    failures = [line for line in run.lines if line["outcome"] == "write failed"]
+    assert unanswered.fired == 1
+    assert len(failures) == 1, failures
+    assert "StoreUnavailableError" in failures[0]["error"], failures
+    assert f"not written within s3.write-timeout={WRITE_TIMEOUT_S:g} s" in failures[0]["error"], failures
+    assert failures[0]["seconds"] < WRITE_TIMEOUT_S + 4, failures
+    assert [outcomes[("driver", i)]["outcome"] for i in range(1, 4)] == ["committed"] * 3
+    check_exactly_once(table, cluster, warehouse, [("driver", i) for i in range(1, 4)], {})
