@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tablelog.testing.s3_faults import S3FaultProxy
 
 from .committers import check_exactly_once, commits, committer, final_outcomes, new_table
@@ -20,7 +22,8 @@ CUT_S = 15.0
 FAILS_WITHIN_S = 10.0
 
 
-def test_a_write_cut_off_from_s3_fails_within_the_write_timeout_and_is_made_again_once(cluster: Cluster) -> None:
+@pytest.mark.faults  # CI's time budget: the unanswered put below shows the bound of pypaimon-rust's writer
+def test_a_write_cut_off_from_s3_fails_in_bounded_time_and_is_made_again_once(cluster: Cluster) -> None:
     table, warehouse, options = new_table(cluster, **{"s3.write-timeout": f"{WRITE_TIMEOUT_S:g} s"})
     net = cluster.network
     run = committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "options": options,
