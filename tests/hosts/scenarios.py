@@ -240,3 +240,36 @@ def broker_restarted_mid_commit(cluster: Cluster, workdir: Path, system: str, *,
     finally:
         broker.kill()
     return lines
+
+
+#: A write attempt cut off from the store fails within this (its first reads' request
+#: timeouts, or ``s3.write-timeout``: 4 s in :func:`committer_cut_off_from_s3`).
+WRITE_FAILS_WITHIN_S = 10.0
+
+
+def committer_cut_off_from_s3(cluster: Cluster, *, after_commits: int, delay_s: float,
+                              cut_s: float) -> list[dict[str, Any]]:
+    """A committer (host a) commits identifiers 1..5 of a table of the default layout
+    (thin files: pypaimon-rust's writer) every 0.5 s; ``delay_s`` after its
+    ``after_commits``-th answer it is partitioned from S3 for ``cut_s``. Checks that every
+    write attempt that failed did so within :data:`WRITE_FAILS_WITHIN_S`, that every answer
+    is true (``committed``, or ``already`` after an ``unknown``) and each identifier
+    committed once; returns the committer's lines."""
+    table, warehouse, options = new_table(cluster, **{"s3.write-timeout": "4 s"})
+    net = cluster.network
+    run = committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "options": options,
+                               "commits": commits("driver", range(1, 6)), "pause_s": 0.5, "write_attempts": 20,
+                               "retry_unknown_s": 0.5})
+    run.wait_for(lambda _: sum(line["outcome"] == "committed" for line in run.lines) >= after_commits)
+    time.sleep(delay_s)
+    net.partition([net["a"]], [net["s3"]])
+    time.sleep(cut_s)
+    net.heal()
+    lines = run.finish(timeout_s=180)
+    failures = [line for line in lines if line["outcome"] == "write failed"]
+    assert all(line["seconds"] < WRITE_FAILS_WITHIN_S for line in failures), failures
+    outcomes = final_outcomes(lines)
+    assert sorted(outcomes) == [("driver", i) for i in range(1, 6)], lines
+    check_answers({"A": outcomes}, makers(table, "driver", range(1, 6), {}), "driver")
+    check_exactly_once(table, cluster, warehouse, [("driver", i) for i in range(1, 6)], {})
+    return lines

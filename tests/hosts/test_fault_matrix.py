@@ -8,6 +8,10 @@
   (:func:`~.scenarios.reader_cut_off_from_broker`);
 - a store answering errors: which fault, armed after how many requests
   (:func:`~.scenarios.store_answers_errors`);
+- a reader cut off from a Pulsar broker: the same draws
+  (:func:`~.scenarios.reader_cut_off_from_broker` with ``pulsar``);
+- a committer cut off from S3 while it writes: after which commit, how long after it, for
+  how long (:func:`~.scenarios.committer_cut_off_from_s3`);
 - a broker (Tansu or pulsar-lite) killed and started again: after which commit, how long after it, down for
   how long (:func:`~.scenarios.broker_restarted_mid_commit`).
 
@@ -26,6 +30,7 @@ from .conftest import Cluster
 from .scenarios import (
     STORE_FAULTS,
     broker_restarted_mid_commit,
+    committer_cut_off_from_s3,
     random_cut,
     reader_cut_off_from_broker,
     store_answers_errors,
@@ -52,6 +57,24 @@ def test_a_reader_cut_off_from_the_broker_at_a_random_point_reads_every_committe
     after, cut_s = rng.randint(1, 40), rng.uniform(0.5, 12.0)
     record_property("fault", f"cut after {after} records for {cut_s:.1f} s")
     reader_cut_off_from_broker(cluster, cut_after_records=after, cut_s=cut_s)
+
+
+@pytest.mark.parametrize("iteration", range(ITERATIONS))
+def test_a_reader_cut_off_from_a_pulsar_broker_at_a_random_point_reads_every_committed_record_once(
+        cluster: Cluster, tmp_path: Path, iteration: int, record_property: pytest.RecordProperty) -> None:
+    rng = random.Random(SEED * 1_000 + iteration)
+    after, cut_s = rng.randint(1, 40), rng.uniform(0.5, 12.0)
+    record_property("fault", f"cut after {after} records for {cut_s:.1f} s")
+    reader_cut_off_from_broker(cluster, cut_after_records=after, cut_s=cut_s, pulsar=tmp_path)
+
+
+@pytest.mark.parametrize("iteration", range(ITERATIONS))
+def test_a_committer_cut_off_from_s3_at_a_random_point_of_its_writes_commits_each_identifier_once(
+        cluster: Cluster, iteration: int, record_property: pytest.RecordProperty) -> None:
+    rng = random.Random(SEED * 1_000 + iteration)
+    after, delay_s, cut_s = rng.randint(1, 4), rng.uniform(0.0, 1.0), rng.uniform(1.0, 15.0)
+    record_property("fault", f"cut {delay_s:.2f} s after commit {after} for {cut_s:.1f} s")
+    committer_cut_off_from_s3(cluster, after_commits=after, delay_s=delay_s, cut_s=cut_s)
 
 
 @pytest.mark.parametrize("iteration", range(ITERATIONS))

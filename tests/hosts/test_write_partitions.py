@@ -6,46 +6,25 @@ again commits, each identifier once."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tablelog.testing.s3_faults import S3FaultProxy
 
 from .committers import check_exactly_once, commits, committer, final_outcomes, new_table
 from .conftest import Cluster
+from .scenarios import committer_cut_off_from_s3
 
 WRITE_TIMEOUT_S = 4.0
-#: Longer than a write attempt may take, cut off (the write timeout, then its abort).
+#: Longer than a write attempt may take, cut off (:data:`~.scenarios.WRITE_FAILS_WITHIN_S`).
 CUT_S = 15.0
-#: Within how long a write attempt cut off from the store fails: well inside the cut.
-FAILS_WITHIN_S = 10.0
 
 
 @pytest.mark.faults  # CI's time budget: the unanswered put below shows the bound of pypaimon-rust's writer
 def test_a_write_cut_off_from_s3_fails_in_bounded_time_and_is_made_again_once(cluster: Cluster) -> None:
-    table, warehouse, options = new_table(cluster, **{"s3.write-timeout": f"{WRITE_TIMEOUT_S:g} s"})
-    net = cluster.network
-    run = committer(net["a"], {"warehouse": warehouse, "table": "db.t", "who": "A", "options": options,
-                               "commits": commits("driver", range(1, 5)), "pause_s": 0.5, "write_attempts": 20})
-    run.wait_for(lambda line: line["identifier"] == 1 and line["outcome"] == "committed")
-    net.partition([net["a"]], [net["s3"]])
-    cut_at = time.monotonic()
-    first_failure = run.wait_for(lambda line: line["outcome"] == "write failed", timeout_s=CUT_S)
-    failed_after_s = time.monotonic() - cut_at
-    time.sleep(max(CUT_S - failed_after_s, 0))
-    net.heal()
-    outcomes = final_outcomes(run.finish(timeout_s=120))
-
-    # The attempt under way when the cut began failed in bounded time, naming the store.
-    assert failed_after_s < FAILS_WITHIN_S, (failed_after_s, first_failure)
-    assert first_failure["seconds"] < FAILS_WITHIN_S, first_failure
-    failures = [line for line in run.lines if line["outcome"] == "write failed"]
-    assert all(line["seconds"] < FAILS_WITHIN_S for line in failures), failures
+    lines = committer_cut_off_from_s3(cluster, after_commits=1, delay_s=0.0, cut_s=CUT_S)
+    failures = [line for line in lines if line["outcome"] == "write failed"]
     assert any("s3.write-timeout" in line["error"] or "Timeout was reached" in line["error"] for line in failures), \
-        failures
-    assert [outcomes[("driver", i)]["outcome"] for i in range(1, 5)] == ["committed"] * 4
-    check_exactly_once(table, cluster, warehouse, [("driver", i) for i in range(1, 5)], {})
+        lines
 
 
 def test_a_data_file_put_the_store_never_answers_fails_the_attempt_within_the_write_timeout_and_it_is_made_again(
