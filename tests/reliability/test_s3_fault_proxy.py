@@ -24,6 +24,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutE
 
 import tablelog
 from tablelog.commit.log_commit import CommitResult
+from tablelog.errors import CommitError
 from tablelog.testing.s3_faults import S3FaultProxy
 from tablelog.testing.s3_server import S3Endpoint, seaweedfs
 
@@ -278,3 +279,18 @@ def test_a_compaction_whose_snapshot_put_landed_unanswered_keeps_its_files_and_r
     assert result.snapshot_id == 4
     assert [s.commit_kind for s in table.snapshots()] == ["APPEND", "APPEND", "APPEND", "COMPACT"]
     assert sorted(table.rows().to_pylist(), key=lambda r: r["id"]) == [{**r, "name": f"{r['name']}-3"} for r in ROWS]
+
+
+def test_a_commit_whose_reads_of_the_table_fail_commits_nothing_and_says_retry(
+        proxy: S3FaultProxy, s3_server: S3Endpoint) -> None:
+    table = table_through(proxy, s3_server)
+    task = table.write_task("w", 1)
+    task.write(ROWS)
+    receipt = task.finish()
+    failing = proxy.fail(path="/snapshot", status=503, times=None)  # every look at the snapshots
+    with pytest.raises(CommitError, match=r"before its snapshot was sent .* nothing was committed: retry the commit"):
+        table.commit("w", 1, [receipt])
+    assert failing.fired >= 1 and snapshot_puts(proxy) == []
+    proxy.clear()
+    assert table.commit("w", 1, [receipt]).committed  # the retry the error asks for
+    assert [(s.id, s.commit_user, s.commit_identifier) for s in table.snapshots()] == [(1, "w", 1)]

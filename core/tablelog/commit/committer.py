@@ -110,17 +110,27 @@ def _commit_racing(
 ) -> CommitResult:
     unknown: CommitOutcomeUnknown | None = None  # the last attempt's snapshot put had no answer
     for attempt in range(MAX_COMMIT_ATTEMPTS):
+        landed: list[int] = []
         try:
             # The latest id is read before the identifier is checked, so every snapshot up
             # to it has been checked when snapshot latest + 1 is created.
             latest = table.files.latest_snapshot()
             next_id = (latest.id if latest is not None else 0) + 1
-            return _commit_once(
-                table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed, repair, next_id, latest)
+            return _commit_once(table, writer_id, commit_identifier, receipts, log_pool, started_ms, relayed, repair,
+                                next_id, latest, landed)
         except CommitOutcomeUnknown as err:
             unknown = err  # the next attempt reads the table again and finds out
         except _LostRace:
             unknown = None
+        except OSError as err:
+            if unknown is not None or landed:
+                raise  # the snapshot may be there (unknown, below), or is (a failure after it)
+            # The store failed a read or a write before the snapshot was sent: nothing of
+            # this commit is in the table, and the caller may simply retry it.
+            raise CommitError(
+                f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r} could not reach "
+                f"the object store before its snapshot was sent ({type(err).__name__}: {err}); nothing was "
+                "committed: retry the commit") from err
         except Exception as err:
             if unknown is None:
                 raise
@@ -144,11 +154,12 @@ def _commit_racing(
 def _commit_once(
     table: TableView, writer_id: str, commit_identifier: int, receipts: Sequence[WriteReceipt],
     log_pool: LogPool | None, started_ms: int, relayed: Sequence[int], repair: Repair | None,
-    snapshot_id: int | None = None, latest: SnapshotInfo | None = None,
+    snapshot_id: int | None = None, latest: SnapshotInfo | None = None, landed: list[int] | None = None,
 ) -> CommitResult:
     """Check the identifier, then commit; ``snapshot_id``: on an object store, the one
     id this attempt may create (:class:`_LostRace` when another committer has it), and
-    ``latest`` the snapshot before it."""
+    ``latest`` the snapshot before it; ``landed`` is given the snapshot's id once it is
+    in the table (what fails after that failed after the commit)."""
     rows = sum(r.rows for r in receipts)
     ranges = tuple(rng for r in receipts for rng in r.ranges)
     records = sum(r.count for r in ranges)
@@ -203,6 +214,8 @@ def _commit_once(
             relayed_snapshots=tuple(relayed),
         )
         snapshot = _commit_snapshot(table, writer_id, commit_identifier, messages, record, snapshot_id, latest)
+        if landed is not None:
+            landed.append(snapshot.id)
     except BaseException:
         release(log, log_pool, reusable=False)
         if recomputed and log_deletes_before(table):

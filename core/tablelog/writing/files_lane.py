@@ -27,11 +27,13 @@ On an object store the attempt waits for its lanes at most ``s3.write-timeout``
 pypaimon-rust's writer has no request timeout, and a lane cut off from the store would
 wait for it as long as the cut lasts. The attempt is then given up with a
 :class:`~tablelog.errors.StoreUnavailableError`; the lane's thread ends when its call
-returns, and deletes the files it wrote, as for any failed attempt.
+returns, and deletes the files it wrote, as for any failed attempt. A process exiting
+waits for such threads up to :data:`EXIT_WAIT_S`.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -64,6 +66,19 @@ HOLD_BYTES = 32 << 20
 
 _PREPARE = object()
 _CLOSE = object()
+
+#: The threads of lanes given up while in a call to the store, and how long the process
+#: waits for them at exit: a thread that comes back from native code while the interpreter
+#: shuts down is unwound through that code's frames, which aborts the process.
+_ABANDONED: list[threading.Thread] = []
+EXIT_WAIT_S = 30.0
+
+
+@atexit.register
+def _wait_for_abandoned_lanes() -> None:
+    deadline = time.monotonic() + EXIT_WAIT_S
+    for thread in _ABANDONED:
+        thread.join(max(deadline - time.monotonic(), 0.0))
 
 
 class FilesLanes:
@@ -145,6 +160,7 @@ class FilesLanes:
             f"(it was {doing}): the object store holding {self._location} did not answer; the attempt is given "
             "up and nothing of it is committed: make it again once the store is reachable"))
         self._given_up = True  # from now on nothing waits for the lanes: one may never return
+        _ABANDONED.extend(lane.thread for lane in self._lanes if lane.thread.is_alive())
         self._raise_failure()
 
     def fail(self, failure: BaseException) -> None:

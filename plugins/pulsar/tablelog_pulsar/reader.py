@@ -47,9 +47,17 @@ _TIMEOUT = pulsar.Timeout
 #: How far ahead of an open reader a fetch may start and still use it: 64 entries.
 _SKIP_AHEAD = 64 << positions.BATCH_BITS
 
-#: A reader that delivered nothing for this long is asked (at most this often) whether
-#: the broker has more for it; if so, it is stuck and is replaced.
+#: A reader that delivered nothing for this long is checked (at most every
+#: _STUCK_CHECK_EVERY_S) against the broker's end of its partition; if the partition has
+#: more for it, it is stuck and is replaced. Seen on pulsar-lite: a reader that had caught up
+#: stopped delivering while a new reader at the same position got the messages at once; and
+#: a reader that was waiting when its broker went down and came back delivers nothing, and
+#: its has_message_available() waits the operation time-out (and is never answered at all
+#: once the reader is closed), so the broker is asked through a consumer of its own.
 _STUCK_AFTER_S = 0.2
+_STUCK_CHECK_EVERY_S = 0.5
+#: The longest one wait of a fetch for its first record, in milliseconds.
+_READ_SLICE_MS = 500
 
 
 class Reader(EndPositions, RecordWaits):
@@ -156,16 +164,18 @@ class Reader(EndPositions, RecordWaits):
         ledger_shift = positions.ENTRY_BITS + positions.BATCH_BITS
         try:
             while len(found) < max_records:
-                wait_ms = 0 if found else max(0, int((deadline - time.monotonic()) * 1000))
+                # In slices: a reader that went silent is found stuck within the time-out.
+                wait_ms = 0 if found else min(max(0, int((deadline - time.monotonic()) * 1000)), _READ_SLICE_MS)
                 try:
                     message = raw.read_next(wait_ms)
                 except _TIMEOUT:
-                    if found or not self._stuck(opened):
+                    if found:
                         break
-                    # Replaced at the same place; it waits for what is left of the time-out.
-                    self._close_reader(partition)
-                    opened = self._reader_at(partition, floor)
-                    raw = opened.reader._reader
+                    if self._stuck(opened):
+                        # Replaced at the same place; it waits for what is left of the time-out.
+                        self._close_reader(partition)
+                        opened = self._reader_at(partition, floor)
+                        raw = opened.reader._reader
                     if time.monotonic() >= deadline:
                         break
                     continue
@@ -199,19 +209,19 @@ class Reader(EndPositions, RecordWaits):
 
     def _stuck(self, opened: OpenReader) -> bool:
         """Whether a reader that returns nothing is stuck: it has been silent for a while
-        and the broker says more messages are there for it. Seen on pulsar-lite: a reader
-        that had caught up (``has_message_available`` true) stopped delivering while a new
-        reader at the same position got the messages at once (docs/performance-history.md)."""
+        and the broker's end of its partition lies past its position (see _STUCK_AFTER_S;
+        docs/performance-history.md)."""
         now = time.monotonic()
-        if now - opened.active < _STUCK_AFTER_S or now - opened.checked < _STUCK_AFTER_S:
+        if now - opened.active < _STUCK_AFTER_S or now - opened.checked < _STUCK_CHECK_EVERY_S:
             return False
         opened.checked = now
         try:
-            return bool(opened.reader.has_message_available())
-        except PulsarException:
+            return self.end_position(self._partition_of(opened)) > opened.position
+        except (PulsarException, LogSystemError):
             return False  # the next read reports what is wrong
 
-    # -- misc ----------------------------------------------------------------------------
+    def _partition_of(self, opened: OpenReader) -> int:
+        return next(p for p, o in self._open.items() if o is opened)
 
     def _check_partition(self, partition: int) -> None:
         if not 0 <= partition < self._config.partitions:
@@ -230,3 +240,4 @@ class Reader(EndPositions, RecordWaits):
     def close(self) -> None:
         for partition in list(self._open):
             self._close_reader(partition)
+

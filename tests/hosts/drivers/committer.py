@@ -5,12 +5,13 @@ Configuration on standard input (the options hold the S3 secret): ``warehouse``,
 ``table``, ``options``, ``who`` (written into each row), ``rows`` per commit,
 ``commits``: a list of ``{"writer", "identifier"}``, whose rows have the ids
 ``identifier * rows + offset ..`` (``offset``: per writer, ``offsets[writer]``, default 0),
-``pause_s`` between commits (default none), and ``retry_unknown_s``: a commit whose outcome is unknown (CommitOutcomeUnknown) is
-retried with the same identifier every that many seconds, as a user is told to, until
-it has an answer or ``give_up_s`` passed.
+``pause_s`` between commits (default none), and ``retry_unknown_s``: a commit whose outcome
+is unknown (CommitOutcomeUnknown) or that committed nothing (another CommitError: the store
+could not be reached) is retried with the same identifier every that many seconds, as a
+user is told to, until it has an answer or ``give_up_s`` passed.
 
 A line: ``{"writer", "identifier", "outcome": "committed" | "already" | "unknown" |
-"error" | "write failed", "snapshot", "seconds", "error"}``; a failed write attempt is
+"not committed" | "error" | "write failed", "snapshot", "seconds", "error"}``; a failed write attempt is
 given up and made again (at most ``write_attempts``, default :data:`WRITE_ATTEMPTS`), as
 Spark runs a failed task again.
 """
@@ -21,7 +22,7 @@ import json
 import time
 
 import tablelog
-from tablelog.errors import CommitOutcomeUnknown
+from tablelog.errors import CommitError, CommitOutcomeUnknown
 from tablelog.testing.processes import child_config
 
 #: Attempts of one commit's write before the driver gives up.
@@ -58,8 +59,9 @@ def main() -> None:
             line = {"writer": writer, "identifier": identifier}
             try:
                 result = table.commit(writer, identifier, [receipt])
-            except CommitOutcomeUnknown as err:
-                say(**line, outcome="unknown", seconds=time.monotonic() - began, error=str(err)[:800])
+            except CommitError as err:  # unknown, or nothing committed: either way the retry commits it once
+                outcome = "unknown" if isinstance(err, CommitOutcomeUnknown) else "not committed"
+                say(**line, outcome=outcome, seconds=time.monotonic() - began, error=str(err)[:800])
                 if time.monotonic() - began > float(config.get("give_up_s", 120)):
                     return
                 time.sleep(float(config.get("retry_unknown_s", 1.0)))
