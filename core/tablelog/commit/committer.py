@@ -122,23 +122,21 @@ def _commit_racing(
             unknown = err  # the next attempt reads the table again and finds out
         except _LostRace:
             unknown = None
-        except OSError as err:
-            if unknown is not None or landed:
-                raise  # the snapshot may be there (unknown, below), or is (a failure after it)
-            # The store failed a read or a write before the snapshot was sent: nothing of
-            # this commit is in the table, and the caller may simply retry it.
-            raise CommitError(
-                f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r} could not reach "
-                f"the object store before its snapshot was sent ({type(err).__name__}: {err}); nothing was "
-                "committed: retry the commit") from err
         except Exception as err:
-            if unknown is None:
-                raise
-            # Retrying is always safe, and whether the put landed is still not known.
-            raise CommitOutcomeUnknown(
-                f"{unknown}; reading the table again to find out failed too: {err}. The commit may or may not be "
-                "in the table: retry it with the same writer id and commit identifier, which commits it once "
-                "either way") from err
+            if unknown is not None:
+                # Retrying is always safe, and whether the put landed is still not known.
+                raise CommitOutcomeUnknown(
+                    f"{unknown}; reading the table again to find out failed too: {err}. The commit may or may not "
+                    "be in the table: retry it with the same writer id and commit identifier, which commits it "
+                    "once either way") from err
+            if isinstance(err, OSError) and not landed:
+                # The store failed a read or a write before the snapshot was sent: nothing
+                # of this commit is in the table, and the caller may simply retry it.
+                raise CommitError(
+                    f"table {table.identifier!r}: commit {commit_identifier} of writer {writer_id!r} could not "
+                    f"reach the object store before its snapshot was sent ({type(err).__name__}: {err}); nothing "
+                    "was committed: retry the commit") from err
+            raise
         time.sleep(random.uniform(0, min(MAX_BACKOFF_S, 0.02 * 2**attempt)))
     if unknown is not None:
         raise CommitOutcomeUnknown(
