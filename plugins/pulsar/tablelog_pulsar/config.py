@@ -195,6 +195,11 @@ class PulsarConfig:
     def partition_topic(self, partition: int) -> str:
         return f"{self.topic}-partition-{partition}"
 
+    @property
+    def operation_timeout_s(self) -> int:
+        """pulsar.operation-timeout-seconds: how long one of the client's round trips waits."""
+        return int(self.client_kwargs.get("operation_timeout_seconds", 30))
+
     def authentication(self) -> Any:
         """The ``pulsar.Authentication`` object for the configured credentials, or None."""
         import pulsar

@@ -46,10 +46,9 @@ def translate(
     that says the broker did not answer names it and the time-out it was given."""
     message = f"pulsar: {what} failed: {describe(err)}"
     if isinstance(err, _UNAVAILABLE):
-        waited = config.client_kwargs.get("operation_timeout_seconds", 30)
         return LogUnavailableError(
             f"{message}: no answer from the Pulsar broker at {config.service_url} (pulsar.service-url) within "
-            f"pulsar.operation-timeout-seconds={waited}; is it running and reachable?",
+            f"pulsar.operation-timeout-seconds={config.operation_timeout_s}; is it running and reachable?",
             topic=topic, partition=partition)
     if isinstance(err, _TOPIC):
         return TopicError(message, topic=topic, partition=partition)

@@ -69,7 +69,7 @@ class Reader(EndPositions, RecordWaits):
         self._open: dict[int, OpenReader] = {}
         self.stuck_turn = 0  # which silent reader a wait for records asks next whether it is stuck
         self._topic_exists = False  # known once an empty-looking partition made us look
-        self.operation_timeout_ms = int(config.client_kwargs.get("operation_timeout_seconds", 30)) * 1000
+        self.operation_timeout_ms = config.operation_timeout_s * 1000
 
     # -- readers -------------------------------------------------------------------------
 
@@ -171,7 +171,7 @@ class Reader(EndPositions, RecordWaits):
                 except _TIMEOUT:
                     if found:
                         break
-                    if self._stuck(opened):
+                    if self._stuck(partition, opened):
                         # Replaced at the same place; it waits for what is left of the time-out.
                         self._close_reader(partition)
                         opened = self._reader_at(partition, floor)
@@ -207,7 +207,7 @@ class Reader(EndPositions, RecordWaits):
             opened.active = time.monotonic()
         return messages, found
 
-    def _stuck(self, opened: OpenReader) -> bool:
+    def _stuck(self, partition: int, opened: OpenReader) -> bool:
         """Whether a reader that returns nothing is stuck: it has been silent for a while
         and the broker's end of its partition lies past its position (see _STUCK_AFTER_S;
         docs/performance-history.md)."""
@@ -216,12 +216,11 @@ class Reader(EndPositions, RecordWaits):
             return False
         opened.checked = now
         try:
-            return self.end_position(self._partition_of(opened)) > opened.position
+            return self.end_position(partition) > opened.position
         except (PulsarException, LogSystemError):
             return False  # the next read reports what is wrong
 
-    def _partition_of(self, opened: OpenReader) -> int:
-        return next(p for p, o in self._open.items() if o is opened)
+    # -- misc ----------------------------------------------------------------------------
 
     def _check_partition(self, partition: int) -> None:
         if not 0 <= partition < self._config.partitions:
@@ -240,4 +239,3 @@ class Reader(EndPositions, RecordWaits):
     def close(self) -> None:
         for partition in list(self._open):
             self._close_reader(partition)
-
