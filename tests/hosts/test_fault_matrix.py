@@ -4,16 +4,14 @@
 - a committer cut off at its snapshot put: partitioned or frozen, at which phase of which
   identifier's put, how long after the restarted driver it comes back
   (:func:`~.scenarios.cut_off_at_snapshot_put`);
-- a reader cut off from the broker: after how many records, for how long
-  (:func:`~.scenarios.reader_cut_off_from_broker`);
+- a reader cut off from its broker, Kafka's or Pulsar's: after how many records, for how
+  long (:func:`~.scenarios.reader_cut_off_from_broker`);
 - a store answering errors: which fault, armed after how many requests
   (:func:`~.scenarios.store_answers_errors`);
-- a reader cut off from a Pulsar broker: the same draws
-  (:func:`~.scenarios.reader_cut_off_from_broker` with ``pulsar``);
 - a committer cut off from S3 while it writes: after which commit, how long after it, for
   how long (:func:`~.scenarios.committer_cut_off_from_s3`);
-- a broker (Tansu or pulsar-lite) killed and started again: after which commit, how long after it, down for
-  how long (:func:`~.scenarios.broker_restarted_mid_commit`).
+- a broker (Tansu or pulsar-lite) killed and started again: after which commit, how long
+  after it, down for how long (:func:`~.scenarios.broker_restarted_mid_commit`).
 
 ``TABLELOG_FAULT_ITERATIONS`` (default 20) and ``TABLELOG_FAULT_SEED`` (default 0) choose
 how many and which."""
@@ -51,21 +49,14 @@ def test_a_committer_cut_off_or_frozen_at_a_random_point_commits_each_identifier
 
 
 @pytest.mark.parametrize("iteration", range(ITERATIONS))
-def test_a_reader_cut_off_from_the_broker_at_a_random_point_reads_every_committed_record_once(
-        cluster: Cluster, iteration: int, record_property: pytest.RecordProperty) -> None:
+@pytest.mark.parametrize("log", ["kafka", "pulsar"])
+def test_a_reader_cut_off_from_its_broker_at_a_random_point_reads_every_committed_record_once(
+        cluster: Cluster, tmp_path: Path, log: str, iteration: int, record_property: pytest.RecordProperty) -> None:
     rng = random.Random(SEED * 1_000 + iteration)
     after, cut_s = rng.randint(1, 40), rng.uniform(0.5, 12.0)
     record_property("fault", f"cut after {after} records for {cut_s:.1f} s")
-    reader_cut_off_from_broker(cluster, cut_after_records=after, cut_s=cut_s)
-
-
-@pytest.mark.parametrize("iteration", range(ITERATIONS))
-def test_a_reader_cut_off_from_a_pulsar_broker_at_a_random_point_reads_every_committed_record_once(
-        cluster: Cluster, tmp_path: Path, iteration: int, record_property: pytest.RecordProperty) -> None:
-    rng = random.Random(SEED * 1_000 + iteration)
-    after, cut_s = rng.randint(1, 40), rng.uniform(0.5, 12.0)
-    record_property("fault", f"cut after {after} records for {cut_s:.1f} s")
-    reader_cut_off_from_broker(cluster, cut_after_records=after, cut_s=cut_s, pulsar=tmp_path)
+    reader_cut_off_from_broker(cluster, cut_after_records=after, cut_s=cut_s,
+                               pulsar=tmp_path if log == "pulsar" else None)
 
 
 @pytest.mark.parametrize("iteration", range(ITERATIONS))

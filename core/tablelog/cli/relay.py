@@ -55,8 +55,9 @@ def relay_command(warehouse: str, table: str, once: bool, interval: float, from_
     """
     t = open_table(warehouse, table, parse_options(raw_options))
     snapshots = changes = 0
-    with stop_on_signals(second_interrupts=True) as stop, Relay(internals(t), from_snapshot=from_snapshot, max_snapshots=max_snapshots,
-                                           consumer_id=consumer_id) as relay:
+    with stop_on_signals(second_interrupts=True) as stop, \
+            Relay(internals(t), from_snapshot=from_snapshot, max_snapshots=max_snapshots,
+                  consumer_id=consumer_id) as relay:
         if not once:
             console.print(f"relaying {t.identifier} (Ctrl-C or SIGTERM stops)", markup=False)
         try:

@@ -160,6 +160,7 @@ class FilesLanes:
             f"(it was {doing}): the object store holding {self._location} did not answer; the attempt is given "
             "up and nothing of it is committed: make it again once the store is reachable"))
         self._given_up = True  # from now on nothing waits for the lanes: one may never return
+        _ABANDONED[:] = [thread for thread in _ABANDONED if thread.is_alive()]  # those that came back
         _ABANDONED.extend(lane.thread for lane in self._lanes if lane.thread.is_alive())
         self._raise_failure()
 
