@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tablelog.testing.kafka_server import tansu_broker
+from tablelog.testing.kafka_server import s3_storage, tansu_broker
 from tablelog.testing.processes import free_port
 from tablelog.testing.pulsar_server import PulsarBroker, pulsar_lite_binary
 from tablelog.testing.s3_faults import Rule, S3FaultProxy
@@ -177,12 +177,15 @@ def store_answers_errors(cluster: Cluster, fault: str, *, after_requests: int = 
 
 
 class _RestartableBroker:
-    """The broker of one scenario on host ``broker``: Tansu on memory storage (a restart
-    loses every record) or pulsar-lite on its data directory (records survive)."""
+    """The broker of one scenario on host ``broker``: ``kafka``, Tansu on memory storage (a
+    restart loses every record); ``kafka-on-s3``, Tansu on its S3 storage engine in a bucket
+    of the cluster's store (records survive); ``pulsar``, pulsar-lite on its data directory
+    (records survive)."""
 
     def __init__(self, cluster: Cluster, workdir: Path, system: str) -> None:
         self.host, self.workdir, self.system = cluster.network["broker"], workdir, system
         self.port = free_port()
+        self._storage = s3_storage(cluster.s3, f"tansu-{self.port}") if system == "kafka-on-s3" else None
         self._tansu = contextlib.ExitStack()
         self._pulsar = PulsarBroker(pulsar_lite_binary(), workdir / "pulsar", self.port,
                                     address=self.host.address, launch=self.host.popen)
@@ -190,14 +193,15 @@ class _RestartableBroker:
 
     @property
     def options(self) -> dict[str, str]:
-        if self.system == "kafka":
-            return {"log.system": "kafka", "kafka.bootstrap.servers": f"{self.host.address}:{self.port}"}
-        return {"log.system": "pulsar", "pulsar.service-url": self._pulsar.service_url}
+        if self.system == "pulsar":
+            return {"log.system": "pulsar", "pulsar.service-url": self._pulsar.service_url}
+        return {"log.system": "kafka", "kafka.bootstrap.servers": f"{self.host.address}:{self.port}"}
 
     def start(self) -> None:
-        if self.system == "kafka":
+        if self.system != "pulsar":
+            storage, environment = self._storage or ("memory://tansu/", None)
             self._tansu.enter_context(tansu_broker(self.workdir, address=self.host.address, launch=self.host.popen,
-                                                   port=self.port))
+                                                   port=self.port, storage=storage, environment=environment))
         else:
             self._pulsar.start()
 
@@ -208,12 +212,12 @@ class _RestartableBroker:
 
 def broker_restarted_mid_commit(cluster: Cluster, workdir: Path, system: str, *, after_commits: int,
                                 delay_s: float, down_s: float, commits_made: int = 10) -> list[dict[str, Any]]:
-    """A committer (host b) commits every 0.3 s to a table whose log (``system``: kafka or
-    pulsar) is a broker of its own on host ``broker``, while a transactional reader (host a)
+    """A committer (host b) commits every 0.3 s to a table whose log (``system``: kafka,
+    kafka-on-s3 or pulsar) is a broker of its own on host ``broker``, while a transactional reader (host a)
     follows it. ``delay_s`` after the committer's ``after_commits``-th answer the broker is
     killed (SIGKILL: whatever commit is under way, producing, flushing or putting its
-    snapshot) and ``down_s`` later started again on its address: Tansu empty (every record
-    lost), pulsar-lite on its data. Checks each identifier committed once and every
+    snapshot) and ``down_s`` later started again on its address: Tansu on memory empty (every
+    record lost), Tansu on S3 and pulsar-lite on their data. Checks each identifier committed once and every
     committed record read once (those the log lost, from the table files); returns the
     reader's lines."""
     broker = _RestartableBroker(cluster, workdir, system)

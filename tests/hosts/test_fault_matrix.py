@@ -10,8 +10,8 @@
   (:func:`~.scenarios.store_answers_errors`);
 - a committer cut off from S3 while it writes: after which commit, how long after it, for
   how long (:func:`~.scenarios.committer_cut_off_from_s3`);
-- a broker (Tansu or pulsar-lite) killed and started again: after which commit, how long
-  after it, down for how long (:func:`~.scenarios.broker_restarted_mid_commit`).
+- a broker killed and started again (Tansu on memory or on S3, pulsar-lite): which, after
+  which commit, how long after it, down for how long (:func:`~.scenarios.broker_restarted_mid_commit`).
 
 ``TABLELOG_FAULT_ITERATIONS`` (default 20) and ``TABLELOG_FAULT_SEED`` (default 0) choose
 how many and which."""
@@ -78,10 +78,10 @@ def test_a_committer_whose_store_fails_at_a_random_point_commits_each_identifier
 
 
 @pytest.mark.parametrize("iteration", range(ITERATIONS))
-def test_a_broker_restarted_empty_at_a_random_point_loses_no_committed_change_for_a_reader(
+def test_a_broker_restarted_at_a_random_point_loses_no_committed_change_for_a_reader(
         cluster: Cluster, tmp_path: Path, iteration: int, record_property: pytest.RecordProperty) -> None:
     rng = random.Random(SEED * 1_000 + iteration)
-    system = rng.choice(["kafka", "pulsar"])
+    system = rng.choice(["kafka", "kafka-on-s3", "pulsar"])
     after, delay_s, down_s = rng.randint(1, 8), rng.uniform(0.0, 0.6), rng.uniform(0.5, 6.0)
     record_property("fault", f"{system} broker killed {delay_s:.2f} s after commit {after}, down {down_s:.1f} s")
     broker_restarted_mid_commit(cluster, tmp_path, system, after_commits=after, delay_s=delay_s, down_s=down_s)

@@ -1,9 +1,10 @@
 """The Spark sink on a standalone cluster whose master, workers and driver are separate
 hosts, the S3 server and the broker two more (:mod:`.spark_on_hosts`, one cluster for the
-module): a worker cut off from the broker or S3 while one of its tasks is between
-producing and ``finish()``, and the driver cut off from its cluster in the middle of a
-micro-batch. Spark runs tasks again, or a restarted driver goes on from the checkpoint;
-every change is counted on both sides, every iteration.
+module): a worker cut off from the broker or S3, or frozen (SIGSTOP, its executor with it)
+and resumed, while one of its tasks is between producing and ``finish()``, and the driver
+cut off from its cluster in the middle of a micro-batch. Spark runs tasks again, or a
+restarted driver goes on from the checkpoint; every change is counted on both sides,
+every iteration.
 
 ``TABLELOG_FAULT_ITERATIONS`` (default 20) and ``TABLELOG_FAULT_SEED`` (default 0)
 choose how many random iterations and which."""
@@ -133,4 +134,27 @@ def test_a_driver_cut_off_from_its_cluster_mid_batch_commits_every_change_once_t
     print(f"iteration {iteration}: {outcome}")
     record_property("fault", f"driver cut from the master and workers for {cut_s:.1f} s ({paused}): {outcome}"
                              + ("" if outcome == "finished" else ", and a restarted driver finished"))
+    assert_each_change_counted_once(write)
+
+
+@pytest.mark.parametrize("iteration", range(ITERATIONS))
+def test_a_worker_frozen_at_a_random_point_of_a_micro_batch_and_resumed_has_every_change_counted_once(
+        write: StreamingWrite, tmp_path: Path, iteration: int, record_property: pytest.RecordProperty) -> None:
+    rng = random.Random(f"frozen worker {SEED} {iteration}")
+    marker = tmp_path / "paused-task.json"
+    testing, paused = random_pause(rng, marker)
+    frozen_s = rng.uniform(2.0, 20.0)  # both sides of spark.network.timeout
+    net = write.hosts.net
+    driver = write.start_driver(testing, QUICK_DETECTION)
+    worker = net[victim_worker(write, write.wait_for(marker))]
+    record_property("fault", f"{worker.name} ({paused}) frozen for {frozen_s:.1f} s")
+    worker.pause()  # the worker and its executor, as a frozen VM: sockets open, state kept
+    try:
+        time.sleep(frozen_s)
+    finally:
+        worker.resume()
+    assert write.finish(driver) == 0, write.driver_log.read_text()[-4000:]
+    lost = "Lost executor" in write.driver_log.read_text()  # past spark.network.timeout: its task ran elsewhere
+    print(f"iteration {iteration}: {'executor lost' if lost else 'carried on'}")
+    record_property("outcome", "executor lost, its task ran again" if lost else "the task carried on")
     assert_each_change_counted_once(write)

@@ -13,10 +13,13 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import attrs
+
 from tablelog.testing.processes import Launch, die_with_parent, free_port, required_wheel_binary
+from tablelog.testing.s3_server import S3Endpoint, ensure_bucket
 
 ENV_BOOTSTRAP = "TABLELOG_TEST_KAFKA_BOOTSTRAP"
 
@@ -76,7 +79,8 @@ def external_kafka() -> str | None:
 @contextlib.contextmanager
 def tansu_broker(workdir: Path, advertised_port: int | None = None, *, authentication: bool = False,
                  address: str = "127.0.0.1", launch: Launch = subprocess.Popen,
-                 advertised_address: str | None = None, port: int | None = None) -> Iterator[str]:
+                 advertised_address: str | None = None, port: int | None = None,
+                 storage: str = "memory://tansu/", environment: Mapping[str, str] | None = None) -> Iterator[str]:
     """A Tansu broker (memory storage) on a free loopback port; yields ``ADDRESS:PORT``
     once it answers, kills it on exit. ``advertised_port``: the port it tells clients to
     connect to instead (a TLS terminator's in front of it: :mod:`tablelog.testing.tls_proxy`).
@@ -85,7 +89,9 @@ def tansu_broker(workdir: Path, advertised_port: int | None = None, *, authentic
     ``address`` and ``launch``: where it listens and what starts it (a host's
     :meth:`~tablelog.testing.hosts.Host.popen` and its address, to run it on that host);
     ``advertised_address``: the address it tells clients instead (a fault proxy's);
-    ``port``: the port it listens on (default a free one)."""
+    ``port``: the port it listens on (default a free one); ``storage`` and ``environment``:
+    another storage engine (``s3://BUCKET/``, its endpoint and keys in ``AWS_*`` variables:
+    :func:`s3_storage`), whose records survive a restart."""
     binary = tansu_binary()
     log_path = workdir / "tansu.log"
     port = port or free_port()
@@ -94,8 +100,9 @@ def tansu_broker(workdir: Path, advertised_port: int | None = None, *, authentic
     with open(log_path, "wb") as log:
         process = launch(
             [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", advertised,
-             "--storage-engine", "memory://tansu/", *(["--authentication"] if authentication else [])],
+             "--storage-engine", storage, *(["--authentication"] if authentication else [])],
             cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, **environment} if environment else None,
             preexec_fn=die_with_parent if os.name == "posix" else None,
         )
     try:
@@ -108,6 +115,15 @@ def tansu_broker(workdir: Path, advertised_port: int | None = None, *, authentic
     finally:
         process.kill()
         process.wait(timeout=10)
+
+
+def s3_storage(s3: S3Endpoint, bucket: str) -> tuple[str, dict[str, str]]:
+    """Tansu's S3 storage engine on ``s3``'s bucket ``bucket`` (created here): the
+    ``storage`` and ``environment`` of :func:`tansu_broker`."""
+    ensure_bucket(attrs.evolve(s3, bucket=bucket), 30.0)
+    return f"s3://{bucket}/", {"AWS_ENDPOINT": s3.endpoint, "AWS_ALLOW_HTTP": "true",
+                               "AWS_ACCESS_KEY_ID": s3.access_key, "AWS_SECRET_ACCESS_KEY": s3.secret_key,
+                               "AWS_DEFAULT_REGION": s3.region}
 
 
 def topic_values(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
