@@ -168,9 +168,10 @@ def store_answers_errors(cluster: Cluster, fault: str, *, after_requests: int = 
         while len(proxy.requests) < after_requests and run.process.poll() is None:
             time.sleep(0.005)
         rule = STORE_FAULTS[fault](proxy)
-        outcomes = final_outcomes(run.finish())
-    assert sorted(outcomes) == [("driver", i) for i in range(1, 6)]
-    assert all(line["outcome"] == "committed" for line in outcomes.values()), outcomes
+        lines = run.finish()
+    outcomes = final_outcomes(lines)
+    assert sorted(outcomes) == [("driver", i) for i in range(1, 6)], lines
+    assert all(line["outcome"] == "committed" for line in outcomes.values()), lines
     check_exactly_once(table, cluster, warehouse, [("driver", i) for i in range(1, 6)], {})
     assert rule.fired or after_requests, proxy.requests  # armed late, a fault may find no request left
     return outcomes

@@ -4,9 +4,13 @@ that a broker listens at the service URL."""
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import time
+from typing import Any
 from urllib.parse import urlsplit
+
+import pulsar
 
 from tablelog.plugin import LogUnavailableError
 from tablelog_pulsar.config import PulsarConfig
@@ -25,6 +29,29 @@ class _ExpectedNoise(logging.Filter):
 
 
 CLIENT_LOGGER.addFilter(_ExpectedNoise())
+
+
+def client_logger() -> Any:
+    """The logger a new client is given: :data:`CLIENT_LOGGER` while something shows its
+    lines (a handler that is not a ``NullHandler`` on it or an ancestor it propagates to,
+    as ``tablelog -v`` adds), else the C++ client's own file logger on the null device.
+    Given a Python logger, the client's threads take the GIL for every line they log, and
+    one that does so while the interpreter is finalizing is ended inside C++ code that may
+    not unwind: the process aborts ("terminate called without an active exception",
+    apache/pulsar-client-python#256), seen when a process exits just after closing a client
+    whose broker had been out of reach."""
+    return CLIENT_LOGGER if shows_lines(CLIENT_LOGGER) else pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull)
+
+
+def shows_lines(logger: logging.Logger) -> bool:
+    """Whether a handler that is not a ``NullHandler`` gets ``logger``'s records: its own,
+    or an ancestor's it propagates to."""
+    current: logging.Logger | None = logger
+    while current is not None:
+        if any(not isinstance(handler, logging.NullHandler) for handler in current.handlers):
+            return True
+        current = current.parent if current.propagate else None
+    return False
 
 #: pulsar-client's default connection_timeout_ms.
 _CONNECT_TIMEOUT_MS = 10_000

@@ -32,7 +32,7 @@ from tablelog.plugin import (
 from tablelog_pulsar import config as _config
 from tablelog_pulsar import topics
 from tablelog_pulsar.config import PulsarConfig
-from tablelog_pulsar.connection import CLIENT_LOGGER, check_reachable
+from tablelog_pulsar.connection import check_reachable, client_logger
 from tablelog_pulsar.failures import PulsarException, describe
 from tablelog_pulsar.reader import Reader
 from tablelog_pulsar.writer import Writer
@@ -63,7 +63,7 @@ class PulsarConnection:
                 self._client = pulsar.Client(
                     self.config.service_url,
                     authentication=self.config.authentication(),
-                    logger=CLIENT_LOGGER,
+                    logger=client_logger(),
                     **self.config.client_kwargs,
                 )
             except PulsarException as err:
