@@ -177,9 +177,9 @@ class PulsarRaw:
 
         self.address = address
         self.config = parse_config(LogConfig("pulsar", "bench.raw", "raw", 1, True, {"service-url": address}))
-        from tablelog_pulsar.connection import CLIENT_LOGGER
+        from tablelog_pulsar.connection import client_logger
 
-        self.client = pulsar.Client(address, operation_timeout_seconds=30, logger=CLIENT_LOGGER)
+        self.client = pulsar.Client(address, operation_timeout_seconds=30, logger=client_logger())  # as tablelog's own client
         self.reader_restarts = 0
 
     def table_options(self) -> dict[str, str]:

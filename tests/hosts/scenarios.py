@@ -214,13 +214,13 @@ class _RestartableBroker:
 def broker_restarted_mid_commit(cluster: Cluster, workdir: Path, system: str, *, after_commits: int,
                                 delay_s: float, down_s: float, commits_made: int = 10) -> list[dict[str, Any]]:
     """A committer (host b) commits every 0.3 s to a table whose log (``system``: kafka,
-    kafka-on-s3 or pulsar) is a broker of its own on host ``broker``, while a transactional reader (host a)
-    follows it. ``delay_s`` after the committer's ``after_commits``-th answer the broker is
-    killed (SIGKILL: whatever commit is under way, producing, flushing or putting its
-    snapshot) and ``down_s`` later started again on its address: Tansu on memory empty (every
-    record lost), Tansu on S3 and pulsar-lite on their data. Checks each identifier committed once and every
-    committed record read once (those the log lost, from the table files); returns the
-    reader's lines."""
+    kafka-on-s3 or pulsar: :class:`_RestartableBroker`) is a broker of its own on host
+    ``broker``, while a transactional reader (host a) follows it. ``delay_s`` after the
+    committer's ``after_commits``-th answer the broker is killed (SIGKILL: whatever commit
+    is under way, producing, flushing or putting its snapshot) and ``down_s`` later started
+    again on its address: Tansu on memory empty (every record lost), Tansu on S3 and
+    pulsar-lite on their data. Checks each identifier committed once and every committed
+    record read once (those the log lost, from the table files); returns the reader's lines."""
     broker = _RestartableBroker(cluster, workdir, system)
     try:
         table, warehouse, options = new_table(cluster, broker.options, **{"log.flush-timeout-ms": "4000"})

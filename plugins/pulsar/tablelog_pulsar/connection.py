@@ -53,6 +53,7 @@ def shows_lines(logger: logging.Logger) -> bool:
         current = current.parent if current.propagate else None
     return False
 
+
 #: pulsar-client's default connection_timeout_ms.
 _CONNECT_TIMEOUT_MS = 10_000
 #: Between two rounds of connection attempts that every broker refused.
