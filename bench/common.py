@@ -77,7 +77,7 @@ class NoPaimon:
     """Stands in for the data file lane of a WriteTask (:class:`tablelog.writing.files_lane.FilesLane`):
     the log path alone is measured."""
 
-    def write(self, data: pa.Table, kinds: Any) -> None:
+    def write(self, data: pa.Table, kinds: Any, spans: Any = None) -> None:
         pass
 
     def prepare(self) -> None:
