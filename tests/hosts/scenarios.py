@@ -186,7 +186,9 @@ class _RestartableBroker:
     def __init__(self, cluster: Cluster, workdir: Path, system: str) -> None:
         self.host, self.workdir, self.system = cluster.network["broker"], workdir, system
         self.port = free_port()
-        self._storage = s3_storage(cluster.s3, f"tansu-{self.port}") if system == "kafka-on-s3" else None
+        self._storage: dict[str, Any] = {}  # tansu_broker's default: memory
+        if system == "kafka-on-s3":
+            self._storage["storage"], self._storage["environment"] = s3_storage(cluster.s3, f"tansu-{self.port}")
         self._tansu = contextlib.ExitStack()
         self._pulsar = PulsarBroker(pulsar_lite_binary(), workdir / "pulsar", self.port,
                                     address=self.host.address, launch=self.host.popen)
@@ -200,9 +202,8 @@ class _RestartableBroker:
 
     def start(self) -> None:
         if self.system != "pulsar":
-            storage, environment = self._storage or ("memory://tansu/", None)
             self._tansu.enter_context(tansu_broker(self.workdir, address=self.host.address, launch=self.host.popen,
-                                                   port=self.port, storage=storage, environment=environment))
+                                                   port=self.port, **self._storage))
         else:
             self._pulsar.start()
 
