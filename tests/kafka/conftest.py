@@ -14,9 +14,6 @@ from typing import Any
 import pytest
 
 from tablelog.records import LogConfig
-from tablelog.testing.kafka_server import ENV_BOOTSTRAP, tansu_binary, wait_until_answers
-
-__all__ = ["ENV_BOOTSTRAP", "tansu_binary", "unique_topic", "wait_until_answers"]
 
 
 def unique_topic(prefix: str = "tl") -> str:

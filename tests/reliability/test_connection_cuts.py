@@ -1,4 +1,4 @@
-"""Connections cut mid-stream by a loopback TCP proxy (tests/reliability/proxy.py):
+"""Connections cut mid-stream by a loopback TCP proxy (:mod:`tablelog.testing.fault_proxy`):
 producers and readers recover, or fail clearly and are retried; transactional
 readers lose and duplicate no committed record.
 

