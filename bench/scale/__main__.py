@@ -67,6 +67,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workdir", default=None, help="where warehouses and inputs go (default: a new /tmp folder)")
     parser.add_argument("--min-free-gb", type=float, default=3.0, help="stop growing when less disk is free")
     parser.add_argument("--docs", action="store_true", help="copy the plots to docs/performance/")
+    parser.add_argument("--sink-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an option of the sink's writes (repeatable), e.g. compaction.background.duty-cycle=0.5")
     args = parser.parse_args(argv)
     try:
         args.rows = schedule.parse_rows(args.rows)
@@ -78,6 +80,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.spark_cores = [int(c) for c in args.spark_cores.split(",") if c.strip()]
     except ValueError as err:
         parser.error(str(err))
+    if any("=" not in given for given in args.sink_option):
+        parser.error(f"--sink-option: KEY=VALUE, not {[g for g in args.sink_option if '=' not in g]}")
+    args.sink_options = dict(given.split("=", 1) for given in args.sink_option)
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     args.measure = {m.strip() for m in args.measure.split(",") if m.strip()}
     for name, given, known in (("--backends", set(args.backends), BACKENDS), ("--measure", args.measure, MEASUREMENTS)):
@@ -141,7 +146,8 @@ def run_backend(name: str, spark: Any, args: argparse.Namespace, work: Path, out
         table = tablelog.create_table(where.warehouse, TABLE, SCHEMA, primary_key=["p", "id"], partition_keys=["p"],
                                       bucket=BUCKETS, options={"log.system": "none", **where.options})
         rows = RowSource()
-        sink = Sink(spark, work / name / "spark", where.warehouse, TABLE, where.sink_options, rows)
+        sink = Sink(spark, work / name / "spark", where.warehouse, TABLE, {**where.sink_options, **args.sink_options},
+                    rows)
         result: dict[str, Any] = {"checkpoints": [], "partitions": PARTITIONS, "buckets": BUCKETS}
         out[name] = result
         for target in args.checkpoints:

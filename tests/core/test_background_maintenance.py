@@ -66,8 +66,8 @@ class SlowRewrite:
         self.new_files: list[str] = []
         rewrite = TableCompactions.rewrite_bucket
 
-        def slow(compactions: TableCompactions, files: Any, level: int, drop_deletes: bool) -> list[Any]:
-            new = rewrite(compactions, files, level, drop_deletes)
+        def slow(compactions: TableCompactions, files: Any, level: int, drop_deletes: bool, pace: Any = None) -> list[Any]:
+            new = rewrite(compactions, files, level, drop_deletes, pace)
             self.new_files += [f.file_name for f in new]
             self.started.set()
             assert self.release.wait(WAIT_S)
@@ -184,7 +184,7 @@ def test_a_background_compaction_error_is_logged_and_returned_with_the_next_comm
 ) -> None:
     failed = threading.Event()
 
-    def broken(compactions: TableCompactions, files: Any, level: int, drop_deletes: bool) -> list[Any]:
+    def broken(compactions: TableCompactions, files: Any, level: int, drop_deletes: bool, pace: Any = None) -> list[Any]:
         failed.set()
         raise OSError("disk full")
 

@@ -233,7 +233,7 @@ def test_a_compaction_that_fails_after_a_commit_does_not_fail_the_commit(
     table = make_table(tmp_path, trigger=1, bucket=1)
     write_commits(table, 1)
 
-    def broken(self: TableCompactions, files: Any, level: int, drop_deletes: bool) -> list[Any]:
+    def broken(self: TableCompactions, files: Any, level: int, drop_deletes: bool, pace: Any = None) -> list[Any]:
         raise OSError("disk full")
 
     monkeypatch.setattr(TableCompactions, "rewrite_bucket", broken)
@@ -254,9 +254,9 @@ def test_a_compaction_racing_another_of_the_same_files_commits_nothing_and_leave
     won: list[Any] = []
 
     def rewrite_while_another_compacts(
-        self: TableCompactions, files: Any, level: int, drop_deletes: bool
+        self: TableCompactions, files: Any, level: int, drop_deletes: bool, pace: Any = None
     ) -> list[Any]:
-        new = rewrite(self, files, level, drop_deletes)
+        new = rewrite(self, files, level, drop_deletes, pace)
         if not won:
             won.append(None)  # the other compaction's own rewrite passes straight through
             won[0] = compact(internals(other))  # commits first, deleting the files this one read

@@ -73,8 +73,8 @@ def while_rewriting(monkeypatch: pytest.MonkeyPatch, dt: str, meanwhile: Callabl
     rewrite = TableCompactions.rewrite_bucket
     done: list[Any] = []
 
-    def rewrite_then(compactions: TableCompactions, files: Any, level: int, drop_deletes: bool) -> list[Any]:
-        new = rewrite(compactions, files, level, drop_deletes)
+    def rewrite_then(compactions: TableCompactions, files: Any, level: int, drop_deletes: bool, pace: Any = None) -> list[Any]:
+        new = rewrite(compactions, files, level, drop_deletes, pace)
         if files.partition == (dt,) and not done:
             done.append(None)
             done[0] = meanwhile()

@@ -64,7 +64,7 @@ class Overlap:
         self.new_files: list[str] = []
         rewrite = TableCompactions.rewrite_bucket
 
-        def counted(compactions: TableCompactions, files: Any, level: int, drop_deletes: bool) -> list[Any]:
+        def counted(compactions: TableCompactions, files: Any, level: int, drop_deletes: bool, pace: Any = None) -> list[Any]:
             with self.lock:
                 self.running += 1
                 self.most = max(self.most, self.running)
@@ -74,7 +74,7 @@ class Overlap:
             try:
                 if files.bucket == fail_bucket:
                     raise OSError("disk full")
-                new = rewrite(compactions, files, level, drop_deletes)
+                new = rewrite(compactions, files, level, drop_deletes, pace)
                 with self.lock:
                     self.new_files += [f.file_name for f in new]
                 self.together.wait(WAIT_S / 3)  # hold the thread until another rewrite has started

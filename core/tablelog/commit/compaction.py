@@ -166,11 +166,11 @@ def _partition_filter(
     return matches
 
 
-def rewrite_pair(table: TableView, task: PairTask) -> PairRewrite:
+def rewrite_pair(table: TableView, task: PairTask, pace: Callable[[], None] | None = None) -> PairRewrite:
     """Rewrite one planned pair (not committed: :func:`commit_rewrites`, or its files
-    deleted with :func:`discard`)."""
+    deleted with :func:`discard`); ``pace``: called between the batches of its merge."""
     began = time.perf_counter()
-    new = table.files.compactions().rewrite_bucket(task.files, task.output_level, task.drop_deletes)
+    new = table.files.compactions().rewrite_bucket(task.files, task.output_level, task.drop_deletes, pace)
     return PairRewrite(task, tuple(new), time.perf_counter() - began)
 
 
@@ -184,13 +184,15 @@ def compact(
     table: TableView, buckets: Iterable[int] | None = None, *,
     partitions: Sequence[Mapping[str, Any]] | None = None, pairs: Collection[Pair] | None = None,
     automatic: bool = False, cancelled: Callable[[], bool] | None = None, threads: int = 1,
+    pace: Callable[[], None] | None = None,
 ) -> CompactionResult:
     """Plan, rewrite the pairs (``threads`` at a time: :mod:`.compaction_threads`), and
     commit them in one snapshot (:func:`plan_compaction` says which). A pair that lost a
     race (another compaction or an overwrite of it since) is dropped alone, its files
     deleted (:attr:`CompactionResult.dropped`). ``cancelled``: asked before each pair and before
-    the commit; once true, the rewritten files are deleted and nothing is committed. Other
-    failures raise :class:`~tablelog.errors.CommitError`, with nothing committed."""
+    the commit; once true, the rewritten files are deleted and nothing is committed.
+    ``pace``: called between the batches of each pair's merge (a background compaction's
+    pauses). Other failures raise :class:`~tablelog.errors.CommitError`, with nothing committed."""
     if threads < 1:
         raise OptionError(f"threads {threads}: a compaction rewrites at least 1 pair at a time")
     began = time.perf_counter()
@@ -198,7 +200,7 @@ def compact(
     if not plan.tasks or plan.snapshot_id is None:
         return CompactionResult(table.identifier, None, skipped=plan.skipped)
     stop = cancelled or (lambda: False)
-    done = rewrite_pairs(plan.tasks, lambda task: rewrite_pair(table, task), lambda done: discard(table, done),
+    done = rewrite_pairs(plan.tasks, lambda task: rewrite_pair(table, task, pace), lambda done: discard(table, done),
                          stop=stop, threads=threads)
     if stop():
         discard(table, done)

@@ -1,11 +1,13 @@
-"""Where a compaction's pair rewrites run: one after another on the caller's thread, or
-several at once on a pool of threads (``tablelog compact --threads``). Reading, decoding
-and writing a pair's files release Python's lock, and on object storage one pair's reads
-wait on the network while another's merge runs."""
+"""Where and how fast a compaction's pair rewrites run: one after another on the caller's
+thread, or several at once on a pool of threads (``tablelog compact --threads``); and, in a
+writer's background, pausing between the batches of a merge (:class:`Pacer`). Reading,
+decoding and writing a pair's files release Python's lock, and on object storage one
+pair's reads wait on the network while another's merge runs."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 
@@ -48,3 +50,28 @@ def rewrite_pairs(
     except BaseException:
         discard(done)
         raise
+
+
+class Pacer:
+    """Holds a compaction to ``share`` of the wall-clock time: called between the batches of
+    its merge, it waits ``(1 - share) / share`` times as long as the work since its last
+    call (or its creation). On a machine whose cores a writer keeps busy, a compaction at
+    full speed slows whatever writes it overlaps by about what it takes; paced, it slows
+    more of them, each by less. ``wait(seconds)``: how to wait (a cancel event's ``wait``
+    ends the pause when the compaction is cancelled); ``clock``: monotonic seconds."""
+
+    def __init__(self, share: float, wait: Callable[[float], object] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not 0 < share <= 1:
+            raise ValueError(f"a compaction's share of the time is above 0 and at most 1, not {share}")
+        self._factor = (1 - share) / share
+        self._wait, self._clock = wait, clock
+        self._since = clock()
+        self.paused_s = 0.0  # the pauses so far
+
+    def __call__(self) -> None:
+        pause = (self._clock() - self._since) * self._factor
+        if pause > 0:
+            self._wait(pause)
+            self.paused_s += pause
+        self._since = self._clock()

@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tablelog.commit.compaction import Pair, compact, compact_after_commit
+from tablelog.commit.compaction_threads import Pacer
 from tablelog.expiry import expire_after_commit, expire_if_due
 from tablelog.options import ExpireExecutionMode
 
@@ -218,7 +219,8 @@ class Maintainer:
 
     def _compact(self, table: TableView, cancel: threading.Event, pairs: set[Pair]) -> None:
         self._look(table)
-        result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set)
+        result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set,
+                         pace=self._pacer(table, cancel, pairs))
         if result.snapshot_id is not None or result.dropped:
             logger.info("%s", result.summary())
             self._look(table)
@@ -228,6 +230,14 @@ class Maintainer:
                 if again and not cancel.is_set():
                     self._pairs |= again
                     self._snapshot = self._snapshot or self._looked_at
+
+    def _pacer(self, table: TableView, cancel: threading.Event, pairs: set[Pair]) -> Pacer | None:
+        """The pauses of ``compaction.background.duty-cycle``; none while a pair to compact is
+        past the stop trigger (its writers may be waiting for it)."""
+        share, stop_trigger = table.options.compaction_background_duty_cycle, table.options.stop_trigger
+        with self._cond:
+            urgent = any(self._runs.get(pair, 0) > stop_trigger for pair in pairs)
+        return None if share >= 1 or urgent else Pacer(share, wait=cancel.wait)
 
     def _look(self, table: TableView) -> None:
         """Note each pair's sorted runs at the latest snapshot (for backpressure)."""

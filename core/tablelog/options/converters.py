@@ -123,6 +123,17 @@ def to_bucket(value: Any) -> int:
     return number
 
 
+def to_share(value: Any) -> float:
+    """A share of a whole: a number above 0 and at most 1."""
+    try:
+        share = float(str(value).strip())
+    except ValueError:
+        raise InvalidValue("expected a number above 0 and at most 1, such as 0.5") from None
+    if not 0 < share <= 1:
+        raise InvalidValue("expected a number above 0 and at most 1, such as 0.5")
+    return share
+
+
 def to_system_name(value: Any) -> str:
     text = str(value).strip().lower()
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", text):

@@ -29,6 +29,7 @@ from tablelog.options.converters import (
     to_memory_size,
     to_optional_text,
     to_positive_duration,
+    to_share,
     to_split_size,
     to_system_name,
 )
@@ -204,6 +205,13 @@ class TableOptions:
         "waits, before its next round's first write, for the background compaction (at most a "
         "minute; default: the compaction trigger + 3). See docs/compaction.md.",
         to_int(1),
+    )
+    compaction_background_duty_cycle: float = option(
+        "compaction.background.duty-cycle", 1.0,
+        "The share of its time a writer's background compaction works: between the batches of its "
+        "merge it pauses the rest, leaving the cores to the writes (1: it never pauses). A pair past "
+        "`num-sorted-run.stop-trigger` is compacted without pauses. See docs/compaction.md.",
+        to_share,
     )
     write_only: bool = option(
         "write-only", False,

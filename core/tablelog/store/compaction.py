@@ -19,7 +19,7 @@ run of the bucket is rewritten.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -90,7 +90,7 @@ READ_BATCH_ROWS = 8192
 
 def rewrite_bucket(
     paimon: Any, files: BucketFiles, output_level: int, drop_deletes: bool, *, thin: bool = False,
-    target_file_size: int | None = None, on_file: OnFile | None = None,
+    target_file_size: int | None = None, on_file: OnFile | None = None, pace: Callable[[], None] | None = None,
 ) -> list[Any]:
     """Write the merged rows of ``files`` as new files of one sorted run at ``output_level``;
     the new files' metadata (not committed: :func:`commit_compaction` or
@@ -98,7 +98,8 @@ def rewrite_bucket(
     (older runs could hold a deleted key otherwise). ``thin``: the table declares files
     without key columns (:mod:`tablelog.store.layout`). ``target_file_size``: the files'
     size (default: the table's ``target-file-size``); ``on_file``: told of each file
-    written. Empty when no row survives.
+    written; ``pace``: called after each merged batch (a background compaction's pauses:
+    :class:`~tablelog.commit.compaction_threads.Pacer`). Empty when no row survives.
 
     The files' sorted runs are merged as a stream (:mod:`.sorted_runs`), a section of
     overlapping files after another (Paimon's ``IntervalPartition``), each key's records
@@ -126,6 +127,8 @@ def rewrite_bucket(
                 if drop_deletes:
                     rows = rows.filter(pa.array(~retractions(rows)))
                 output.add(rows)
+                if pace is not None:
+                    pace()
         return output.finish()
     except BaseException:
         output.abort()
@@ -228,9 +231,11 @@ class TableCompactions:
         """Every bucket's data files at ``snapshot_id``."""
         return bucket_files(self._paimon, snapshot_id)
 
-    def rewrite_bucket(self, files: BucketFiles, output_level: int, drop_deletes: bool) -> list[Any]:
+    def rewrite_bucket(self, files: BucketFiles, output_level: int, drop_deletes: bool,
+                       pace: Callable[[], None] | None = None) -> list[Any]:
         """:func:`rewrite_bucket` (uncommitted: :meth:`commit`, or :meth:`delete_rewritten`)."""
-        return rewrite_bucket(self._paimon, files, output_level, drop_deletes, thin=self._thin, on_file=self._on_file)
+        return rewrite_bucket(self._paimon, files, output_level, drop_deletes, thin=self._thin, on_file=self._on_file,
+                              pace=pace)
 
     def commit(
         self, rewrites: Sequence[tuple[BucketFiles, Sequence[Any]]], *, commit_user: str,
