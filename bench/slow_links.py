@@ -96,7 +96,6 @@ def rig(work: Path) -> Iterator[dict[str, Any]]:
 def _broker_behind_proxy(work: Path, net: Network) -> Iterator[tuple[TcpProxy, str]]:
     """Tansu on host ``broker``, telling its clients the address of a proxy in front of it."""
     broker, port = net["broker"], free_port()
-    (work / "tansu").mkdir()
     with TcpProxy(port, upstream_host=broker.address, listen_host=net.controller_address) as proxy, \
             tansu_broker(work / "tansu", address=broker.address, launch=broker.popen,
                          advertised_address=net.controller_address, advertised_port=proxy.port, port=port):

@@ -189,7 +189,6 @@ class _RestartableBroker:
         storage: dict[str, Any] = {}  # TansuBroker's default: memory
         if system == "kafka-on-s3":
             storage["storage"], storage["environment"] = s3_storage(cluster.s3, f"tansu-{port}")
-        (workdir / "tansu").mkdir(parents=True, exist_ok=True)
         self._tansu = TansuBroker(workdir / "tansu", port=port, address=self.host.address, launch=self.host.popen,
                                   **storage)
         self._pulsar = PulsarBroker(pulsar_lite_binary(), workdir / "pulsar", port,

@@ -80,7 +80,8 @@ def external_kafka() -> str | None:
 
 
 class TansuBroker:
-    """One Tansu process on a fixed address, port and storage; ``kill`` and ``start`` keep all
+    """One Tansu process on a fixed address, port and storage, its log in ``workdir`` (made if
+    missing); ``kill`` and ``start`` keep all
     three, so a broker on S3 storage (:func:`s3_storage`) comes back with its records and one
     on memory storage comes back empty. ``advertised_port``: the port it tells clients to
     connect to instead (a TLS terminator's or a fault proxy's in front of it);
@@ -100,6 +101,7 @@ class TansuBroker:
         self.advertised_address = advertised_address or address
         self.advertised_port = advertised_port or self.port
         self.log_path = workdir / "tansu.log"
+        workdir.mkdir(parents=True, exist_ok=True)
         self._authentication, self._storage = authentication, storage
         self._environment, self._launch = dict(environment or {}), launch
         self.process: subprocess.Popen[bytes] | None = None
