@@ -81,9 +81,9 @@ def external_kafka() -> str | None:
 
 class TansuBroker:
     """One Tansu process on a fixed address, port and storage, its log in ``workdir`` (made if
-    missing); ``kill`` and ``start`` keep all
-    three, so a broker on S3 storage (:func:`s3_storage`) comes back with its records and one
-    on memory storage comes back empty. ``advertised_port``: the port it tells clients to
+    missing); ``kill`` and ``start`` keep all three, so a broker on S3 storage
+    (:func:`s3_storage`) comes back with its records and one on memory storage comes back
+    empty. ``advertised_port``: the port it tells clients to
     connect to instead (a TLS terminator's or a fault proxy's in front of it);
     ``advertised_address``: the address it tells them instead. ``authentication``: every
     client must log in with SASL (SCRAM) first; it is then waited for until it accepts
