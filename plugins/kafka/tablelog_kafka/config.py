@@ -85,6 +85,12 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     # record up to half of it late: lower it for such a broker (docs/kafka.md,
     # "Latency"), not here, where it only multiplies empty fetches.
     "fetch.wait.max.ms": 100,
+    # A fetch in flight when the network to a broker goes silent (a partition, not a
+    # refused connection) is abandoned, and its connection closed, only after this: the
+    # kernel meanwhile backs off its retransmissions, so a connection kept across a long
+    # silence resumes at the next one, up to a minute after the network came back.
+    # librdkafka's 60 s default also outlasts a reader's log.fetch-timeout-ms.
+    "socket.timeout.ms": 10_000,
 }
 CONSUMER_FIXED: dict[str, Any] = {
     # Positions are explicit (assign + offset): no group membership, no commits.
