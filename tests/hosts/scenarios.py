@@ -170,8 +170,8 @@ def store_answers_errors(cluster: Cluster, fault: str, *, after_requests: int = 
         rule = STORE_FAULTS[fault](proxy)
         lines = run.finish()
     outcomes = final_outcomes(lines)
-    assert sorted(outcomes) == [("driver", i) for i in range(1, 6)], lines
-    assert all(line["outcome"] == "committed" for line in outcomes.values()), lines
+    assert sorted(outcomes) == [("driver", i) for i in range(1, 6)], (lines, proxy.broken)
+    assert all(line["outcome"] == "committed" for line in outcomes.values()), (lines, proxy.broken)
     check_exactly_once(table, cluster, warehouse, [("driver", i) for i in range(1, 6)], {})
     assert rule.fired or after_requests, proxy.requests  # armed late, a fault may find no request left
     return outcomes

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import http.server
+import socket
 import threading
 import time
 import uuid
@@ -152,6 +153,23 @@ def test_chunked_and_bodiless_answers_keep_the_connection_in_step() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_an_exchange_the_proxy_gives_up_on_is_recorded_with_its_cause() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as closed:
+        upstream = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    with S3FaultProxy(upstream) as proxy:  # nothing listens there any more
+        connection = http.client.HTTPConnection(proxy.host, proxy.port, timeout=10)
+        connection.request("GET", "/b/k")
+        with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
+            connection.getresponse()
+        connection.close()
+        deadline = time.monotonic() + 5
+        while not proxy.broken and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(proxy.broken) == 1
+        assert proxy.broken[0].startswith("GET /b/k: ConnectionRefusedError"), proxy.broken
+        assert proxy.requests == []
 
 
 def test_fail_answers_an_s3_error_without_forwarding_and_the_connection_stays_usable(

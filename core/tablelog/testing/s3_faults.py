@@ -4,7 +4,7 @@ errors or hang after applying a request.
 A TCP proxy (:mod:`tablelog.testing.fault_proxy`) cuts or stalls whole connections; an object
 store's clients must also survive the failure of one request: a 503 SlowDown, or a PUT the
 store applied whose answer never arrives (to the client, as if never applied). The proxy
-parses just enough HTTP/1.1 (request line, headers, body framing) to find where each exchange
+parses just enough HTTP/1.1 (:mod:`tablelog.testing.http_framing`) to find where each exchange
 ends, and forwards the bytes unmodified: the clients' signatures stay valid (boto3, pyarrow's
 AWS SDK and opendal send bodies with a Content-Length, the first two after an ``Expect:
 100-continue`` that the proxy answers itself; chunked bodies pass as well). Clients must be
@@ -37,6 +37,7 @@ from xml.sax.saxutils import escape
 
 import attrs
 
+from tablelog.testing.http_framing import read_body, read_head, read_response
 from tablelog.testing.processes import free_port
 
 if TYPE_CHECKING:
@@ -44,9 +45,6 @@ if TYPE_CHECKING:
 
 #: What a rule's ``path`` may be: a substring of the request target, or a pattern searched in it.
 PathMatch: TypeAlias = "str | re.Pattern[str] | None"
-
-_MAX_LINE = 1 << 16
-_BLANK = (b"\r\n", b"\n")
 
 
 class Exchange(NamedTuple):
@@ -79,69 +77,6 @@ class Rule:
         if self.path is None or isinstance(self.path, str):
             return self.path is None or self.path in target
         return self.path.search(target) is not None
-
-
-def _line(reader: BinaryIO) -> bytes:
-    line = reader.readline(_MAX_LINE)
-    if not line.endswith(b"\n"):
-        raise EOFError()
-    return line
-
-
-def _exactly(reader: BinaryIO, count: int) -> bytes:
-    data = reader.read(count)
-    if len(data) < count:
-        raise EOFError()
-    return data
-
-
-def _read_head(reader: BinaryIO) -> tuple[bytes, list[str], dict[str, str]]:
-    """A message's start line and headers, raw; the start line's words; the headers by
-    lower-case name (repeated ones joined with commas)."""
-    first = _line(reader)
-    while first in _BLANK:  # a stray CRLF after a body is allowed between messages
-        first = _line(reader)
-    raw, headers = bytearray(first), dict[str, str]()
-    while (line := _line(reader)) not in _BLANK:
-        raw += line
-        name, _, value = line.decode("latin-1").partition(":")
-        key = name.strip().lower()
-        headers[key] = f"{headers[key]},{value.strip()}" if key in headers else value.strip()
-    return bytes(raw + line), first.decode("latin-1").split(), headers
-
-
-def _read_body(reader: BinaryIO, headers: dict[str, str], until_close: bool) -> bytes:
-    """The body's bytes as sent (chunk framing and trailers included: an ``aws-chunked``
-    body, signed chunk by chunk, is just bytes here)."""
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        raw = bytearray()
-        while True:
-            raw += (size_line := _line(reader))
-            size = int(size_line.split(b";")[0].strip(), 16)
-            if size == 0:
-                break
-            raw += _exactly(reader, size + 2)
-        while (line := _line(reader)) not in _BLANK:
-            raw += line
-        return bytes(raw + line)
-    if "content-length" in headers:
-        return _exactly(reader, int(headers["content-length"]))
-    return reader.read() if until_close else b""
-
-
-def _read_response(reader: BinaryIO, method: str) -> tuple[int, bytes, bool]:
-    """The upstream's final answer: its status, its bytes, and whether the connection ends with it."""
-    status = 100
-    while 100 <= status < 200:
-        # Interim answers (the server's own 100 Continue) are dropped: the client had the
-        # proxy's before it sent the body.
-        head, words, headers = _read_head(reader)
-        status = int(words[1])
-    closes = "close" in headers.get("connection", "").lower()
-    if method.upper() == "HEAD" or status in (204, 304):
-        return status, head, closes
-    framed = "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
-    return status, head + _read_body(reader, headers, until_close=True), closes or not framed
 
 
 def _error_response(rule: Rule, method: str, target: str) -> bytes:
@@ -181,6 +116,7 @@ class S3FaultProxy:
         self._lock = threading.Lock()
         self._rules: list[Rule] = []
         self._requests: list[Exchange] = []
+        self._broken: list[str] = []
         self._held: list[socket.socket] = []
         self._sockets: set[socket.socket] = set()
         self._closed = threading.Event()
@@ -202,6 +138,13 @@ class S3FaultProxy:
         """Every request seen so far, in the order their outcomes were known."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def broken(self) -> list[str]:
+        """Each exchange the proxy gave up on (the upstream unreachable, a request it could
+        not parse, a peer gone mid-request), and why: its client saw the connection close."""
+        with self._lock:
+            return list(self._broken)
 
     # -- rules (each returns the rule, whose ``fired`` counts the requests it took) ----
 
@@ -305,14 +248,17 @@ class S3FaultProxy:
 
     def _serve(self, client: socket.socket) -> None:
         reader, upstream, how = client.makefile("rb"), None, "close"
+        request = ""
         try:
             while not self._closed.is_set():
-                head, words, headers = _read_head(reader)
+                request = ""
+                head, words, headers = read_head(reader)
                 method, target = words[0], words[1]
+                request = f"{method} {target}"
                 if "100-continue" in headers.get("expect", "").lower():
                     # Answered here, so that the whole body is read before a rule decides.
                     client.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
-                body = _read_body(reader, headers, until_close=False)
+                body = read_body(reader, headers, until_close=False)
                 rule = self._match(method, target)
                 fault = rule.fault if rule is not None else ""
                 if rule is not None and fault in ("fail", "hang"):
@@ -327,7 +273,7 @@ class S3FaultProxy:
                         return
                     upstream = self._connect(upstream)
                     upstream[0].sendall(head + body)
-                    status, response, closes = _read_response(upstream[1], method)
+                    status, response, closes = read_response(upstream[1], method)
                     if fault.startswith("apply_then_"):
                         self._record(method, target, fault)
                         how = "hold" if fault == "apply_then_hang" else "reset"
@@ -336,8 +282,11 @@ class S3FaultProxy:
                     client.sendall(response)
                 if closes or "close" in headers.get("connection", "").lower():
                     return
-        except (EOFError, OSError, ValueError, IndexError):  # the peer is gone, or speaks no HTTP/1.1
-            pass
+        except (EOFError, OSError, ValueError, IndexError) as exc:  # a peer is gone, or speaks no HTTP/1.1
+            # A client closing its idle connection between requests is the normal end.
+            if (request or not isinstance(exc, EOFError)) and not self._closed.is_set():
+                with self._lock:
+                    self._broken.append(f"{request or 'between requests'}: {type(exc).__name__}: {exc}")
         finally:
             if upstream is not None:
                 self._release(*upstream)
