@@ -84,6 +84,10 @@ class Program:
         self.process.wait(timeout=timeout_s)
         self._reader.join(timeout=10)
         self._error_reader.join(timeout=10)
+        # Closed here, not left to the garbage collector: a session runs hundreds of these.
+        for pipe, reader in ((self.process.stdout, self._reader), (self.process.stderr, self._error_reader)):
+            if pipe is not None and not reader.is_alive():
+                pipe.close()
         assert self.process.returncode == 0, self._failure()
         return self.lines
 
