@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import http.client
 import http.server
+import os
+import resource
 import socket
 import threading
 import time
@@ -135,24 +137,52 @@ class _ChunkedAnswers(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_chunked_and_bodiless_answers_keep_the_connection_in_step() -> None:
-    # SeaweedFS answers with a Content-Length; a server of this test's own answers chunked.
+@pytest.fixture
+def chunked_proxy() -> Iterator[S3FaultProxy]:
+    """The proxy in front of a server of this test's own, which answers chunked (SeaweedFS
+    answers with a Content-Length)."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ChunkedAnswers)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         with S3FaultProxy(f"http://127.0.0.1:{server.server_address[1]}") as proxy:
-            connection = http.client.HTTPConnection(proxy.host, proxy.port, timeout=10)
-            answers = []
-            for method in ("GET", "HEAD", "GET"):
-                connection.request(method, "/b/k")
-                response = connection.getresponse()
-                answers.append((response.status, response.read()))
-            connection.close()
-            assert answers == [(200, b"hello world"), (200, b""), (200, b"hello world")]
-            assert proxy.connections == 1
+            yield proxy
     finally:
         server.shutdown()
         server.server_close()
+
+
+def answers_on_one_connection(proxy: S3FaultProxy, methods: list[str]) -> list[tuple[int, bytes]]:
+    connection = http.client.HTTPConnection(proxy.host, proxy.port, timeout=10)
+    answers = []
+    for method in methods:
+        connection.request(method, "/b/k")
+        response = connection.getresponse()
+        answers.append((response.status, response.read()))
+    connection.close()
+    return answers
+
+
+def test_chunked_and_bodiless_answers_keep_the_connection_in_step(chunked_proxy: S3FaultProxy) -> None:
+    answers = answers_on_one_connection(chunked_proxy, ["GET", "HEAD", "GET"])
+    assert answers == [(200, b"hello world"), (200, b""), (200, b"hello world")]
+    assert chunked_proxy.connections == 1
+
+
+def test_a_kept_alive_connection_works_while_the_process_has_more_than_1024_descriptors(
+        chunked_proxy: S3FaultProxy) -> None:
+    # A long fault session's test process passes 1024 descriptors, past which select() refuses one.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    spare = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        answers = answers_on_one_connection(chunked_proxy, ["GET", "GET", "GET"])
+    finally:
+        for fd in spare:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert answers == [(200, b"hello world")] * 3, chunked_proxy.broken
+    assert chunked_proxy.connections == 1
+    assert chunked_proxy.broken == []
 
 
 def test_an_exchange_the_proxy_gives_up_on_is_recorded_with_its_cause() -> None:

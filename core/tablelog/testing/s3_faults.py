@@ -89,6 +89,14 @@ def _error_response(rule: Rule, method: str, target: str) -> bytes:
     return head if method.upper() == "HEAD" else head + body
 
 
+def _readable(sock: socket.socket) -> bool:
+    """Whether ``sock`` has something to read now (or is closed). ``poll``, not ``select``:
+    a long test session's descriptors pass 1024, which ``select`` refuses."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def _close(sock: socket.socket, reset: bool = False) -> None:
     """Close ``sock`` with a FIN (a shutdown first, which wakes a thread blocked reading it),
     or with an RST (SO_LINGER 0, no shutdown: like a dead peer)."""
@@ -235,7 +243,7 @@ class S3FaultProxy:
     def _connect(self, current: tuple[socket.socket, BinaryIO] | None) -> tuple[socket.socket, BinaryIO]:
         # An idle upstream connection with something to read has been closed by the server
         # (or is out of step): a new one, rather than a request lost on it.
-        if current is not None and not select.select([current[0]], [], [], 0)[0]:
+        if current is not None and not _readable(current[0]):
             return current
         if current is not None:
             self._release(*current)
