@@ -11,7 +11,6 @@ import http.client
 import http.server
 import os
 import resource
-import socket
 import threading
 import time
 import uuid
@@ -28,6 +27,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutE
 import tablelog
 from tablelog.commit.log_commit import CommitResult
 from tablelog.errors import CommitError
+from tablelog.testing.processes import free_port
 from tablelog.testing.s3_faults import S3FaultProxy
 from tablelog.testing.s3_server import S3Endpoint
 
@@ -186,9 +186,7 @@ def test_a_kept_alive_connection_works_while_the_process_has_more_than_1024_desc
 
 
 def test_an_exchange_the_proxy_gives_up_on_is_recorded_with_its_cause() -> None:
-    with socket.create_server(("127.0.0.1", 0)) as closed:
-        upstream = f"http://127.0.0.1:{closed.getsockname()[1]}"
-    with S3FaultProxy(upstream) as proxy:  # nothing listens there any more
+    with S3FaultProxy(f"http://127.0.0.1:{free_port()}") as proxy:  # nothing listens there
         connection = http.client.HTTPConnection(proxy.host, proxy.port, timeout=10)
         connection.request("GET", "/b/k")
         with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
