@@ -116,16 +116,19 @@ def reader_cut_off_from_broker(cluster: Cluster, *, cut_after_records: int, cut_
     work directory) a pulsar-lite broker on host ``broker``. Checks every committed record
     read once, and that every failed poll named the broker; returns the reader's lines."""
     with contextlib.ExitStack() as stack:
+        quick: dict[str, str] = {}
         if pulsar is None:
             log, named = None, f"cannot reach the Kafka brokers at {cluster.bootstrap}"
         else:
             broker = _RestartableBroker(cluster, pulsar, "pulsar")
             stack.callback(broker.kill)
             # The client's round trips (a reader's creation, a look at what is available)
-            # wait up to its operation time-out: short here, so that the cut shows as an error.
-            log = {**broker.options, "pulsar.operation-timeout-seconds": "3"}
+            # wait up to its operation time-out: short for the hosts, so that the cut shows
+            # as an error; the table's creation here, on a broker just started, keeps the
+            # default.
+            log, quick = broker.options, {"pulsar.operation-timeout-seconds": "3"}
             named = broker.options["pulsar.service-url"]
-        table, warehouse, options = new_table(cluster, log)
+        table, warehouse, options = new_table(cluster, log, **quick)
         net = cluster.network
         writes = committer(net["b"], {"warehouse": warehouse, "table": "db.t", "who": "B", "options": options,
                                       "commits": commits("driver", range(1, commits_made + 1)), "pause_s": 0.5})
