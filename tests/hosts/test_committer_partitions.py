@@ -19,7 +19,10 @@ CUT_AT = 3  # the identifier whose snapshot put the partition hits
 UNKNOWN_WITHIN_S = 30
 
 
-@pytest.mark.parametrize("phase", ["before", "during", "after"])
+# CI cuts it off during the put (applied, unanswered: the case only a read can settle);
+# before and after are in `tox -e faults` (CI's time budget), beside the matrix's random phases.
+@pytest.mark.parametrize("phase", [pytest.param("before", marks=pytest.mark.faults), "during",
+                                   pytest.param("after", marks=pytest.mark.faults)])
 def test_a_committer_cut_off_from_s3_at_its_snapshot_put_commits_each_identifier_once(
         cluster: Cluster, phase: str) -> None:
     cut_off, restarted, made_by = cut_off_at_snapshot_put(cluster, phase, CUT_AT)
