@@ -96,8 +96,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 @contextlib.contextmanager
-def backend(name: str, work: Path) -> Iterator[Any]:
-    """The backend's warehouse: a local folder, or SeaweedFS behind a request counter."""
+def backend(name: str, work: Path, *, keep: bool = False) -> Iterator[Any]:
+    """The backend's warehouse: a local folder, or SeaweedFS behind a request counter;
+    deleted once measured unless ``keep`` (``--workdir``: to look at the tables after)."""
     from bench.scale.checkpoint import Backend
 
     root = work / name
@@ -117,7 +118,8 @@ def backend(name: str, work: Path) -> Iterator[Any]:
                           connect(counter.endpoint), server.catalog_options(), counter,
                           upload_expiry=lambda local: upload(server, local, "expiry"))
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def upload(server: Any, local: Path, prefix: str) -> int:
@@ -141,7 +143,7 @@ def run_backend(name: str, spark: Any, args: argparse.Namespace, work: Path, out
     from bench.scale.data import BUCKETS, PARTITIONS, SCHEMA, RowSource
     from bench.scale.sink import Sink
 
-    with backend(name, work) as where:
+    with backend(name, work, keep=bool(args.workdir)) as where:
         log(f"{name}: warehouse {where.warehouse}")
         table = tablelog.create_table(where.warehouse, TABLE, SCHEMA, primary_key=["p", "id"], partition_keys=["p"],
                                       bucket=BUCKETS, options={"log.system": "none", **where.options})
