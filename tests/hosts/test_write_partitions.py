@@ -18,10 +18,11 @@ WRITE_TIMEOUT_S = 4.0
 #: Longer than a write attempt may take, cut off (:data:`~.scenarios.WRITE_FAILS_WITHIN_S`).
 CUT_S = 15.0
 
-
-# Both in `tox -e faults` (CI's time budget); CI keeps the store's 503s on data files
+# In `tox -e faults` (CI's time budget); CI keeps the store's 503s on data files
 # (tests/hosts/test_s3_errors.py), which pypaimon-rust's writer fails on at once.
-@pytest.mark.faults
+pytestmark = pytest.mark.faults
+
+
 def test_a_write_cut_off_from_s3_fails_in_bounded_time_and_is_made_again_once(cluster: Cluster) -> None:
     lines = committer_cut_off_from_s3(cluster, after_commits=1, delay_s=0.0, cut_s=CUT_S)
     failures = [line for line in lines if line["outcome"] == "write failed"]
@@ -29,7 +30,6 @@ def test_a_write_cut_off_from_s3_fails_in_bounded_time_and_is_made_again_once(cl
         lines
 
 
-@pytest.mark.faults
 def test_a_data_file_put_the_store_never_answers_fails_the_attempt_within_the_write_timeout_and_it_is_made_again(
         cluster: Cluster) -> None:
     table, warehouse, options = new_table(cluster, **{"s3.write-timeout": f"{WRITE_TIMEOUT_S:g} s"})
