@@ -72,6 +72,9 @@ def test_a_browser_logs_in_once_with_the_token_and_the_page_works(browser: Any, 
     wait_until(browser, lambda b: "not this dashboard's" in b.page_source)
     browser.find_element(By.ID, "token").send_keys(TOKEN)
     browser.find_element(By.ID, "login").click()
+    # The click returns before the form's POST is answered: navigating at once could
+    # cancel it before its cookie is set.
+    wait_until(browser, lambda b: b.get_cookie("tablelog_ui_session") is not None)
     browser.get(page(guarded_url))
     row = '#tables tr[data-table="db.users"]'
     wait_until(browser, lambda b: text_of(b, f"{row} td.log-state") == "reachable")
