@@ -101,6 +101,12 @@ INTERNALS: tuple[Internal, ...] = (
              "the same: a file's whole row range"),
     Internal("pypaimon.read.split_read:MergeFileSplitRead._get_final_read_data_fields",
              "the same: the columns of a key-value file to read"),
+    Internal("pypaimon.filesystem.resolving_file_io:ResolvingFileIO._get_fileio",
+             "a Parquet file of the table's current schema is read with pyarrow directly, "
+             "through the file IO pypaimon's reader would use (key_value_file_batches)"),
+    Internal("pypaimon.common.file_io:FileIO.to_filesystem_path",
+             "the same: the file's path on the file IO's pyarrow file system (its instance "
+             "attribute filesystem; a file IO without one is left to pypaimon's reader)"),
     Internal("pypaimon.read.merge_engine_support:check_supported",
              "a marked table's read is not refused for merge options pypaimon does not build"),
     Internal("pypaimon.common.options.core_options:CoreOptions.batch_scan_skip_level0",
@@ -405,13 +411,79 @@ def key_value_file_batches(paimon: Any, partition: Sequence[Any], bucket: int, f
     read = MergeFileSplitRead(table=paimon, predicate=None, read_type=paimon.fields, split=split,
                               row_tracking_enabled=False)
     fields = read._get_final_read_data_fields()
+    direct = _reads_parquet_directly(paimon)
+    if direct:
+        from pypaimon.schema.data_types import PyarrowFieldParser
+
+        columns = [field.name for field in read.read_fields]
+        types = {field.name: field.type for field in PyarrowFieldParser.from_paimon_schema(list(paimon.fields))}
     for file in files:
+        if direct and (batches := _parquet_batches(paimon, file, columns, types)) is not None:
+            yield from batches
+            continue
         reader = read.file_reader_supplier(file, True, fields, False, physical_row_ranges=_whole_file(file))
         try:
             while (batch := reader.read_arrow_batch()) is not None:
                 yield batch
         finally:
             reader.close()
+
+
+def _reads_parquet_directly(paimon: Any) -> bool:
+    """Whether the key-value files of ``paimon`` may be read with pyarrow alone when they
+    are Parquet of the current schema: not for tables whose reads pypaimon reshapes
+    (row tracking, data evolution, blob descriptors)."""
+    options = paimon.options
+    return not (options.row_tracking_enabled() or options.data_evolution_enabled() or options.blob_as_descriptor())
+
+
+def _parquet_batches(paimon: Any, file: Any, columns: Sequence[str], types: Mapping[str, Any]) -> Any:
+    """The batches of ``file`` with pypaimon's reader's ``columns`` (by name; a thin
+    file's ``_KEY_`` columns are its key columns), read with pyarrow's
+    ``ParquetFile.iter_batches`` a row group at a time; None when pypaimon must read it
+    (not Parquet, an older schema, a column missing or of another type than ``types``,
+    the current schema's, or nested). pypaimon's reader sets up much per file (its page
+    index parsed in Python), which dominates the many small files a background
+    compaction merges."""
+    import pyarrow.parquet as pq
+    import pyarrow.types as arrow_types
+    from pypaimon.filesystem.resolving_file_io import ResolvingFileIO
+
+    if not file.file_name.endswith(".parquet") or file.schema_id != paimon.table_schema.id or file.row_count <= 0:
+        return None
+    path = file.physical_path()
+    file_io = paimon.file_io
+    if isinstance(file_io, ResolvingFileIO):
+        file_io = file_io._get_fileio(path)
+    filesystem = getattr(file_io, "filesystem", None)
+    if filesystem is None:
+        return None
+    parquet = pq.ParquetFile(file_io.to_filesystem_path(path), filesystem=filesystem)
+    stored = parquet.schema_arrow
+    names = [name if name in stored.names or not name.startswith(_KEY_PREFIX) else name[len(_KEY_PREFIX):]
+             for name in columns]
+    for name in names:
+        index = stored.get_field_index(name)
+        kind = stored.field(index).type if index >= 0 else None
+        if kind is None or kind != types.get(name, kind) or arrow_types.is_nested(kind) \
+                or arrow_types.is_dictionary(kind):
+            parquet.close()
+            return None
+    return _iter_parquet(parquet, columns, names, max(1, int(paimon.options.read_batch_size())))
+
+
+_KEY_PREFIX = "_KEY_"
+
+
+def _iter_parquet(parquet: Any, columns: Sequence[str], names: Sequence[str], batch_rows: int) -> Any:
+    import pyarrow as pa
+
+    try:
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=list(dict.fromkeys(names))):
+            if batch.num_rows:
+                yield pa.RecordBatch.from_arrays([batch.column(name) for name in names], names=list(columns))
+    finally:
+        parquet.close()
 
 
 def writes_natively(write: Any) -> bool:
