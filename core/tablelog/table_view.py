@@ -19,12 +19,14 @@ if TYPE_CHECKING:
     from tablelog.options import ChangelogMode, TableOptions
     from tablelog.records import LogConfig
     from tablelog.store import TableFiles
+    from tablelog.store.warehouse import Warehouse
 
 
 class TableView(Protocol):
-    """A table: its Paimon table files (``files``: :class:`~tablelog.store.TableFiles`),
-    its options and its log."""
+    """A table: its warehouse, its Paimon table files (``files``:
+    :class:`~tablelog.store.TableFiles`), its options and its log."""
 
+    warehouse: Warehouse
     files: TableFiles
     options: TableOptions
 

@@ -25,6 +25,9 @@ from tablelog.verify import verify
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 WAIT_S = 30.0
+#: The rewrites in the writer's process, where a test patches them (by default a child
+#: process rewrites: tests/core/test_compaction_process.py).
+IN_THIS_PROCESS = {"compaction.background.nice": "0"}
 
 
 def make_table(tmp_path: Path, **options: str) -> Table:
@@ -95,7 +98,7 @@ def files_in_latest_snapshot(table: Table) -> set[str]:
 
 
 def test_a_commit_returns_while_the_compaction_it_triggered_runs(tmp_path: Path, slow_rewrite: SlowRewrite) -> None:
-    table = make_table(tmp_path)
+    table = make_table(tmp_path, **IN_THIS_PROCESS)
     committed: list[int | None] = []
     with table.writer() as writer:
 
@@ -119,7 +122,7 @@ def test_a_commit_returns_while_the_compaction_it_triggered_runs(tmp_path: Path,
 def test_a_writer_closed_mid_compaction_commits_nothing_and_leaves_no_new_file(
     tmp_path: Path, slow_rewrite: SlowRewrite
 ) -> None:
-    table = make_table(tmp_path)
+    table = make_table(tmp_path, **IN_THIS_PROCESS)
     writer = table.writer()
     for i in range(2):
         writer.write(round_rows(i))
@@ -189,7 +192,7 @@ def test_a_background_compaction_error_is_logged_and_returned_with_the_next_comm
         raise OSError("disk full")
 
     monkeypatch.setattr(TableCompactions, "rewrite_bucket", broken)
-    table = make_table(tmp_path)
+    table = make_table(tmp_path, **IN_THIS_PROCESS)
     errors: list[str | None] = []
     with caplog.at_level(logging.WARNING, logger="tablelog.maintenance"), table.writer() as writer:
         for i in range(2):

@@ -69,7 +69,9 @@ def test_a_duty_cycle_outside_zero_to_one_names_the_key_the_value_and_what_is_al
 def make_table(tmp_path: Path, **options: str) -> Table:
     return tablelog.create_table(
         str(tmp_path), "db.t", SCHEMA, primary_key=["id"], bucket=1,
-        options={"log.system": "filesystem", "num-sorted-run.compaction-trigger": "2", **options},
+        # nice 0: the rewrites (and their pauses, patched here) in this process
+        options={"log.system": "filesystem", "num-sorted-run.compaction-trigger": "2",
+                 "compaction.background.nice": "0", **options},
     )
 
 

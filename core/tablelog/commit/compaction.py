@@ -43,6 +43,7 @@ from tablelog.commit.compaction_threads import rewrite_pairs
 from tablelog.errors import OptionError
 
 if TYPE_CHECKING:
+    from tablelog.store import TableFiles
     from tablelog.store.compaction import BucketFiles, TableCompactions
     from tablelog.table_view import TableView
 
@@ -50,7 +51,8 @@ logger = logging.getLogger("tablelog.compaction")
 
 __all__ = [
     "DEFAULT_THREADS", "P_COMPACTED", "CompactionPlan", "CompactionResult", "Pair", "PairRewrite", "PairTask",
-    "commit_rewrites", "compact", "compact_after_commit", "discard", "plan_compaction", "rewrite_pair",
+    "commit_rewrites", "compact", "compact_after_commit", "discard", "plan_compaction", "rewrite_files",
+    "rewrite_pair",
 ]
 
 
@@ -169,8 +171,13 @@ def _partition_filter(
 def rewrite_pair(table: TableView, task: PairTask, pace: Callable[[], None] | None = None) -> PairRewrite:
     """Rewrite one planned pair (not committed: :func:`commit_rewrites`, or its files
     deleted with :func:`discard`); ``pace``: called between the batches of its merge."""
+    return rewrite_files(table.files, task, pace)
+
+
+def rewrite_files(files: TableFiles, task: PairTask, pace: Callable[[], None] | None = None) -> PairRewrite:
+    """:func:`rewrite_pair` with the table's files alone (a process that has no table object)."""
     began = time.perf_counter()
-    new = table.files.compactions().rewrite_bucket(task.files, task.output_level, task.drop_deletes, pace)
+    new = files.compactions().rewrite_bucket(task.files, task.output_level, task.drop_deletes, pace)
     return PairRewrite(task, tuple(new), time.perf_counter() - began)
 
 
@@ -184,7 +191,7 @@ def compact(
     table: TableView, buckets: Iterable[int] | None = None, *,
     partitions: Sequence[Mapping[str, Any]] | None = None, pairs: Collection[Pair] | None = None,
     automatic: bool = False, cancelled: Callable[[], bool] | None = None, threads: int = 1,
-    pace: Callable[[], None] | None = None,
+    pace: Callable[[], None] | None = None, rewrite: Callable[[PairTask], PairRewrite] | None = None,
 ) -> CompactionResult:
     """Plan, rewrite the pairs (``threads`` at a time: :mod:`.compaction_threads`), and
     commit them in one snapshot (:func:`plan_compaction` says which). A pair that lost a
@@ -192,7 +199,8 @@ def compact(
     deleted (:attr:`CompactionResult.dropped`). ``cancelled``: asked before each pair and before
     the commit; once true, the rewritten files are deleted and nothing is committed.
     ``pace``: called between the batches of each pair's merge (a background compaction's
-    pauses). Other failures raise :class:`~tablelog.errors.CommitError`, with nothing committed."""
+    pauses). ``rewrite``: how a pair is rewritten (default: :func:`rewrite_pair` in this
+    process; a background compaction's child process). Other failures raise :class:`~tablelog.errors.CommitError`, with nothing committed."""
     if threads < 1:
         raise OptionError(f"threads {threads}: a compaction rewrites at least 1 pair at a time")
     began = time.perf_counter()
@@ -200,8 +208,8 @@ def compact(
     if not plan.tasks or plan.snapshot_id is None:
         return CompactionResult(table.identifier, None, skipped=plan.skipped)
     stop = cancelled or (lambda: False)
-    done = rewrite_pairs(plan.tasks, lambda task: rewrite_pair(table, task, pace), lambda done: discard(table, done),
-                         stop=stop, threads=threads)
+    one = rewrite or (lambda task: rewrite_pair(table, task, pace))
+    done = rewrite_pairs(plan.tasks, one, lambda done: discard(table, done), stop=stop, threads=threads)
     if stop():
         discard(table, done)
         return CompactionResult(table.identifier, None, skipped="cancelled (nothing committed)")

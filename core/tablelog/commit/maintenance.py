@@ -5,7 +5,9 @@ the (partition, bucket) pairs the commit wrote, and returns: it only takes a loc
 them. The maintainer's thread then runs, one step at a time, snapshot expiry and the
 compaction of the pairs noted (:func:`tablelog.commit.compaction.compact`, the runs
 Paimon's universal compaction picks for pairs past ``num-sorted-run.compaction-trigger``),
-committed as a ``COMPACT`` snapshot of its own. Requests that arrive meanwhile coalesce:
+committed as a ``COMPACT`` snapshot of its own, its pairs rewritten in a child process of
+lower CPU priority (``compaction.background.nice``: :mod:`.compaction_process`; a pair
+past ``num-sorted-run.stop-trigger`` here). Requests that arrive meanwhile coalesce:
 the next run takes the newest snapshot and every pair noted since.
 
 Where it does not run:
@@ -49,7 +51,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tablelog.commit.compaction import Pair, compact, compact_after_commit
-from tablelog.commit.compaction_threads import Pacer
+from tablelog.commit.compaction_process import BackgroundRewrites
 from tablelog.expiry import expire_after_commit, expire_if_due
 from tablelog.options import ExpireExecutionMode
 
@@ -87,6 +89,7 @@ class Maintainer:
         self._looked_at = 0
         self._written_pairs: set[Pair] = set()
         self._since_look: list[tuple[int, Pair, int]] = []
+        self._rewrites = BackgroundRewrites()  # where pairs are rewritten (a child process)
 
     # -- the committers' side ------------------------------------------------------------
 
@@ -183,6 +186,12 @@ class Maintainer:
 
     def _run(self, cancel: threading.Event) -> None:
         try:
+            self._serve_requests(cancel)
+        finally:
+            self._rewrites.stop()
+
+    def _serve_requests(self, cancel: threading.Event) -> None:
+        try:
             table = self._source.opened_again()  # the committers' objects stay theirs alone
         except Exception as err:  # noqa: BLE001 -- surfaced with the next commit
             self._failed("opening the table", err)
@@ -219,8 +228,14 @@ class Maintainer:
 
     def _compact(self, table: TableView, cancel: threading.Event, pairs: set[Pair]) -> None:
         self._look(table)
-        result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set,
-                         pace=self._pacer(table, cancel, pairs))
+        stop_trigger = table.options.stop_trigger
+
+        def urgent() -> bool:  # a pair past the stop trigger: its writers may be waiting for it
+            with self._cond:
+                return any(pair in pairs for pair, _ in self._over(stop_trigger))
+
+        pace, rewrite = self._rewrites.choose(table, cancel, urgent)
+        result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set, pace=pace, rewrite=rewrite)
         if result.snapshot_id is not None or result.dropped:
             logger.info("%s", result.summary())
             self._look(table)
@@ -230,14 +245,6 @@ class Maintainer:
                 if again and not cancel.is_set():
                     self._pairs |= again
                     self._snapshot = self._snapshot or self._looked_at
-
-    def _pacer(self, table: TableView, cancel: threading.Event, pairs: set[Pair]) -> Pacer | None:
-        """The pauses of ``compaction.background.duty-cycle``; none while a pair to compact is
-        past the stop trigger (its writers may be waiting for it)."""
-        share, stop_trigger = table.options.compaction_background_duty_cycle, table.options.stop_trigger
-        with self._cond:
-            urgent = any(self._runs.get(pair, 0) > stop_trigger for pair in pairs)
-        return None if share >= 1 or urgent else Pacer(share, wait=cancel.wait)
 
     def _look(self, table: TableView) -> None:
         """Note each pair's sorted runs at the latest snapshot (for backpressure)."""

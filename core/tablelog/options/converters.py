@@ -134,6 +134,11 @@ def to_share(value: Any) -> float:
     return share
 
 
+def to_nice(value: Any) -> int:
+    """A nice increment, 0 to 19 (Linux's lowest priority is 19 steps below the default)."""
+    return parse_int(value, 0, 19)
+
+
 def to_system_name(value: Any) -> str:
     text = str(value).strip().lower()
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", text):

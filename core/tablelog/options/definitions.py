@@ -27,6 +27,7 @@ from tablelog.options.converters import (
     to_enum,
     to_int,
     to_memory_size,
+    to_nice,
     to_optional_text,
     to_positive_duration,
     to_share,
@@ -212,6 +213,14 @@ class TableOptions:
         "merge it pauses the rest, leaving the cores to the writes (1: it never pauses). A pair past "
         "`num-sorted-run.stop-trigger` is compacted without pauses. See docs/compaction.md.",
         to_share,
+    )
+    compaction_background_nice: int = option(
+        "compaction.background.nice", 19,
+        "The CPU priority of a writer's background compaction: its pairs are rewritten in a child "
+        "process this many nice steps below the writer (1 to 19: it takes the CPU the writes leave, and "
+        "shares no interpreter lock with them); 0: in a thread of the writer's process. A pair past "
+        "`num-sorted-run.stop-trigger` is rewritten in the writer's process. See docs/compaction.md.",
+        to_nice,
     )
     write_only: bool = option(
         "write-only", False,
