@@ -144,7 +144,7 @@ def test_a_writer_closed_mid_compaction_commits_nothing_and_leaves_no_new_file(
 def test_a_write_waits_while_a_bucket_it_wrote_is_past_the_stop_trigger(
     tmp_path: Path, slow_rewrite: SlowRewrite, caplog: pytest.LogCaptureFixture
 ) -> None:
-    table = make_table(tmp_path, **{"num-sorted-run.stop-trigger": "3"})
+    table = make_table(tmp_path, **{"num-sorted-run.stop-trigger": "3"}, **IN_THIS_PROCESS)
     progress: list[str] = []
     with table.writer() as writer, caplog.at_level(logging.INFO, logger="tablelog.maintenance"):
 

@@ -155,15 +155,16 @@ class BackgroundRewrites:
         self._process: RewriteProcess | None = None
         self._lock = threading.Lock()
 
-    def choose(self, table: TableView, cancel: threading.Event, urgent: Callable[[], bool]) -> tuple[
+    def choose(self, table: TableView, cancel: threading.Event, *, urgent: bool, behind: Callable[[], bool]) -> tuple[
             Callable[[], None] | None, Callable[[PairTask], PairRewrite] | None]:
         """``pace`` and ``rewrite`` for :func:`~tablelog.commit.compaction.compact`: each
         pair in the child process of ``compaction.background.nice``, working
         ``compaction.background.duty-cycle`` of the time, and here at full speed once
-        ``urgent()`` (a pair past the stop trigger: its writers may be waiting for it;
-        asked before and while the child rewrites). Nice 0: here, paced."""
+        ``behind()`` (asked before and while the child rewrites: the writes outpace it);
+        ``urgent`` (a pair past the stop trigger: its writers may be waiting for it): all
+        here at full speed. Nice 0: here, paced."""
         share, nice = table.options.compaction_background_duty_cycle, table.options.compaction_background_nice
-        if urgent():
+        if urgent:
             return None, None
         if not nice:
             return (None if share >= 1 else Pacer(share, wait=cancel.wait)), None
@@ -178,7 +179,7 @@ class BackgroundRewrites:
         def rewrite(task: PairTask) -> PairRewrite:
             from tablelog.commit.compaction import rewrite_pair
 
-            if not urgent() and (done := process.rewrite(table, task, share, hurry=urgent)) is not None:
+            if not behind() and (done := process.rewrite(table, task, share, hurry=behind)) is not None:
                 return done
             return rewrite_pair(table, task)
 

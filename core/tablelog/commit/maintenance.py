@@ -6,8 +6,8 @@ them. The maintainer's thread then runs, one step at a time, snapshot expiry and
 compaction of the pairs noted (:func:`tablelog.commit.compaction.compact`, the runs
 Paimon's universal compaction picks for pairs past ``num-sorted-run.compaction-trigger``),
 committed as a ``COMPACT`` snapshot of its own, its pairs rewritten in a child process of
-lower CPU priority (``compaction.background.nice``: :mod:`.compaction_process`; a pair
-past ``num-sorted-run.stop-trigger`` here). Requests that arrive meanwhile coalesce:
+lower CPU priority (``compaction.background.nice``: :mod:`.compaction_process`), here
+when a pair is past ``num-sorted-run.stop-trigger``. Requests that arrive meanwhile coalesce:
 the next run takes the newest snapshot and every pair noted since.
 
 Where it does not run:
@@ -62,6 +62,9 @@ logger = logging.getLogger("tablelog.maintenance")
 
 #: The longest a write waits for the background compaction of a pair past the stop trigger.
 BACKPRESSURE_MAX_WAIT_S = 60.0
+#: A child process's rewrite is redone in the writer's process once a pair it compacts
+#: has this many times ``num-sorted-run.stop-trigger`` sorted runs (the writes outpace it).
+BEHIND_FACTOR = 2
 #: A maintainer no writer holds stops its thread after this long without a request.
 IDLE_STOP_S = 60.0
 #: Errors kept for the next commit's result (the oldest dropped first; all are logged).
@@ -229,12 +232,14 @@ class Maintainer:
     def _compact(self, table: TableView, cancel: threading.Event, pairs: set[Pair]) -> None:
         self._look(table)
         stop_trigger = table.options.stop_trigger
+        with self._cond:  # a pair past the stop trigger: its writers may be waiting for it
+            urgent = any(self._runs.get(pair, 0) > stop_trigger for pair in pairs)
 
-        def urgent() -> bool:  # a pair past the stop trigger: its writers may be waiting for it
+        def behind() -> bool:  # the writes outpacing the child's rewrites
             with self._cond:
-                return any(pair in pairs for pair, _ in self._over(stop_trigger))
+                return any(pair in pairs for pair, _ in self._over(BEHIND_FACTOR * stop_trigger))
 
-        pace, rewrite = self._rewrites.choose(table, cancel, urgent)
+        pace, rewrite = self._rewrites.choose(table, cancel, urgent=urgent, behind=behind)
         result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set, pace=pace, rewrite=rewrite)
         if result.snapshot_id is not None or result.dropped:
             logger.info("%s", result.summary())
