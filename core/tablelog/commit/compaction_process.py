@@ -8,8 +8,9 @@ process at a lower priority (a higher nice value) takes the CPU the writers leav
 shares no lock with them. The maintainer's thread still plans and commits (both read
 little); only the rewrites of pairs (:func:`~tablelog.commit.compaction.rewrite_pair`)
 go to the child, one at a time, over a pipe of pickles. A pair past
-``num-sorted-run.stop-trigger`` is rewritten in the writer's process at its priority,
-so that a compaction the writers wait for is never starved.
+``num-sorted-run.stop-trigger`` that writers wait for, or one at twice that, is
+rewritten in the writer's process at its priority (a child's rewrite stopped, its files
+deleted, and done again there), so that the writes never wait on a starved child.
 
 The child is started at the first rewrite and ends with the maintainer's thread (when the
 last writer closes, after its idle time, at interpreter exit), or by itself when its
@@ -160,9 +161,8 @@ class BackgroundRewrites:
         """``pace`` and ``rewrite`` for :func:`~tablelog.commit.compaction.compact`: each
         pair in the child process of ``compaction.background.nice``, working
         ``compaction.background.duty-cycle`` of the time, and here at full speed once
-        ``behind()`` (asked before and while the child rewrites: the writes outpace it);
-        ``urgent`` (a pair past the stop trigger: its writers may be waiting for it): all
-        here at full speed. Nice 0: here, paced."""
+        ``behind()`` (asked before and while the child rewrites: writers wait for it, or
+        the writes outpace it); ``urgent``: all here at full speed. Nice 0: here, paced."""
         share, nice = table.options.compaction_background_duty_cycle, table.options.compaction_background_nice
         if urgent:
             return None, None

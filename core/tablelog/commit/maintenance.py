@@ -7,7 +7,7 @@ compaction of the pairs noted (:func:`tablelog.commit.compaction.compact`, the r
 Paimon's universal compaction picks for pairs past ``num-sorted-run.compaction-trigger``),
 committed as a ``COMPACT`` snapshot of its own, its pairs rewritten in a child process of
 lower CPU priority (``compaction.background.nice``: :mod:`.compaction_process`), here
-when a pair is past ``num-sorted-run.stop-trigger``. Requests that arrive meanwhile coalesce:
+when writers wait for it (:data:`BEHIND_FACTOR`). Requests that arrive meanwhile coalesce:
 the next run takes the newest snapshot and every pair noted since.
 
 Where it does not run:
@@ -18,16 +18,13 @@ Where it does not run:
   batch reads skip level 0: Paimon's ``lookup-wait``): the commit compacts before it
   returns. ``snapshot.expire.execution-mode = sync``: the commit expires.
 
-**One maintainer per table per process** (keyed by the table's directory), not one per
-writer: every writer and committer of the table in the process feeds it, so one
-compaction of a pair runs at a time (two would race, and the later would lose its work to
-the per-pair conflict rule), and committers with nothing to close (``Table.commit``, the
-Spark sink's driver) share it. A :class:`~tablelog.writing.writer.Writer` holds it while
-open; closing the last holder stops it. Stopping sets a cancel flag checked between
-steps (before expiry, between pairs, before the commit): a cancelled compaction deletes
-its new files and commits nothing; a commit in progress finishes. A maintainer no writer
-holds stops its thread after idling for :data:`IDLE_STOP_S`; at interpreter exit every
-one is stopped.
+**One maintainer per table per process** (keyed by the table's directory): every writer
+and committer of the table in the process feeds it, so one compaction of a pair runs at
+a time (two would race, the later losing its work). A
+:class:`~tablelog.writing.writer.Writer` holds it while open; closing the last holder
+stops it: a cancel flag checked between steps (before expiry, between pairs, before the
+commit); a cancelled compaction deletes its new files and commits nothing. A maintainer
+no writer holds stops after idling :data:`IDLE_STOP_S`; at interpreter exit every one is.
 
 **Errors** never fail a commit: each is logged and returned with the next commit's
 result (:attr:`~tablelog.commit.log_commit.CommitResult.maintenance_error`), and the next
@@ -62,8 +59,9 @@ logger = logging.getLogger("tablelog.maintenance")
 
 #: The longest a write waits for the background compaction of a pair past the stop trigger.
 BACKPRESSURE_MAX_WAIT_S = 60.0
-#: A child process's rewrite is redone in the writer's process once a pair it compacts
-#: has this many times ``num-sorted-run.stop-trigger`` sorted runs (the writes outpace it).
+#: A compaction is rewritten here (a child's rewrite stopped and redone) when a pair is
+#: past ``num-sorted-run.stop-trigger`` and a writer waits, or past this many times it
+#: (the writes outpace the child; the Spark sink's driver never waits).
 BEHIND_FACTOR = 2
 #: A maintainer no writer holds stops its thread after this long without a request.
 IDLE_STOP_S = 60.0
@@ -85,6 +83,7 @@ class Maintainer:
         self._pairs: set[Pair] = set()
         self._expire = False
         self._busy = False
+        self._waiting = 0  # writers waiting for room (backpressure)
         self._errors: list[str] = []
         # backpressure: sorted runs per pair at the last look, the pairs this process
         # wrote, and the files of commits after that look
@@ -141,7 +140,11 @@ class Maintainer:
                                    "num-sorted-run.stop-trigger %d within %.0f s; the write goes on",
                                    identifier, stop_trigger, BACKPRESSURE_MAX_WAIT_S)
                     return
-                self._cond.wait(remaining)
+                self._waiting += 1
+                try:
+                    self._cond.wait(remaining)
+                finally:
+                    self._waiting -= 1
                 over = self._over(stop_trigger)
             logger.info("table %r: the write waited %.1f s for the background compaction", identifier,
                         time.monotonic() - started)
@@ -232,14 +235,13 @@ class Maintainer:
     def _compact(self, table: TableView, cancel: threading.Event, pairs: set[Pair]) -> None:
         self._look(table)
         stop_trigger = table.options.stop_trigger
-        with self._cond:  # a pair past the stop trigger: its writers may be waiting for it
-            urgent = any(self._runs.get(pair, 0) > stop_trigger for pair in pairs)
 
-        def behind() -> bool:  # the writes outpacing the child's rewrites
+        def behind() -> bool:  # a pair past the stop trigger with writers waiting, or far past it
             with self._cond:
-                return any(pair in pairs for pair, _ in self._over(BEHIND_FACTOR * stop_trigger))
+                runs = [n for pair, n in self._over(stop_trigger) if pair in pairs]
+                return bool(runs) and (self._waiting > 0 or max(runs) > BEHIND_FACTOR * stop_trigger)
 
-        pace, rewrite = self._rewrites.choose(table, cancel, urgent=urgent, behind=behind)
+        pace, rewrite = self._rewrites.choose(table, cancel, urgent=behind(), behind=behind)
         result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set, pace=pace, rewrite=rewrite)
         if result.snapshot_id is not None or result.dropped:
             logger.info("%s", result.summary())
