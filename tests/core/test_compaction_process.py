@@ -32,9 +32,9 @@ def started_children(caplog: pytest.LogCaptureFixture) -> list[tuple[int, int]]:
     return [(int(m[1]), int(m[2])) for r in caplog.records if (m := STARTED.search(r.getMessage()))]
 
 
-def nice_of(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[16])  # the 19th field of /proc/<pid>/stat: the nice value
+def nice_of(pid: int, thread: int | None = None) -> int:
+    stat = Path(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat")
+    return int(stat.read_text().rsplit(")", 1)[1].split()[16])  # the 19th field: the nice value
 
 
 def alive(pid: int) -> bool:
@@ -83,7 +83,9 @@ def test_a_background_compaction_rewrites_in_a_child_process_at_the_lower_priori
     with table.writer() as writer:
         commit_rounds(writer, table, range(3))
         ((pid, nice),) = started_children(caplog_info)
-        assert nice == 19 and nice_of(pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 19)
+        threads = [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()]
+        expected = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 19)
+        assert nice == 19 and len(threads) > 1 and {nice_of(pid, t) for t in threads} == {expected}
         assert pid != os.getpid()
     eventually(lambda: not alive(pid))  # it ends with the writer
     assert table.rows().sort_by("id").to_pylist() == expected_rows(3)

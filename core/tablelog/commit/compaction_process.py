@@ -21,6 +21,7 @@ starts another one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
@@ -113,7 +114,8 @@ class RewriteProcess:
         try:
             self._child = subprocess.Popen(
                 [sys.executable, "-c", _CHILD, str(self.nice), str(requests_read), str(answers_write)],
-                pass_fds=(requests_read, answers_write), stdin=subprocess.DEVNULL, env=env)
+                pass_fds=(requests_read, answers_write), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                env=env)  # stderr kept: the child's warnings and a crash's traceback
         finally:
             os.close(requests_read)
             os.close(answers_write)
@@ -212,22 +214,46 @@ def _receive(stream: IO[bytes]) -> bytes | None:
     return payload if len(payload) == size else None
 
 
-def _serve(requests: IO[bytes], answers: IO[bytes]) -> None:
-    """The child: rewrite each task it is sent, until the parent closes the pipe."""
+def _serve(requests: IO[bytes], answers: IO[bytes], nice: int) -> None:
+    """The child: rewrite each task it is sent, until the parent closes the pipe. A
+    rewrite whose answer does not reach the parent (it stopped waiting: SIGTERM, its end
+    of the pipe closed) has its files deleted: nobody will commit them."""
     from tablelog.commit.compaction import rewrite_files
     from tablelog.store.warehouse import Warehouse
 
+    _lower_priority(nice)  # after the imports: a busy machine would stretch them over seconds
     opened: dict[str, Any] = {}
     while (request := _receive(requests)) is not None:
+        files, task, done = None, None, None
         try:
-            (location, storage_options), identifier, task, share = pickle.loads(request)
-            files = opened.get(identifier)
-            if files is None or files.schema_id < max(int(f.schema_id) for f in task.files.files):
-                files = opened[identifier] = Warehouse(location, storage_options).open(identifier)
-            answer: tuple[bool, Any] = (True, rewrite_files(files, task, Pacer(share) if share < 1 else None))
-        except Exception as err:  # noqa: BLE001 -- the parent raises it
-            answer = (False, f"{type(err).__name__}: {err}")
-        _send(answers, pickle.dumps(answer))
+            try:
+                (location, storage_options), identifier, task, share = pickle.loads(request)
+                files = opened.get(identifier)
+                if files is None or files.schema_id < max(int(f.schema_id) for f in task.files.files):
+                    files = opened[identifier] = Warehouse(location, storage_options).open(identifier)
+                done = rewrite_files(files, task, Pacer(share) if share < 1 else None)
+                answer: tuple[bool, Any] = (True, done)
+            except Exception as err:  # noqa: BLE001 -- the parent raises it
+                answer = (False, f"{type(err).__name__}: {err}")
+            _send(answers, pickle.dumps(answer))
+        except BaseException:
+            if files is not None and task is not None and done is not None:
+                files.compactions().delete_rewritten([(task.files, done.new_files)])
+            raise
+
+
+def _lower_priority(steps: int) -> None:
+    """Every thread of this process ``steps`` nice steps lower: Linux's nice value is a
+    thread's (the imports started some, jemalloc's among them), and threads started later
+    inherit their starter's."""
+    try:
+        threads = [int(task) for task in os.listdir("/proc/self/task")]
+    except OSError:
+        os.nice(steps)
+        return
+    for thread in threads:
+        with contextlib.suppress(OSError):  # ended meanwhile
+            os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + steps))
 
 
 def _stopped(signum: int, frame: Any) -> None:
@@ -236,8 +262,9 @@ def _stopped(signum: int, frame: Any) -> None:
 
 def main(argv: list[str]) -> None:
     nice, requests, answers = (int(arg) for arg in argv)
-    os.nice(nice)  # first: the threads Arrow starts later inherit it
     signal.signal(signal.SIGTERM, _stopped)
-    with os.fdopen(requests, "rb") as read, os.fdopen(answers, "wb") as write:
-        _serve(read, write)
-
+    try:
+        with os.fdopen(requests, "rb") as read, os.fdopen(answers, "wb") as write:
+            _serve(read, write, nice)
+    except (BrokenPipeError, SystemExit):
+        pass  # the parent stopped waiting or asked it to end: nothing to say
