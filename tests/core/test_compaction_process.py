@@ -139,8 +139,8 @@ def test_a_rewrite_failing_in_the_child_raises_its_error_and_the_child_serves_th
 def test_a_compaction_past_the_stop_trigger_is_rewritten_in_the_writer_s_process(tmp_path: Path) -> None:
     view = internals(make_table(tmp_path))
     rewrites = BackgroundRewrites()
-    assert rewrites.choose(view, threading.Event(), urgent=True, behind=lambda: False) == (None, None)
-    pace, rewrite = rewrites.choose(view, threading.Event(), urgent=False, behind=lambda: False)
+    assert rewrites.choose(view, threading.Event(), lambda: True) == (None, None)
+    pace, rewrite = rewrites.choose(view, threading.Event(), lambda: False)
     assert pace is None and rewrite is not None and rewrites.pid is None  # started at the first rewrite
     rewrites.stop()
 

@@ -158,15 +158,16 @@ class BackgroundRewrites:
         self._process: RewriteProcess | None = None
         self._lock = threading.Lock()
 
-    def choose(self, table: TableView, cancel: threading.Event, *, urgent: bool, behind: Callable[[], bool]) -> tuple[
+    def choose(self, table: TableView, cancel: threading.Event, behind: Callable[[], bool]) -> tuple[
             Callable[[], None] | None, Callable[[PairTask], PairRewrite] | None]:
         """``pace`` and ``rewrite`` for :func:`~tablelog.commit.compaction.compact`: each
         pair in the child process of ``compaction.background.nice``, working
         ``compaction.background.duty-cycle`` of the time, and here at full speed once
-        ``behind()`` (asked before and while the child rewrites: writers wait for it, or
-        the writes outpace it); ``urgent``: all here at full speed. Nice 0: here, paced."""
+        ``behind()`` (writers wait for it, or the writes outpace it; asked now, before each
+        pair and while the child rewrites): all here at full speed when it already is.
+        Nice 0: here, paced."""
         share, nice = table.options.compaction_background_duty_cycle, table.options.compaction_background_nice
-        if urgent:
+        if behind():
             return None, None
         if not nice:
             return (None if share >= 1 else Pacer(share, wait=cancel.wait)), None

@@ -241,7 +241,7 @@ class Maintainer:
                 runs = [n for pair, n in self._over(stop_trigger) if pair in pairs]
                 return bool(runs) and (self._waiting > 0 or max(runs) > BEHIND_FACTOR * stop_trigger)
 
-        pace, rewrite = self._rewrites.choose(table, cancel, urgent=behind(), behind=behind)
+        pace, rewrite = self._rewrites.choose(table, cancel, behind)
         result = compact(table, pairs=pairs, automatic=True, cancelled=cancel.is_set, pace=pace, rewrite=rewrite)
         if result.snapshot_id is not None or result.dropped:
             logger.info("%s", result.summary())

@@ -219,7 +219,8 @@ class TableOptions:
         "The CPU priority of a writer's background compaction: its pairs are rewritten in a child "
         "process this many nice steps below the writer (1 to 19: it takes the CPU the writes leave, and "
         "shares no interpreter lock with them); 0: in a thread of the writer's process. A pair past "
-        "`num-sorted-run.stop-trigger` is rewritten in the writer's process. See docs/compaction.md.",
+        "`num-sorted-run.stop-trigger` that a writer waits for, or past twice it, is rewritten in the "
+        "writer's process. See docs/compaction.md.",
         to_nice,
     )
     write_only: bool = option(

@@ -449,6 +449,8 @@ def _parquet_batches(paimon: Any, file: Any, columns: Sequence[str], types: Mapp
     import pyarrow.types as arrow_types
     from pypaimon.filesystem.resolving_file_io import ResolvingFileIO
 
+    from tablelog.store.layout import KEY_PREFIX
+
     if not file.file_name.endswith(".parquet") or file.schema_id != paimon.table_schema.id or file.row_count <= 0:
         return None
     path = file.physical_path()
@@ -460,7 +462,7 @@ def _parquet_batches(paimon: Any, file: Any, columns: Sequence[str], types: Mapp
         return None
     parquet = pq.ParquetFile(file_io.to_filesystem_path(path), filesystem=filesystem)
     stored = parquet.schema_arrow
-    names = [name if name in stored.names or not name.startswith(_KEY_PREFIX) else name[len(_KEY_PREFIX):]
+    names = [name if name in stored.names or not name.startswith(KEY_PREFIX) else name[len(KEY_PREFIX):]
              for name in columns]
     for name in names:
         index = stored.get_field_index(name)
@@ -470,9 +472,6 @@ def _parquet_batches(paimon: Any, file: Any, columns: Sequence[str], types: Mapp
             parquet.close()
             return None
     return _iter_parquet(parquet, columns, names, max(1, int(paimon.options.read_batch_size())))
-
-
-_KEY_PREFIX = "_KEY_"
 
 
 def _iter_parquet(parquet: Any, columns: Sequence[str], names: Sequence[str], batch_rows: int) -> Any:
